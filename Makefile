@@ -1,0 +1,28 @@
+# make demo: create .venv, install, convert a generated sample dataset, read it back.
+# make test: create/update .venv with test extras and run the whole suite.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip setuptools wheel
+
+$(VENV)/.installed: setup.py $(BIN)/python
+	$(BIN)/python -m pip install -e .
+	touch $@
+
+$(VENV)/.installed-test: setup.py $(BIN)/python
+	$(BIN)/python -m pip install -e '.[test]'
+	touch $(VENV)/.installed $@
+
+demo: $(VENV)/.installed
+	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m tfrecorder.demo
+
+test: $(VENV)/.installed-test
+	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) demo_output .pytest_cache

@@ -1,0 +1,179 @@
+"""The DoFns and CombineFns of the conversion graph (see beam_pipelines.pipeline for the wiring)."""
+from __future__ import annotations
+
+import collections
+import csv
+import io
+import itertools
+from typing import Any, Iterable, Mapping
+
+import apache_beam as beam
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from beam_pipelines.pieces import PieceWriter, assemble_shard
+from tfrecorder import jobdir, storage, types
+from tfrecorder.job_config import JobConfig
+from tfrecorder.metadata import build_metadata, reason_category
+from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
+from tfrecorder.schema import Schema
+from tfrecorder.splits import TRAIN
+
+DISCARD = "discard"
+
+
+def read_image(uri: str) -> bytes:
+    """Read an image file's bytes, turning I/O failures into row-level discard reasons."""
+    try:
+        return storage.read_bytes(uri)
+    except FileNotFoundError:
+        raise RowError(f"missing file: {uri}") from None
+    except IsADirectoryError:
+        raise RowError(f"not a file: {uri} is a directory") from None
+    except PermissionError:
+        raise RowError(f"permission denied: {uri}") from None
+    except OSError as exc:
+        raise RowError(f"unreadable file: {uri}: {exc.strerror or exc}") from None
+
+
+class PrepareRows(beam.DoFn):
+    """Assign each row its split and check its labels; bad rows go to the DISCARD output."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def setup(self) -> None:
+        self.schema = Schema.from_json(self.config.schema)
+
+    def process(self, row: dict[str, Any]):
+        try:
+            yield prepare_row(row, self.schema, self.config.split_ratios), row
+        except RowError as exc:
+            yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
+
+
+class VocabularyFn(beam.CombineFn):
+    """(column, label) pairs → {column: sorted distinct labels}."""
+
+    def create_accumulator(self) -> dict[str, set]:
+        return {}
+
+    def add_input(self, accumulator: dict[str, set], pair: tuple[str, str]) -> dict[str, set]:
+        accumulator.setdefault(pair[0], set()).add(pair[1])
+        return accumulator
+
+    def merge_accumulators(self, accumulators: Iterable[dict[str, set]]) -> dict[str, set]:
+        merged: dict[str, set] = {}
+        for accumulator in accumulators:
+            for column, labels in accumulator.items():
+                merged.setdefault(column, set()).update(labels)
+        return merged
+
+    def extract_output(self, accumulator: dict[str, set]) -> dict[str, list[str]]:
+        return {column: sorted(labels) for column, labels in accumulator.items()}
+
+
+def train_labels(element: tuple[str, Mapping[str, Any]], string_label_columns: list[str]):
+    split, row = element
+    if split == TRAIN:
+        for column in string_label_columns:
+            yield column, str(row[column])
+
+
+def _global(value: Any) -> WindowedValue:
+    return WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
+
+
+class EncodeAndWritePieces(beam.DoFn):
+    """Encode rows into Examples and append them to piece files; emits one Piece per closed file.
+
+    Each bundle keeps at most one open piece per (split, shard index) and rolls over at
+    max_shard_bytes, so memory does not grow with the dataset.
+    """
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def setup(self) -> None:
+        self.schema = Schema.from_json(self.config.schema)
+        self._encoder = None
+
+    def start_bundle(self) -> None:
+        self.writers: dict[tuple[str, int], PieceWriter] = {}
+        self.round_robin = itertools.count()
+
+    def _encoder_for(self, vocabularies: Mapping[str, list[str]]) -> RowEncoder:
+        if self._encoder is None:
+            self._encoder = RowEncoder(
+                self.schema,
+                vocabularies,
+                read_image,
+                base_dir=self.config.base_dir,
+                image_size=self.config.image_size,
+                full_decode=self.config.validate == "decode",
+            )
+        return self._encoder
+
+    def process(self, element: tuple[str, dict[str, Any]], vocabularies: Mapping[str, list[str]]):
+        split, row = element
+        try:
+            data, unknown = self._encoder_for(vocabularies).encode(row)
+        except RowError as exc:
+            yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
+            return
+        num_shards = self.config.num_shards
+        key = (split, next(self.round_robin) % num_shards if num_shards > 0 else -1)
+        writer = self.writers.get(key)
+        if writer is None:
+            writer = self.writers[key] = PieceWriter(self.config.pieces_dir, split, key[1])
+        writer.write(data, unknown)
+        if num_shards <= 0 and writer.bytes >= self.config.max_shard_bytes:
+            yield self.writers.pop(key).close()
+
+    def finish_bundle(self):
+        for writer in self.writers.values():
+            yield _global(writer.close())
+        self.writers = {}
+
+
+class AssembleShard(beam.DoFn):
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def process(self, plan):
+        yield assemble_shard(plan, self.config.temp_dir, self.config.compression)
+
+
+def write_discards(discards: list[tuple[dict, str]], config: JobConfig) -> dict[str, int]:
+    """Write discarded.csv (original columns + reason); returns counts per reason category."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow([*config.columns, "reason"])
+    counts: collections.Counter = collections.Counter()
+    for row, reason in sorted(discards, key=lambda d: (d[1], str(d[0]))):
+        writer.writerow([_cell(row.get(c)) for c in config.columns] + [reason])
+        counts[reason_category(reason)] += 1
+    storage.write_bytes(storage.join(config.temp_dir, jobdir.DISCARD_FILE), out.getvalue().encode("utf-8"))
+    return dict(counts)
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
+def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_reasons, pieces):
+    """Write metadata.json, clean temporary files, and publish the job directory."""
+    unknown: collections.Counter = collections.Counter()
+    for piece in pieces:
+        unknown[piece.split] += piece.unknown_labels
+    metadata = build_metadata(config, shards, vocabularies, rows_in, discard_reasons, unknown)
+    storage.delete_tree(config.pieces_dir)
+    storage.delete_tree(config.work_dir)
+    jobdir.write_metadata(config.temp_dir, metadata)
+    jobdir.finalize(config.temp_dir, config.final_dir)
+    yield config.final_dir
+
+
+def string_label_columns(config: JobConfig) -> list[str]:
+    return [c for c, role in config.schema.items() if role == types.StringLabel.name]

@@ -1,0 +1,13 @@
+"""tfrecorder: turn a DataFrame, CSV or image folder into sharded TFRecords with Apache Beam.
+
+    import tfrecorder
+    result = df.tensorflow.to_tfrecord(output_dir="out/")
+"""
+__version__ = "0.1.0"
+
+from tfrecorder import types  # noqa: E402
+from tfrecorder.schema import Schema  # noqa: E402
+from tfrecorder.convert import convert  # noqa: E402
+from tfrecorder import accessor as _accessor  # noqa: E402,F401  (registers df.tensorflow)
+
+__all__ = ["Schema", "convert", "types", "__version__"]

@@ -1,0 +1,122 @@
+"""Image probing: format, size and channels from the header, plus a cheap integrity check.
+
+Conversion keeps each image's original bytes, so a full decode is not needed to build the Example.
+We read the header with Pillow (no pixel decode), map its mode to the channel count that
+`tf.io.decode_image` returns, and check the file's end-of-stream marker so truncated files are caught
+cheaply. `validate="decode"` adds a full decode for corruption inside the data.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import struct
+import warnings
+
+from PIL import Image, UnidentifiedImageError
+
+# Largest image we accept (pixels); a header declaring more is treated as a decompression bomb.
+MAX_PIXELS = 178_956_970  # Pillow's own default limit
+
+_PIL_FORMATS = {"JPEG": "jpeg", "MPO": "jpeg", "PNG": "png", "GIF": "gif", "BMP": "bmp", "WEBP": "webp"}
+_PIL_OPEN_FORMATS = ("JPEG", "PNG", "GIF", "BMP", "WEBP")
+
+
+class InvalidImage(ValueError):
+    """The bytes are not a usable image; the message is the discard reason."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageInfo:
+    format: str  # "jpeg" | "png" | "gif" | "bmp" | "webp"
+    height: int
+    width: int
+    channels: int  # what tf.io.decode_image returns for these bytes
+
+
+def _channels(fmt: str, image: Image.Image) -> int:
+    """Channel count tf.io.decode_image yields (TensorFlow's decoders, not Pillow's modes)."""
+    mode = image.mode
+    if fmt == "gif":
+        return 3  # TF decodes GIF frames to RGB
+    if fmt == "webp":
+        return 4 if "A" in image.getbands() or image.info.get("transparency") is not None else 3
+    if fmt == "jpeg":
+        return 1 if mode == "L" else 3  # CMYK and YCCK are converted to RGB by TF's decoder
+    if fmt == "bmp":
+        return 4 if mode == "RGBA" else (1 if mode in ("L", "1") else 3)
+    # PNG: libpng expands palettes to RGB(A) and keeps gray / gray+alpha as stored.
+    if mode in ("1", "L", "I", "I;16", "I;16B", "I;16L"):
+        return 1
+    if mode == "LA":
+        return 2
+    if mode == "P":
+        return 4 if "transparency" in image.info else 3
+    if mode == "PA":
+        return 4
+    return 4 if mode in ("RGBA", "La") else 3
+
+
+def _check_complete(fmt: str, data: bytes) -> None:
+    """Cheap end-of-stream checks that catch truncated files without decoding pixels."""
+    tail = data[-64:]
+    if fmt == "jpeg" and b"\xff\xd9" not in tail:
+        raise InvalidImage("truncated image: JPEG end-of-image marker missing")
+    if fmt == "png" and b"IEND" not in tail:
+        raise InvalidImage("truncated image: PNG IEND chunk missing")
+    if fmt == "gif" and not data.rstrip(b"\x00").endswith(b";"):
+        raise InvalidImage("truncated image: GIF trailer missing")
+    if fmt == "webp":
+        declared = struct.unpack("<I", data[4:8])[0] + 8
+        if len(data) < declared:
+            raise InvalidImage(f"truncated image: WebP declares {declared} bytes, file has {len(data)}")
+    if fmt == "bmp":
+        declared = struct.unpack("<I", data[2:6])[0]
+        if declared and len(data) < declared:
+            raise InvalidImage(f"truncated image: BMP declares {declared} bytes, file has {len(data)}")
+
+
+def probe_image(data: bytes, full_decode: bool = False) -> ImageInfo:
+    """Identify `data` as an image and return its `ImageInfo`, or raise `InvalidImage(reason)`."""
+    if not data:
+        raise InvalidImage("empty file (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data), formats=_PIL_OPEN_FORMATS) as image:
+                fmt = _PIL_FORMATS[image.format]
+                width, height = image.size
+                if width <= 0 or height <= 0:
+                    raise InvalidImage(f"invalid image size {width}x{height}")
+                if width * height > MAX_PIXELS:
+                    raise InvalidImage(f"image too large: {width}x{height} pixels exceeds {MAX_PIXELS}")
+                _check_complete(fmt, data)
+                channels = _channels(fmt, image)
+                if full_decode:
+                    image.load()
+    except InvalidImage:
+        raise
+    except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        if isinstance(exc, UnidentifiedImageError):
+            raise InvalidImage("not an image: unrecognised file content") from None
+        raise InvalidImage(f"image too large: {exc}") from None
+    except (OSError, SyntaxError, ValueError, struct.error, EOFError) as exc:
+        kind = "truncated image" if "truncat" in str(exc).lower() else "corrupt image"
+        raise InvalidImage(f"{kind}: {exc}") from None
+    return ImageInfo(fmt, height, width, channels)
+
+
+def resize_image(data: bytes, info: ImageInfo, size: tuple[int, int]) -> tuple[bytes, ImageInfo]:
+    """Resize to (height, width) and re-encode (PNG stays PNG to keep alpha, others become JPEG)."""
+    height, width = size
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()
+        if info.format == "gif":
+            image = image.convert("RGB")
+        keep_png = info.format == "png" or info.channels in (2, 4)
+        if not keep_png:
+            image = image.convert("L" if info.channels == 1 else "RGB")
+        resized = image.resize((width, height), Image.Resampling.BILINEAR)
+        out = io.BytesIO()
+        resized.save(out, format="PNG" if keep_png else "JPEG", quality=95)
+    encoded = out.getvalue()
+    return encoded, probe_image(encoded)

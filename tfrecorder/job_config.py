@@ -1,0 +1,40 @@
+"""Everything a conversion pipeline needs to know, decided by the driver before the pipeline starts.
+
+Plain data (no open files, no DataFrames), so Beam can ship it to remote workers.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional
+
+
+@dataclasses.dataclass(frozen=True)
+class JobConfig:
+    source_kind: str  # "csv" (streamed from source_path) or "parquet" (a DataFrame written by the driver)
+    source_path: str
+    schema: dict[str, str]  # column → role name
+    columns: tuple[str, ...]  # the table's columns in order (for discarded.csv)
+    base_dir: str  # relative image paths are resolved against this
+    final_dir: str
+    temp_dir: str
+    job_name: str
+    runner: str
+    split_ratios: tuple[float, float, float]
+    num_shards: int
+    max_shard_bytes: int
+    compression: Optional[str]
+    image_size: Optional[tuple[int, int]]
+    validate: str  # "header" (cheap checks) or "decode" (full decode)
+    extra_metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def pieces_dir(self) -> str:
+        from tfrecorder import storage
+
+        return storage.join(self.temp_dir, "_pieces")
+
+    @property
+    def work_dir(self) -> str:
+        from tfrecorder import storage
+
+        return storage.join(self.temp_dir, "_work")

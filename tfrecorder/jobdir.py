@@ -1,0 +1,99 @@
+"""The job directory: naming, reserving, finalising, and its metadata.json.
+
+A conversion writes into a hidden temporary directory and, as its very last step, moves it to
+`output_dir/<job_label>-<UTC timestamp>[-N]/`. A locally finished directory appears by one atomic
+rename; on object stores `metadata.json` is copied last and is what marks a directory complete.
+Readers (`load`, `verify`) refuse directories without it.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+from typing import Any, Optional
+
+from tfrecorder import storage
+
+METADATA_FILE = "metadata.json"
+DISCARD_FILE = "discarded.csv"
+TEMP_PREFIX = ".incomplete-"
+DEFAULT_JOB_LABEL = "tfrecorder"
+FORMAT_VERSION = 1
+
+
+def sanitize_job_label(label: Optional[str]) -> str:
+    """Lower-case letters, digits and dashes only, starting with a letter, at most 40 characters.
+
+    The label becomes a directory name and (on Dataflow) part of a job name; anything else, slashes
+    and dots included, is replaced so output can never escape output_dir.
+    """
+    text = re.sub(r"[^a-z0-9-]+", "-", str(label or DEFAULT_JOB_LABEL).lower()).strip("-")
+    text = re.sub(r"-{2,}", "-", text)
+    if not text or not text[0].isalpha():
+        text = f"job-{text}".rstrip("-")
+    return text[:40].rstrip("-")
+
+
+def job_name(label: Optional[str], now: Optional[dt.datetime] = None) -> str:
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return f"{sanitize_job_label(label)}-{now.strftime('%Y%m%d-%H%M%S')}"
+
+
+def temp_dir_for(final_dir: str) -> str:
+    parent, name = final_dir.rstrip("/").rsplit("/", 1) if storage.is_remote(final_dir) else os.path.split(final_dir)
+    return storage.join(parent, TEMP_PREFIX + name)
+
+
+def reserve_job_dir(output_dir: str, label: Optional[str], unique_suffix: Optional[str] = None) -> tuple[str, str]:
+    """Pick an unused job directory name; returns (final_dir, temp_dir) and creates temp_dir locally.
+
+    Locally the temporary directory is created with mkdir, which is atomic, so two runs starting in the
+    same second get different names. Remote runs add `unique_suffix` (random) instead.
+    """
+    base = job_name(label)
+    if storage.is_remote(output_dir):
+        name = f"{base}-{unique_suffix}" if unique_suffix else base
+        final_dir = storage.join(output_dir, name)
+        return final_dir, temp_dir_for(final_dir)
+    os.makedirs(output_dir, exist_ok=True)
+    for attempt in range(1, 10_000):
+        name = base if attempt == 1 else f"{base}-{attempt}"
+        final_dir = os.path.join(output_dir, name)
+        temp_dir = temp_dir_for(final_dir)
+        if os.path.exists(final_dir):
+            continue
+        try:
+            os.mkdir(temp_dir)
+        except FileExistsError:
+            continue
+        if os.path.exists(final_dir):  # finished by a concurrent run between our checks
+            os.rmdir(temp_dir)
+            continue
+        return final_dir, temp_dir
+    raise RuntimeError(f"could not find a free job directory name under {output_dir}")
+
+
+def finalize(temp_dir: str, final_dir: str) -> None:
+    """Make the finished job visible: one rename locally, metadata.json last remotely."""
+    if not storage.is_remote(final_dir):
+        if os.path.exists(final_dir):
+            raise FileExistsError(f"job directory {final_dir} already exists; refusing to overwrite it")
+        os.rename(temp_dir, final_dir)
+        return
+    files = storage.list_files(temp_dir)
+    metadata = storage.join(temp_dir, METADATA_FILE)
+    for path in sorted(files, key=lambda p: p == metadata):  # metadata.json goes last
+        storage.rename(path, final_dir.rstrip("/") + path[len(temp_dir.rstrip("/")):])
+
+
+def write_metadata(directory: str, metadata: dict[str, Any]) -> None:
+    storage.write_bytes(storage.join(directory, METADATA_FILE), json.dumps(metadata, indent=2).encode("utf-8"))
+
+
+def read_metadata(tfrecord_dir: str) -> dict[str, Any]:
+    """Load a finished job's metadata.json; a directory without one is not a finished job."""
+    path = storage.join(tfrecord_dir, METADATA_FILE)
+    if not storage.exists(path):
+        raise ValueError(f"{tfrecord_dir} is not a finished tfrecorder job directory (no {METADATA_FILE})")
+    return json.loads(storage.read_bytes(path))

@@ -1,0 +1,70 @@
+"""Build the metadata.json document that describes a finished job (pure; no I/O).
+
+It holds everything `load()` needs to parse the records (feature spec, compression, vocabularies)
+and everything `verify()` needs to check them (record count of each shard and split).
+"""
+from __future__ import annotations
+
+import collections
+import datetime as dt
+from typing import Any, Iterable, Mapping
+
+from tfrecorder import __version__
+from tfrecorder.jobdir import FORMAT_VERSION
+from tfrecorder.job_config import JobConfig
+from tfrecorder.row_encoder import feature_spec
+from tfrecorder.schema import Schema
+from tfrecorder.splits import SPLITS
+
+
+def build_metadata(
+    config: JobConfig,
+    shards: Iterable[Mapping[str, Any]],
+    vocabularies: Mapping[str, list[str]],
+    rows_in: int,
+    discard_reasons: Mapping[str, int],
+    unknown_labels: Mapping[str, int],
+) -> dict[str, Any]:
+    """`shards`: dicts with split, index, file, records, bytes."""
+    by_split: dict[str, list[Mapping[str, Any]]] = collections.defaultdict(list)
+    for shard in shards:
+        by_split[shard["split"]].append(shard)
+    split_info = {}
+    for split in SPLITS:
+        entries = sorted(by_split.get(split, []), key=lambda s: s["index"])
+        if not entries:
+            continue
+        split_info[split] = {
+            "records": sum(s["records"] for s in entries),
+            "bytes": sum(s["bytes"] for s in entries),
+            "unknown_labels": int(unknown_labels.get(split, 0)),
+            "shards": [{"file": s["file"], "records": s["records"], "bytes": s["bytes"]} for s in entries],
+        }
+    written = sum(info["records"] for info in split_info.values())
+    discarded = sum(discard_reasons.values())
+    if written + discarded != rows_in:
+        raise RuntimeError(
+            f"row accounting failed: {rows_in} rows in, {written} written + {discarded} discarded"
+        )
+    return {
+        "format_version": FORMAT_VERSION,
+        "tfrecorder_version": __version__,
+        "job_name": config.job_name,
+        "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "runner": config.runner,
+        "compression": config.compression,
+        "schema": dict(config.schema),
+        "features": feature_spec(Schema.from_json(config.schema)),
+        "vocabularies": {k: list(v) for k, v in vocabularies.items()},
+        "rows_in": rows_in,
+        "records_written": written,
+        "discarded": discarded,
+        "discard_reasons": dict(sorted(discard_reasons.items(), key=lambda kv: -kv[1])),
+        "splits": split_info,
+        **config.extra_metadata,
+    }
+
+
+def reason_category(reason: str) -> str:
+    """Group discard reasons for counting: the text before the first colon ('missing file: x' → 'missing file')."""
+    return reason.split(":", 1)[0].strip()

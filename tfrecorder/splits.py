@@ -1,0 +1,46 @@
+"""Split names and deterministic split assignment.
+
+Rows say TRAIN / VALIDATION / TEST (any case). Rows marked UNASSIGNED, or tables with no split column,
+are assigned by hashing a stable key (the image URI, else the whole row), so reruns put every row in
+the same split without storing any state.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Optional, Sequence
+
+TRAIN, VALIDATION, TEST = "TRAIN", "VALIDATION", "TEST"
+SPLITS = (TRAIN, VALIDATION, TEST)
+UNASSIGNED = "UNASSIGNED"
+DEFAULT_SPLIT_RATIOS = (0.8, 0.1, 0.1)
+
+
+def validate_split_ratios(ratios: Sequence[float]) -> tuple[float, float, float]:
+    """Check (train, validation, test) ratios: three non-negative numbers summing to 1, train > 0."""
+    if len(ratios) != 3:
+        raise ValueError(f"split_ratios must have 3 values (train, validation, test), got {ratios!r}")
+    values = tuple(float(r) for r in ratios)
+    if any(v < 0 for v in values) or abs(sum(values) - 1.0) > 1e-6 or values[0] <= 0:
+        raise ValueError(f"split_ratios must be non-negative, sum to 1 and give TRAIN a share; got {ratios!r}")
+    return values  # type: ignore[return-value]
+
+
+def normalize_split(value: object) -> Optional[str]:
+    """Canonical split name for a cell, UNASSIGNED for empty cells, None for unknown values."""
+    if value is None or (isinstance(value, float) and value != value):
+        return UNASSIGNED
+    text = str(value).strip().upper()
+    if text in ("", UNASSIGNED):
+        return UNASSIGNED
+    return text if text in SPLITS else None
+
+
+def assign_split(key: str, ratios: Sequence[float] = DEFAULT_SPLIT_RATIOS) -> str:
+    """Deterministically map `key` to a split with the given (train, validation, test) ratios."""
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
+    fraction = int.from_bytes(digest[:8], "big") / 2**64
+    if fraction < ratios[0]:
+        return TRAIN
+    if fraction < ratios[0] + ratios[1]:
+        return VALIDATION
+    return TEST

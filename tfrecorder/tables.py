@@ -1,0 +1,104 @@
+"""Open a conversion source (DataFrame, CSV path, or SPLIT/LABEL/image folder) as a `Table`.
+
+The driver only samples a CSV for schema inference and scans it in chunks for table-level checks;
+the pipeline itself streams the file. Image folders are listed into a small DataFrame of
+split,image_uri,label rows.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import logging
+import os
+import posixpath
+from typing import Any, Iterator, Optional, Union
+
+import pandas as pd
+
+from tfrecorder import storage
+
+logger = logging.getLogger("tfrecorder")
+
+SAMPLE_ROWS = 10_000
+SCAN_CHUNK_ROWS = 50_000
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp")
+
+
+@dataclasses.dataclass
+class Table:
+    kind: str  # "dataframe" or "csv"
+    columns: list[str]
+    sample: pd.DataFrame  # rows with pandas' dtype inference, for schema inference
+    base_dir: str  # relative image paths are resolved against this
+    frame: Optional[pd.DataFrame] = None
+    csv_path: Optional[str] = None
+
+    def iter_rows(self) -> Iterator[dict[str, Any]]:
+        """Every row as {column: value}, missing values as None: what the pipeline will see."""
+        for chunk in self._chunks():
+            chunk = chunk.astype(object).where(chunk.notna(), None)
+            yield from chunk.to_dict("records")
+
+    def _chunks(self) -> Iterator[pd.DataFrame]:
+        if self.frame is not None:
+            for start in range(0, len(self.frame), SCAN_CHUNK_ROWS):
+                yield self.frame.iloc[start : start + SCAN_CHUNK_ROWS]
+            return
+        with storage.open_read(self.csv_path) as stream:
+            yield from pd.read_csv(
+                stream, dtype=str, keep_default_na=False, na_values=[""], chunksize=SCAN_CHUNK_ROWS,
+                encoding="utf-8-sig",
+            )
+
+
+def _csv_header(path: str) -> list[str]:
+    import csv
+
+    with storage.open_read(path) as raw:
+        reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", newline=""))
+        header = next(reader, None)
+    if not header:
+        raise ValueError(f"CSV file {path} is empty (no header row)")
+    return header
+
+
+def _parent(path: str) -> str:
+    if storage.is_remote(path):
+        return posixpath.dirname(path.rstrip("/"))
+    return os.path.dirname(os.path.abspath(path))
+
+
+def list_image_directory(root: str) -> pd.DataFrame:
+    """Rows split,image_uri,label for every image file at ROOT/SPLIT/LABEL/file."""
+    root = root.rstrip("/") if storage.is_remote(root) else os.path.abspath(root)
+    rows, skipped = [], 0
+    for path in storage.list_files(root):
+        parts = path[len(root):].strip("/").split("/")
+        if len(parts) == 3 and not any(p.startswith(".") for p in parts):
+            rows.append({"split": parts[0], "image_uri": path, "label": parts[1]})
+        else:
+            skipped += 1
+    if skipped:
+        logger.warning("ignored %d file(s) not laid out as SPLIT/LABEL/FILE under %s", skipped, root)
+    if not rows:
+        raise ValueError(f"image directory {root} holds no files laid out as SPLIT/LABEL/image")
+    return pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+
+
+def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
+    """Recognise the source and return a Table; raise ValueError for anything unusable."""
+    if isinstance(source, pd.DataFrame):
+        columns = [str(c) for c in source.columns]
+        return Table("dataframe", columns, source.head(SAMPLE_ROWS), os.getcwd(), frame=source)
+    if not isinstance(source, (str, os.PathLike)):
+        raise ValueError(f"source must be a DataFrame, a CSV path or an image directory, not {type(source).__name__}")
+    path = os.fspath(source)
+    if not storage.is_remote(path) and os.path.isdir(path) or storage.is_remote(path) and path.endswith("/"):
+        frame = list_image_directory(path)
+        return Table("dataframe", list(frame.columns), frame.head(SAMPLE_ROWS), "", frame=frame)
+    if not storage.exists(path):
+        raise ValueError(f"source {path} does not exist")
+    header = _csv_header(path)
+    with storage.open_read(path) as stream:
+        sample = pd.read_csv(stream, nrows=SAMPLE_ROWS, encoding="utf-8-sig")
+    return Table("csv", header, sample, _parent(path), csv_path=path)
