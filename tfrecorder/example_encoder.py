@@ -1,9 +1,9 @@
 """Serialise `tf.train.Example` protos straight to bytes, without TensorFlow.
 
 Workers build one Example per row; going through the protobuf classes costs a copy of every image
-and an import of TensorFlow. The wire format is small and stable, so we write it directly. Features are
-written in sorted key order, which is byte-identical to
-`tf.train.Example.SerializeToString(deterministic=True)` (tested).
+and an import of TensorFlow. The wire format is small and stable, so we write it directly, features in
+sorted name order. Every map entry is byte-identical to what `tf.train.Example` serialises (tested);
+protobuf's own map order is an implementation detail and carries no meaning.
 """
 from __future__ import annotations
 

@@ -1,0 +1,56 @@
+"""Shared fixtures: real image files of many kinds, and conversions reused across test modules.
+
+Conversions run Beam pipelines, so each distinct conversion is made once per session.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import imagegen  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tf():
+    import tensorflow
+
+    return tensorflow
+
+
+@pytest.fixture(scope="session")
+def image_files(tmp_path_factory) -> dict[str, Path]:
+    """Odd and broken image files, plus odd file names, all written to one folder."""
+    directory = tmp_path_factory.mktemp("images")
+    files = {name: data for name, (data, _fmt, _ch) in imagegen.odd_images().items()}
+    files.update({name: data for name, (data, _reason) in imagegen.broken_images().items()})
+    rgb = imagegen.odd_images()["rgb.jpg"][0]
+    files["ünïcødé name.jpg"] = rgb
+    files["comma, space.jpg"] = rgb
+    paths = imagegen.write_files(directory, files)
+    (directory / "a_directory.jpg").mkdir()
+    paths["a_directory.jpg"] = directory / "a_directory.jpg"
+    paths["missing.jpg"] = directory / "missing.jpg"
+    return paths
+
+
+@pytest.fixture(scope="session")
+def image_table(image_files) -> pd.DataFrame:
+    """One row per file in `image_files`, alternating labels, explicit splits cycling over all three."""
+    rows = []
+    for i, (name, path) in enumerate(sorted(image_files.items())):
+        rows.append({"split": ("TRAIN", "train", "VALIDATION", "TRAIN", "test")[i % 5],
+                     "image_uri": str(path), "label": ("cat", "dog", "fox")[i % 3]})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="session")
+def converted(image_table, tmp_path_factory):
+    """The image table converted with default options (DataFrame source), reused by many tests."""
+    import tfrecorder
+
+    return tfrecorder.convert(image_table, tmp_path_factory.mktemp("out"))

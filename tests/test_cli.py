@@ -1,0 +1,34 @@
+"""The command line, run as a real subprocess."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import imagegen
+
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "tfrecorder", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
+
+
+def test_convert_csv(tmp_path):
+    imagegen.write_files(tmp_path / "img", {"a.jpg": imagegen.odd_images()["rgb.jpg"][0]})
+    (tmp_path / "t.csv").write_text("split,image_uri,label\nTRAIN,img/a.jpg,cat\nTRAIN,img/zzz.jpg,cat\n")
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"), "--job_label", "cli")
+    assert done.returncode == 0, done.stderr
+    assert "TRAIN=1" in done.stdout and "discarded: 1" in done.stdout
+    jobs = os.listdir(tmp_path / "out")
+    assert len(jobs) == 1 and jobs[0].startswith("cli-")
+
+
+def test_fatal_input_error_is_one_line_and_non_zero(tmp_path):
+    done = run("convert", "--source", str(tmp_path / "nope.csv"), "--output_dir", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "does not exist" in done.stderr
+
+
+def test_help_lists_examples():
+    done = run("convert", "--help")
+    assert done.returncode == 0 and "--output_dir" in done.stdout and "examples:" in done.stdout

@@ -1,0 +1,50 @@
+"""Our TFRecord framing is read by TensorFlow, and our reader catches damage."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from tfrecorder.tfrecord_format import CorruptRecordError, read_records, write_record
+
+RECORDS = [b"", b"a", b"x" * 70_000, bytes(range(256))]
+
+
+def framed(records) -> bytes:
+    stream = io.BytesIO()
+    for record in records:
+        write_record(stream, record)
+    return stream.getvalue()
+
+
+def test_tensorflow_reads_our_records(tf, tmp_path):
+    path = tmp_path / "r.tfrecord"
+    path.write_bytes(framed(RECORDS))
+    assert [r.numpy() for r in tf.data.TFRecordDataset(str(path))] == RECORDS
+
+
+def test_we_read_tensorflow_records(tf, tmp_path):
+    path = tmp_path / "tf.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in RECORDS:
+            writer.write(record)
+    assert list(read_records(io.BytesIO(path.read_bytes()))) == RECORDS
+
+
+def test_write_record_returns_framed_size():
+    assert write_record(io.BytesIO(), b"12345") == 5 + 16
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda b: b[:-3], "truncated record"),
+        (lambda b: b[:5], "truncated record header"),
+        (lambda b: b[:20] + bytes([b[20] ^ 0xFF]) + b[21:], "data checksum mismatch"),
+        (lambda b: bytes([b[0] ^ 0x01]) + b[1:], "length checksum mismatch"),
+    ],
+)
+def test_damage_is_detected(damage, message):
+    data = damage(framed([b"hello world" * 3, b"second"]))
+    with pytest.raises(CorruptRecordError, match=message):
+        list(read_records(io.BytesIO(data)))
