@@ -35,6 +35,7 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     encoded = (
         prepared.rows
         | "SpreadRows" >> beam.Reshuffle()
+        | "BatchRows" >> beam.BatchElements(min_batch_size=1, max_batch_size=config.batch_size)
         | "EncodeAndWrite"
         >> beam.ParDo(transforms.EncodeAndWritePieces(config), AsSingleton(vocabularies)).with_outputs(
             transforms.DISCARD, main="pieces"

@@ -12,6 +12,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from beam_pipelines.fetch import fetch_many, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from tfrecorder import jobdir, storage, types
 from tfrecorder.job_config import JobConfig
@@ -86,10 +87,11 @@ def _global(value: Any) -> WindowedValue:
 
 
 class EncodeAndWritePieces(beam.DoFn):
-    """Encode rows into Examples and append them to piece files; emits one Piece per closed file.
+    """Encode batches of rows into Examples and append them to piece files; emits one Piece per file.
 
-    Each bundle keeps at most one open piece per (split, shard index) and rolls over at
-    max_shard_bytes, so memory does not grow with the dataset.
+    A batch's images are fetched together (concurrently when `fetch_concurrency` > 1). Each bundle
+    keeps at most one open piece per (split, shard index) and rolls over at max_shard_bytes, so
+    memory does not grow with the dataset.
     """
 
     def __init__(self, config: JobConfig) -> None:
@@ -108,20 +110,25 @@ class EncodeAndWritePieces(beam.DoFn):
             self._encoder = RowEncoder(
                 self.schema,
                 vocabularies,
-                read_image,
                 base_dir=self.config.base_dir,
                 image_size=self.config.image_size,
                 full_decode=self.config.validate == "decode",
             )
         return self._encoder
 
-    def process(self, element: tuple[str, dict[str, Any]], vocabularies: Mapping[str, list[str]]):
-        split, row = element
-        try:
-            data, unknown = self._encoder_for(vocabularies).encode(row)
-        except RowError as exc:
-            yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
-            return
+    def process(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
+        encoder = self._encoder_for(vocabularies)
+        uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
+        read = reader_for(fetch_many(uris, read_image, self.config.fetch_concurrency))
+        for split, row in batch:
+            try:
+                data, unknown = encoder.encode(row, read)
+            except RowError as exc:
+                yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
+                continue
+            yield from self._write(split, data, unknown)
+
+    def _write(self, split: str, data: bytes, unknown: int):
         num_shards = self.config.num_shards
         key = (split, next(self.round_robin) % num_shards if num_shards > 0 else -1)
         writer = self.writers.get(key)

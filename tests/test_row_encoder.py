@@ -13,15 +13,14 @@ SCHEMA = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": 
 JPEG = imagegen.odd_images()["rgb.jpg"][0]
 
 
+def read(uri):
+    if uri != "/data/a.jpg":
+        raise RowError(f"missing file: {uri}")
+    return JPEG
+
+
 def encoder(**kwargs):
-    files = {"/data/a.jpg": JPEG}
-
-    def read(uri):
-        if uri not in files:
-            raise RowError(f"missing file: {uri}")
-        return files[uri]
-
-    return RowEncoder(SCHEMA, {"label": ["cat", "dog"]}, read, **kwargs)
+    return RowEncoder(SCHEMA, {"label": ["cat", "dog"]}, **kwargs)
 
 
 def parse(tf, data):
@@ -35,7 +34,7 @@ def parse(tf, data):
 
 def test_encodes_image_and_typed_columns(tf):
     row = {"split": "TRAIN", "image_uri": "a.jpg", "label": "dog", "age": "7", "score": 0.5, "note": "hi, there"}
-    data, unknown = encoder(base_dir="/data").encode(row)
+    data, unknown = encoder(base_dir="/data").encode(row, read)
     parsed = parse(tf, data)
     assert parsed["image"].numpy() == JPEG
     assert parsed["image_format"].numpy() == b"jpeg"
@@ -48,7 +47,7 @@ def test_encodes_image_and_typed_columns(tf):
 
 def test_missing_inputs_are_left_out_and_unknown_labels_are_minus_one(tf):
     row = {"split": "TEST", "image_uri": "/data/a.jpg", "label": "emu", "age": None, "score": float("nan"), "note": None}
-    data, unknown = encoder().encode(row)
+    data, unknown = encoder().encode(row, read)
     parsed = parse(tf, data)
     assert parsed["label"].numpy() == -1 and unknown == 1
     assert parsed["age"].values.shape[0] == parsed["score"].values.shape[0] == parsed["note"].values.shape[0] == 0
@@ -62,7 +61,7 @@ def test_missing_inputs_are_left_out_and_unknown_labels_are_minus_one(tf):
 )
 def test_row_errors(row, reason):
     with pytest.raises(RowError, match=f"^{reason}"):
-        encoder().encode(row)
+        encoder().encode(row, read)
 
 
 @pytest.mark.parametrize(
@@ -75,6 +74,12 @@ def test_row_errors(row, reason):
 def test_prepare_row_rejects(row, reason):
     with pytest.raises(RowError, match=f"^{reason}"):
         prepare_row(row, SCHEMA, DEFAULT_SPLIT_RATIOS)
+
+
+def test_image_uris_are_resolved_for_prefetch():
+    row = {"image_uri": "a.jpg", "label": "cat"}
+    assert encoder(base_dir="/data").image_uris(row) == ["/data/a.jpg"]
+    assert encoder().image_uris({"image_uri": None}) == []
 
 
 def test_prepare_assigns_unassigned_rows_by_uri():

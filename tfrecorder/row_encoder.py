@@ -115,21 +115,22 @@ class RowEncoder:
         self,
         schema: Schema,
         vocabularies: Mapping[str, Sequence[str]],
-        read_image: ImageReader,
         base_dir: str = "",
         image_size: Optional[tuple[int, int]] = None,
         full_decode: bool = False,
     ) -> None:
         self.schema = schema
         self.label_index = {col: {label: i for i, label in enumerate(v)} for col, v in vocabularies.items()}
-        self.read_image = read_image
         self.base_dir = base_dir
         self.image_size = tuple(image_size) if image_size else None
         self.full_decode = full_decode
 
-    def _image_features(self, column: str, uri: str) -> dict[str, Feature]:
-        resolved = resolve_uri(uri, self.base_dir)
-        data = self.read_image(resolved)
+    def image_uris(self, row: Mapping[str, Any]) -> list[str]:
+        """The resolved URIs of the images `encode` will read for this row (for prefetching)."""
+        return [resolve_uri(str(row.get(c)), self.base_dir) for c in self.schema.image_columns if not is_missing(row.get(c))]
+
+    def _image_features(self, column: str, uri: str, read_image: ImageReader) -> dict[str, Feature]:
+        data = read_image(resolve_uri(uri, self.base_dir))
         try:
             info = images.probe_image(data, full_decode=self.full_decode)
             if self.image_size and (info.height, info.width) != self.image_size:
@@ -146,8 +147,11 @@ class RowEncoder:
             f"{prefix}_uri": Feature("bytes", (uri.encode("utf-8"),)),
         }
 
-    def encode(self, row: Mapping[str, Any]) -> tuple[bytes, int]:
-        """Serialise one row; returns (Example bytes, number of labels not in the vocabulary)."""
+    def encode(self, row: Mapping[str, Any], read_image: ImageReader) -> tuple[bytes, int]:
+        """Serialise one row, reading its images with `read_image`.
+
+        Returns (Example bytes, number of labels not in the vocabulary).
+        """
         features: dict[str, Feature] = {}
         unknown_labels = 0
         for column, role in self.schema.items():
@@ -155,7 +159,7 @@ class RowEncoder:
             if role == types.SplitKey:
                 continue
             if role == types.ImageUri:
-                features.update(self._image_features(column, str(value)))
+                features.update(self._image_features(column, str(value), read_image))
             elif role == types.StringLabel:
                 index = self.label_index.get(column, {}).get(str(value), -1)
                 unknown_labels += index < 0
