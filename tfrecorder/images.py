@@ -3,7 +3,8 @@
 Conversion keeps each image's original bytes, so a full decode is not needed to build the Example.
 We read the header with Pillow (no pixel decode), map its mode to the channel count that
 `tf.io.decode_image` returns, and check the file's end-of-stream marker so truncated files are caught
-cheaply. `validate="decode"` adds a full decode for corruption inside the data.
+cheaply, plus structural walks (JPEG markers, PNG chunk CRCs; see image_checks). `validate="decode"`
+adds a decode, which also catches damage inside JPEG entropy-coded data.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import struct
 import warnings
 
 from PIL import Image, UnidentifiedImageError
+
+from tfrecorder.image_checks import jpeg_structure_error, png_structure_error
 
 # Largest image we accept (pixels); a header declaring more is treated as a decompression bomb.
 MAX_PIXELS = 178_956_970  # Pillow's own default limit
@@ -57,12 +60,10 @@ def _channels(fmt: str, image: Image.Image) -> int:
 
 
 def _check_complete(fmt: str, data: bytes) -> None:
-    """Cheap end-of-stream checks that catch truncated files without decoding pixels."""
-    tail = data[-64:]
-    if fmt == "jpeg" and b"\xff\xd9" not in tail:
-        raise InvalidImage("truncated image: JPEG end-of-image marker missing")
-    if fmt == "png" and b"IEND" not in tail:
-        raise InvalidImage("truncated image: PNG IEND chunk missing")
+    """Cheap checks that catch truncated and structurally damaged files without decoding pixels."""
+    error = jpeg_structure_error(data) if fmt == "jpeg" else png_structure_error(data) if fmt == "png" else None
+    if error:
+        raise InvalidImage(error)
     if fmt == "gif" and not data.rstrip(b"\x00").endswith(b";"):
         raise InvalidImage("truncated image: GIF trailer missing")
     if fmt == "webp":
@@ -92,6 +93,8 @@ def probe_image(data: bytes, full_decode: bool = False) -> ImageInfo:
                 _check_complete(fmt, data)
                 channels = _channels(fmt, image)
                 if full_decode:
+                    if fmt == "jpeg":  # libjpeg's 1/8-scale decode still checks every coded block
+                        image.draft(image.mode, (max(1, width // 8), max(1, height // 8)))
                     image.load()
     except InvalidImage:
         raise
