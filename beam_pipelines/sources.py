@@ -7,33 +7,12 @@ the job graph.
 """
 from __future__ import annotations
 
-import csv
-import io
-from typing import Any, Iterator
-
 import apache_beam as beam
 
-from tfrecorder import storage
 from tfrecorder.job_config import JobConfig
+from tfrecorder.tables import iter_csv_rows
 
 MALFORMED = "malformed"
-
-
-def iter_csv_rows(path: str) -> Iterator[dict[str, Any] | tuple[dict[str, Any], str]]:
-    """Yield each data row as {column: str or None (empty field)}; malformed rows as (row, reason)."""
-    with storage.open_read(path) as raw:
-        reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", newline=""))
-        header = next(reader, None)
-        if header is None:
-            return
-        for line_number, fields in enumerate(reader, start=2):
-            if not fields:
-                continue  # blank line
-            row = {name: (value if value != "" else None) for name, value in zip(header, fields)}
-            if len(fields) != len(header):
-                yield row, f"malformed CSV row: line {line_number} has {len(fields)} fields, expected {len(header)}"
-            else:
-                yield row
 
 
 class _ReadCsv(beam.DoFn):

@@ -76,6 +76,24 @@ def _check_complete(fmt: str, data: bytes) -> None:
             raise InvalidImage(f"truncated image: BMP declares {declared} bytes, file has {len(data)}")
 
 
+_SIGNATURES = {b"\xff\xd8": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG", b"GIF8": "GIF", b"BM": "BMP"}
+
+
+def _unidentified_reason(data: bytes) -> str:
+    """Corrupt for a known signature that will not parse; name a format TensorFlow cannot decode
+    (TIFF, ICO, ...); otherwise it is not an image."""
+    for signature, name in _SIGNATURES.items():
+        if data.startswith(signature):
+            return f"corrupt image: {name} signature but the header cannot be parsed"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "corrupt image: WebP signature but the header cannot be parsed"
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return f"unsupported image format: {image.format} (TensorFlow decodes JPEG, PNG, GIF, BMP, WebP)"
+    except Exception:  # noqa: BLE001 - anything Pillow cannot open is simply not an image
+        return "not an image: unrecognised file content"
+
+
 def probe_image(data: bytes, full_decode: bool = False) -> ImageInfo:
     """Identify `data` as an image and return its `ImageInfo`, or raise `InvalidImage(reason)`."""
     if not data:
@@ -100,7 +118,7 @@ def probe_image(data: bytes, full_decode: bool = False) -> ImageInfo:
         raise
     except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         if isinstance(exc, UnidentifiedImageError):
-            raise InvalidImage("not an image: unrecognised file content") from None
+            raise InvalidImage(_unidentified_reason(data)) from None
         raise InvalidImage(f"image too large: {exc}") from None
     except (OSError, SyntaxError, ValueError, struct.error, EOFError) as exc:
         kind = "truncated image" if "truncat" in str(exc).lower() else "corrupt image"

@@ -6,6 +6,7 @@ split,image_uri,label rows.
 """
 from __future__ import annotations
 
+import csv
 import dataclasses
 import io
 import logging
@@ -20,7 +21,7 @@ from tfrecorder import storage
 logger = logging.getLogger("tfrecorder")
 
 SAMPLE_ROWS = 10_000
-SCAN_CHUNK_ROWS = 50_000
+SCAN_CHUNK_ROWS = 50_000  # DataFrame rows converted to dicts at a time by the driver scan
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp")
 
 
@@ -34,29 +35,39 @@ class Table:
     csv_path: Optional[str] = None
 
     def iter_rows(self) -> Iterator[dict[str, Any]]:
-        """Every row as {column: value}, missing values as None: what the pipeline will see."""
-        for chunk in self._chunks():
-            chunk = chunk.astype(object).where(chunk.notna(), None)
-            yield from chunk.to_dict("records")
-
-    def _chunks(self) -> Iterator[pd.DataFrame]:
-        if self.frame is not None:
-            for start in range(0, len(self.frame), SCAN_CHUNK_ROWS):
-                yield self.frame.iloc[start : start + SCAN_CHUNK_ROWS]
+        """Every well-formed row as {column: value}, missing values as None: what the pipeline sees."""
+        if self.frame is None:
+            yield from (row for row in iter_csv_rows(self.csv_path) if not isinstance(row, tuple))
             return
-        with storage.open_read(self.csv_path) as stream:
-            yield from pd.read_csv(
-                stream, dtype=str, keep_default_na=False, na_values=[""], chunksize=SCAN_CHUNK_ROWS,
-                encoding="utf-8-sig",
-            )
+        for start in range(0, len(self.frame), SCAN_CHUNK_ROWS):
+            chunk = self.frame.iloc[start : start + SCAN_CHUNK_ROWS]
+            yield from chunk.astype(object).where(chunk.notna(), None).to_dict("records")
 
 
-def _csv_header(path: str) -> list[str]:
-    import csv
+def iter_csv_rows(path: str) -> Iterator[Union[dict[str, Any], tuple[dict[str, Any], str]]]:
+    """Stream a CSV's data rows as {column: str, or None for an empty field}; malformed rows as (row, reason).
 
+    Python's csv module handles quoted fields holding commas, quotes and newlines; the driver's checks
+    and the pipeline both read rows through this one function, so they always agree.
+    """
     with storage.open_read(path) as raw:
         reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", newline=""))
         header = next(reader, None)
+        if header is None:
+            return
+        for line_number, fields in enumerate(reader, start=2):
+            if not fields:
+                continue  # blank line
+            row = {name: (value if value != "" else None) for name, value in zip(header, fields)}
+            if len(fields) != len(header):
+                yield row, f"malformed CSV row: line {line_number} has {len(fields)} fields, expected {len(header)}"
+            else:
+                yield row
+
+
+def _csv_header(path: str) -> list[str]:
+    with storage.open_read(path) as raw:
+        header = next(csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")), None)
     if not header:
         raise ValueError(f"CSV file {path} is empty (no header row)")
     return header
@@ -100,5 +111,5 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
         raise ValueError(f"source {path} does not exist")
     header = _csv_header(path)
     with storage.open_read(path) as stream:
-        sample = pd.read_csv(stream, nrows=SAMPLE_ROWS, encoding="utf-8-sig")
+        sample = pd.read_csv(stream, nrows=SAMPLE_ROWS, encoding="utf-8-sig", on_bad_lines="skip")
     return Table("csv", header, sample, _parent(path), csv_path=path)
