@@ -1,7 +1,8 @@
 """Command-line interface: `tfrecorder convert --source data.csv --output_dir out/`.
 
-Exit codes: 0 success; 2 a fatal input error (bad arguments, unusable table), reported on one line;
-1 an unexpected failure.
+Exit codes: 0 success; 1 an unexpected failure; 2 a fatal input error (bad arguments, unusable
+table); 3 the output could not be written (disk full, quota, file size limit). Errors 2 and 3 are
+reported on one line.
 """
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import logging
 import sys
 from typing import Optional, Sequence
 
-EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR = 0, 1, 2
+from tfrecorder.errors import OutputWriteError
+
+EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR, EXIT_OUTPUT_ERROR = 0, 1, 2, 3
 
 EXAMPLES = """examples:
   tfrecorder convert --source data.csv --output_dir out/
@@ -56,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--validate", choices=["header", "decode"], help="image check: header (default) or full decode")
     convert.add_argument("--project", help="Google Cloud project (DataflowRunner)")
     convert.add_argument("--region", help="Google Cloud region (DataflowRunner)")
+    convert.add_argument("--verbose", action="store_true", help="show Beam's and TensorFlow's own logs")
     return parser
 
 
@@ -65,7 +69,7 @@ def _run_convert(args: argparse.Namespace) -> int:
     options = {
         name: getattr(args, name)
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
-                     "split_ratios", "validate", "project", "region")
+                     "split_ratios", "validate", "project", "region", "verbose")
         if getattr(args, name) is not None
     }
     result = tfrecorder.convert(args.source, args.output_dir, **options)
@@ -81,6 +85,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ValueError as exc:
         print(f"tfrecorder: error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERROR
+    except OutputWriteError as exc:
+        print(f"tfrecorder: error: {exc.strerror}", file=sys.stderr)
+        return EXIT_OUTPUT_ERROR
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import pandas as pd
 
 from tfrecorder import jobdir, runners, storage, tables, types
+from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
+from tfrecorder.quiet import quiet_libraries
 from tfrecorder.result import ConversionResult
 from tfrecorder.row_encoder import RowError, is_missing, prepare_row
 from tfrecorder.schema import Schema, check_column_names, infer_schema
@@ -115,11 +117,12 @@ def convert(
     dataflow_options: Optional[Mapping[str, Any]] = None,
     project: Optional[str] = None,
     region: Optional[str] = None,
+    verbose: bool = False,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
 
     Returns a ConversionResult; `result["tfrecord_dir"]` is the new job directory holding the shards,
-    `metadata.json` and `discarded.csv`.
+    `metadata.json` and `discarded.csv`. Beam's and TensorFlow's logs are kept quiet unless verbose.
     """
     started = time.monotonic()
     runners.check_runner(runner)
@@ -145,11 +148,15 @@ def convert(
         config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)
         from beam_pipelines.pipeline import build_pipeline
 
-        pipeline = runners.make_pipeline(runner, dataflow_options)
-        build_pipeline(pipeline, config)
-        pipeline.run().wait_until_finish()
-    except BaseException:
+        with quiet_libraries(verbose):
+            pipeline = runners.make_pipeline(runner, dataflow_options)
+            build_pipeline(pipeline, config)
+            pipeline.run().wait_until_finish()
+    except BaseException as exc:
         storage.delete_tree(temp_dir)
-        raise
+        translated = translate_pipeline_error(exc, output_dir)
+        if translated is exc:
+            raise
+        raise translated from exc
     metadata = jobdir.read_metadata(final_dir)
     return ConversionResult.from_metadata(final_dir, runner, metadata, time.monotonic() - started)

@@ -1,0 +1,43 @@
+"""Turn pipeline failures into errors a user can act on.
+
+Beam re-raises a worker's exception as a RuntimeError carrying the original text and a long
+traceback. Out-of-space conditions deserve one clear sentence: what failed, where, and that nothing
+was published.
+"""
+from __future__ import annotations
+
+import errno
+import re
+from typing import Optional
+
+_SPACE_ERRNOS = {errno.ENOSPC: "no space left on device", errno.EFBIG: "file size limit exceeded",
+                 errno.EDQUOT: "disk quota exceeded"}
+
+
+class OutputWriteError(OSError):
+    """The conversion could not write its output (disk full, quota, file size limit)."""
+
+
+def _space_errno(exc: BaseException) -> Optional[int]:
+    seen: set[int] = set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _SPACE_ERRNOS:
+            return current.errno
+        match = re.search(r"\[Errno (\d+)\]", str(current))
+        if match and int(match.group(1)) in _SPACE_ERRNOS:
+            return int(match.group(1))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def translate_pipeline_error(exc: BaseException, output_dir: str) -> BaseException:
+    """An OutputWriteError for out-of-space failures; any other exception is returned unchanged."""
+    code = _space_errno(exc)
+    if code is None:
+        return exc
+    return OutputWriteError(
+        code, f"could not write the output under {output_dir}: {_SPACE_ERRNOS[code]}; "
+        "the conversion stopped and nothing was published"
+    )
