@@ -149,6 +149,10 @@ def test_resize_option(tmp_path, tf):
         (pd.DataFrame({"split": ["TRAIN"]}), {"compression": "zstd"}, "compression"),
         (pd.DataFrame({"split": ["TRAIN"]}), {"image_size": (0, 5)}, "image_size"),
         ("/definitely/not/here.csv", {}, "does not exist"),
+        (pd.DataFrame({"split": [1, 2], "label": ["a", "b"]}), {}, "split column 'split' holds int64"),
+        (pd.DataFrame({"split": ["TRAIN"]}), {"num_shards": -1}, "num_shards"),
+        (pd.DataFrame({"split": ["TRAIN"]}), {"split_ratios": (0.5, 0.5)}, "split_ratios"),
+        (pd.DataFrame({"split": ["TRAIN"]}), {"validate": "paranoid"}, "validate"),
     ],
 )
 def test_table_level_errors_are_raised_before_any_pipeline(tmp_path, source, options, message):
@@ -157,11 +161,15 @@ def test_table_level_errors_are_raised_before_any_pipeline(tmp_path, source, opt
     assert not (tmp_path / "out").exists() or os.listdir(tmp_path / "out") == []
 
 
-def test_output_dir_that_is_a_file_is_refused(tmp_path, image_table):
+def test_output_dir_that_is_a_file_or_unwritable_is_refused(tmp_path, image_table):
     target = tmp_path / "file"
     target.write_text("x")
     with pytest.raises(ValueError, match="is a file"):
         tfrecorder.convert(image_table, target)
+    with pytest.raises(ValueError, match=f"cannot be created: {target} is a file"):
+        tfrecorder.convert(image_table, target / "sub")
+    with pytest.raises(ValueError, match="is not writable"):
+        tfrecorder.convert(image_table, "/proc/tfrecorder-out")  # read-only even for root
 
 
 def test_injected_failure_leaves_no_finished_looking_directory(tmp_path, image_table, monkeypatch):

@@ -8,6 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
+from mutations import mutate, mutations, tf_decodes
+
 from tfrecorder.image_checks import jpeg_structure_error, png_structure_error
 from tfrecorder.images import InvalidImage, probe_image
 from tfrecorder.sample_data import encode_image, photo_array
@@ -16,30 +18,6 @@ PHOTO = Image.fromarray(photo_array(48, 64, 3))
 JPEG = encode_image(PHOTO, "JPEG", quality=85)
 PROGRESSIVE = encode_image(PHOTO, "JPEG", progressive=True)
 PNG = encode_image(PHOTO, "PNG")
-
-mutation = st.tuples(st.sampled_from(["set", "delete", "insert"]), st.floats(0, 1), st.binary(min_size=1, max_size=16))
-
-
-def mutate(data: bytes, mutations) -> bytes:
-    out = bytearray(data)
-    for kind, where, payload in mutations:
-        pos = min(int(where * len(out)), len(out) - 1)
-        if kind == "set":
-            out[pos] = payload[0]
-        elif kind == "delete":
-            del out[pos : pos + len(payload) * 3]
-        else:
-            out[pos:pos] = payload
-    return bytes(out)
-
-
-def tf_decodes(tf, data: bytes) -> bool:
-    try:
-        tf.io.decode_image(data, expand_animations=False)
-        return True
-    except Exception:  # noqa: BLE001 - any decoder error means "not decodable"
-        return False
-
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -51,24 +29,24 @@ def test_sound_files_pass():
 
 
 @FUZZ
-@given(st.lists(mutation, min_size=1, max_size=6))
-def test_png_check_agrees_with_tensorflow_exactly(tf, mutations):
-    data = mutate(PNG, mutations)
+@given(mutations)
+def test_png_check_agrees_with_tensorflow_exactly(tf, changes):
+    data = mutate(PNG, changes)
     assert (png_structure_error(data) is None) == tf_decodes(tf, data)
 
 
 @FUZZ
-@given(st.sampled_from([JPEG, PROGRESSIVE]), st.lists(mutation, min_size=1, max_size=6))
-def test_jpeg_check_never_rejects_what_tensorflow_decodes(tf, source, mutations):
-    data = mutate(source, mutations)
+@given(st.sampled_from([JPEG, PROGRESSIVE]), mutations)
+def test_jpeg_check_never_rejects_what_tensorflow_decodes(tf, source, changes):
+    data = mutate(source, changes)
     if tf_decodes(tf, data):
         assert jpeg_structure_error(data) is None
 
 
 @FUZZ
-@given(st.sampled_from([JPEG, PROGRESSIVE, PNG]), st.lists(mutation, min_size=1, max_size=6))
-def test_full_decode_never_accepts_what_tensorflow_rejects(tf, source, mutations):
-    data = mutate(source, mutations)
+@given(st.sampled_from([JPEG, PROGRESSIVE, PNG]), mutations)
+def test_full_decode_never_accepts_what_tensorflow_rejects(tf, source, changes):
+    data = mutate(source, changes)
     try:
         probe_image(data, full_decode=True)
     except InvalidImage:

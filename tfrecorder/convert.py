@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import tempfile
 import time
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -54,12 +55,23 @@ def _check_output_dir(output_dir: str) -> str:
         output_dir = os.path.abspath(output_dir)
         if os.path.exists(output_dir) and not os.path.isdir(output_dir):
             raise ValueError(f"output_dir {output_dir} is a file, not a directory")
-        parent = output_dir
-        while not os.path.exists(parent):
-            parent = os.path.dirname(parent)
-        if not os.access(parent, os.W_OK):
-            raise ValueError(f"output_dir {output_dir} is not writable")
+        _check_writable(output_dir)
     return output_dir
+
+
+def _check_writable(output_dir: str) -> None:
+    """Try a write in the nearest existing ancestor (permission bits alone mislead, e.g. for root)."""
+    ancestor = output_dir
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise ValueError(f"output_dir {output_dir} cannot be created: {ancestor} is a file")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".tfrecorder-write-check-", dir=ancestor)
+        os.close(handle)
+        os.remove(probe)
+    except OSError as exc:
+        raise ValueError(f"output_dir {output_dir} is not writable: {exc.strerror}") from None
 
 
 def _resolve_schema(table: tables.Table, schema: Union[Schema, Mapping[str, Any], None]) -> Schema:
@@ -68,6 +80,19 @@ def _resolve_schema(table: tables.Table, schema: Union[Schema, Mapping[str, Any]
     resolved = schema if isinstance(schema, Schema) else Schema(schema)
     resolved.validate_columns(table.columns)
     return resolved
+
+
+def _check_split_column(table: tables.Table, schema: Schema) -> None:
+    """Split cells are text (TRAIN/VALIDATION/TEST/UNASSIGNED); numbers or booleans are a table error."""
+    column = schema.split_column
+    if column is None or column not in table.sample:
+        return
+    values = table.sample[column].dropna()
+    if len(values) and (pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values)):
+        raise ValueError(
+            f"split column {column!r} holds {values.dtype} values such as {values.iloc[0]!r}; "
+            "expected TRAIN, VALIDATION, TEST or UNASSIGNED"
+        )
 
 
 def _scan_table(table: tables.Table, schema: Schema, split_ratios) -> int:
@@ -134,6 +159,7 @@ def convert(
     table = tables.open_table(source)
     check_column_names(table.columns)
     resolved_schema = _resolve_schema(table, schema)
+    _check_split_column(table, resolved_schema)
     _scan_table(table, resolved_schema, ratios)
 
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
