@@ -6,8 +6,9 @@ after `delay_seconds`. `fail(fragment, status, times)` makes the next `times` re
 path contains `fragment` answer `status` instead (status None: close the connection without an
 answer, like a reset). Used by tests (retries, 403) and by benchmarks/gcs_fetch_bench.py (latency).
 
-Run as a script to serve an emulator behind a delaying proxy from a separate process:
-`python tests/gcs_proxy.py --delay-ms 20` prints the proxy URL and serves until stdin closes.
+Run as a script to serve a delaying proxy from a separate process:
+`python tests/gcs_proxy.py --upstream http://127.0.0.1:PORT --delay-ms 20` prints the proxy URL and
+serves until stdin closes.
 """
 from __future__ import annotations
 
@@ -33,8 +34,7 @@ class FaultProxy:
         self._faults: list[list] = []  # [fragment, status, remaining]
         self._lock = threading.Lock()
         self.requests: collections.Counter = collections.Counter()  # decoded path → count
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.proxy = self
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -71,8 +71,14 @@ class FaultProxy:
         return False, None
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # many clients connect at once; the default backlog of 5 would drop SYNs
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in separate writes
 
     def log_message(self, format, *args) -> None:  # quiet
         pass
@@ -114,17 +120,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--upstream", required=True, help="the emulator's URL")
     parser.add_argument("--delay-ms", type=float, default=20.0)
     args = parser.parse_args()
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-    from gcs_emulator import start_emulator
-
-    emulator = start_emulator()
-    proxy = FaultProxy(emulator.host, args.delay_ms / 1000).start()
-    print(json.dumps({"emulator": emulator.host, "proxy": proxy.url}), flush=True)
+    proxy = FaultProxy(args.upstream, args.delay_ms / 1000).start()
+    print(proxy.url, flush=True)
     sys.stdin.read()  # serve until the parent closes our stdin
     proxy.stop()
-    emulator.stop()
 
 
 if __name__ == "__main__":
