@@ -75,6 +75,10 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # many clients connect at once; the default backlog of 5 would drop SYNs
 
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # clients hanging up are normal
+            super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"

@@ -23,6 +23,7 @@ from typing import BinaryIO, Iterator, Optional
 import requests
 from google.api_core import exceptions as api_exceptions
 from google.cloud import storage as gcs_storage
+from google.cloud.storage.fileio import BlobReader, BlobWriter
 from google.cloud.storage.retry import DEFAULT_RETRY
 
 EMULATOR_HOST_ENV = "STORAGE_EMULATOR_HOST"
@@ -97,6 +98,38 @@ def _describe(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+class _Reader(BlobReader):
+    """BlobReader whose failures are OS errors naming the URL."""
+
+    def __init__(self, blob: gcs_storage.Blob, url: str) -> None:
+        super().__init__(blob, chunk_size=STREAM_CHUNK_BYTES, retry=RETRY)
+        self.url = url
+
+    def read(self, size: int = -1) -> bytes:
+        with os_errors(self.url):
+            return super().read(size)
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        with os_errors(self.url):
+            return super().seek(pos, whence)
+
+
+class _Writer(BlobWriter):
+    """BlobWriter (a resumable upload) whose failures are OS errors naming the URL."""
+
+    def __init__(self, blob: gcs_storage.Blob, url: str) -> None:
+        super().__init__(blob, chunk_size=STREAM_CHUNK_BYTES, ignore_flush=True, retry=RETRY)
+        self.url = url
+
+    def write(self, data) -> int:
+        with os_errors(self.url):
+            return super().write(data)
+
+    def close(self) -> None:
+        with os_errors(self.url):
+            super().close()
+
+
 def _blob(url: str) -> gcs_storage.Blob:
     bucket, name = split_url(url)
     return client().bucket(bucket).blob(name)
@@ -114,13 +147,12 @@ def open_read(url: str) -> BinaryIO:
         blob = client().bucket(bucket).get_blob(name, retry=RETRY)
         if blob is None:
             raise api_exceptions.NotFound(url)
-        return blob.open("rb", chunk_size=STREAM_CHUNK_BYTES, retry=RETRY)
+        return _Reader(blob, url)
 
 
 def open_write(url: str) -> BinaryIO:
     """A streaming writer; the object appears when the writer is closed."""
-    with os_errors(url):
-        return _blob(url).open("wb", chunk_size=STREAM_CHUNK_BYTES, ignore_flush=True, retry=RETRY)
+    return _Writer(_blob(url), url)
 
 
 def exists(url: str) -> bool:
