@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from google.api_core import exceptions as api_exceptions
 
 import tfrecorder
 from gcs_proxy import FaultProxy
 from readers import read_job
-from tfrecorder import jobdir, storage
+from tfrecorder import gcs, jobdir, storage
 from tfrecorder.sample_data import make_sample_dataset
 
 
@@ -227,3 +228,19 @@ def test_finalize_on_gs_moves_everything_and_metadata_last(gcs):
     assert jobdir.read_metadata(final) == {"done": True}
     storage.delete_tree(final)
     assert storage.list_files(final) == []
+
+
+@pytest.mark.parametrize("error, expected_type, message", [
+    (api_exceptions.NotFound("x"), FileNotFoundError, "no such object"),
+    (api_exceptions.Forbidden("x"), PermissionError, "permission denied"),
+    (api_exceptions.Unauthorized("x"), PermissionError, "permission denied"),
+    (api_exceptions.RetryError("Timeout of 60.0s exceeded", api_exceptions.ServiceUnavailable("x")), OSError,
+     "gave up retrying: HTTP 503 ServiceUnavailable"),
+    (api_exceptions.BadRequest("x"), OSError, "HTTP 400 BadRequest"),
+    (ConnectionResetError(), OSError, "ConnectionResetError"),
+])
+def test_gcs_failures_become_os_errors_naming_the_url(error, expected_type, message):
+    with pytest.raises(expected_type) as raised:
+        with gcs.os_errors("gs://bucket/a.jpg"):
+            raise error
+    assert (type(raised.value), raised.value.strerror, raised.value.filename) == (expected_type, message, "gs://bucket/a.jpg")

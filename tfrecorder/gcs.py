@@ -22,7 +22,9 @@ from typing import BinaryIO, Iterator, Optional
 
 import requests
 from google.api_core import exceptions as api_exceptions
+from google.auth import exceptions as auth_exceptions
 from google.cloud import storage as gcs_storage
+from google.cloud.storage.exceptions import DataCorruption, InvalidResponse
 from google.cloud.storage.fileio import BlobReader, BlobWriter
 from google.cloud.storage.retry import DEFAULT_RETRY
 
@@ -88,7 +90,8 @@ def os_errors(url: str) -> Iterator[None]:
         raise PermissionError(errno.EACCES, "permission denied", url) from None
     except api_exceptions.RetryError as exc:
         raise OSError(errno.EIO, f"gave up retrying: {_describe(exc.cause or exc)}", url) from None
-    except (api_exceptions.GoogleAPIError, requests.RequestException, ConnectionError) as exc:
+    except (api_exceptions.GoogleAPIError, auth_exceptions.TransportError, InvalidResponse, DataCorruption,
+            requests.RequestException, ConnectionError) as exc:
         raise OSError(errno.EIO, _describe(exc), url) from None
 
 
