@@ -34,6 +34,7 @@ class FaultProxy:
         self._faults: list[list] = []  # [fragment, status, remaining]
         self._lock = threading.Lock()
         self.requests: collections.Counter = collections.Counter()  # decoded path → count
+        self._spans: list[tuple[str, float, float]] = []  # (decoded path, start, end) of answered requests
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.proxy = self
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
@@ -55,11 +56,26 @@ class FaultProxy:
         with self._lock:
             self._faults.clear()
             self.requests.clear()
+            self._spans.clear()
 
     def count(self, fragment: str) -> int:
         """How many requests so far had `fragment` in their decoded path."""
         with self._lock:
             return sum(n for path, n in self.requests.items() if fragment in path)
+
+    def peak_in_flight(self, fragment: str) -> int:
+        """The most requests with `fragment` in their path that were being served at the same time."""
+        with self._lock:
+            events = sorted(e for path, start, end in self._spans if fragment in path for e in ((start, 1), (end, -1)))
+        peak = current = 0
+        for _time, step in events:
+            current += step
+            peak = max(peak, current)
+        return peak
+
+    def _record(self, path: str, start: float) -> None:
+        with self._lock:
+            self._spans.append((path, start, time.monotonic()))
 
     def _fault_for(self, path: str) -> tuple[bool, Optional[int]]:
         with self._lock:
@@ -89,11 +105,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _forward(self) -> None:
         proxy: FaultProxy = self.server.proxy
+        started = time.monotonic()
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
         if proxy.delay_seconds:
             time.sleep(proxy.delay_seconds)
-        injected, status = proxy._fault_for(urllib.parse.unquote(self.path))
+        path = urllib.parse.unquote(self.path)
+        injected, status = proxy._fault_for(path)
         if injected and status is None:
             self.close_connection = True  # drop the connection without an answer
             return
@@ -110,6 +128,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(response.status, [(k, v) for k, v in response.getheaders() if k.lower() not in _HOP_BY_HOP], payload)
         finally:
             upstream.close()
+            proxy._record(path, started)
 
     def _answer(self, status: int, headers: list[tuple[str, str]], payload: bytes) -> None:
         self.send_response(status)

@@ -164,7 +164,7 @@ def test_nonexistent_output_bucket_is_a_clear_error(gs_images, sample):
 @pytest.fixture
 def proxy(gcs, monkeypatch):
     """A fault-injecting proxy in front of the emulator; tfrecorder talks to the proxy."""
-    fault_proxy = FaultProxy(gcs.host).start()
+    fault_proxy = FaultProxy(gcs.host, delay_seconds=0.01).start()
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", fault_proxy.url)
     yield fault_proxy
     fault_proxy.stop()
@@ -192,6 +192,19 @@ def test_transient_errors_are_retried_and_forbidden_objects_discarded(proxy, gs_
     assert {uri: ex["image"] for uri, ex in written.items()} == {u: gs_images[u] for u in urls[:2]}
     assert [(r["image_uri"], r["reason"]) for r in discards(result["tfrecord_dir"])] == [
         (forbidden, f"permission denied: {forbidden}")]
+
+
+def test_images_are_fetched_concurrently_within_the_bound(proxy, gs_images, tmp_path):
+    frame = pd.DataFrame({"image_uri": sorted(gs_images)[:40], "label": "a", "split": "TRAIN"})
+    tfrecorder.convert(frame, tmp_path / "default")  # gs:// images: default bound 16
+    default_peak = proxy.peak_in_flight("/o/photos/")
+    proxy.clear()
+    tfrecorder.convert(frame, tmp_path / "bounded", fetch_concurrency=3)
+    bounded_peak = proxy.peak_in_flight("/o/photos/")
+    proxy.clear()
+    tfrecorder.convert(frame, tmp_path / "sequential", fetch_concurrency=1)
+    assert (bounded_peak, proxy.peak_in_flight("/o/photos/")) == (3, 1)
+    assert 3 < default_peak <= 16
 
 
 def test_storage_reads_gzip_metadata_and_listings_on_gs(gcs):
