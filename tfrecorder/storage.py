@@ -129,6 +129,9 @@ def delete_files(paths: Iterable[str]) -> None:
 
 
 def check_writable_dir(path: str) -> None:
-    """ValueError unless files can be created under the remote directory `path` (checked by a probe)."""
+    """ValueError unless objects can be created under the gs:// directory `path` (checked by a probe).
+
+    Other remote schemes are left to fail when the pipeline writes.
+    """
     if gcs.is_gcs(path):
         gcs.check_writable(path, f".tfrecorder-write-check-{os.urandom(4).hex()}")
