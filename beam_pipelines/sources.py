@@ -50,6 +50,7 @@ PARQUET_BATCH_ROWS = 10_000
 
 
 def iter_parquet_rows(path: str) -> Iterator[dict[str, Any]]:
+    """Yield each row of the driver-staged Parquet file as {column: value}, a batch at a time."""
     import pyarrow.parquet as pq
 
     with storage.open_read(path) as raw:
