@@ -1,14 +1,16 @@
 """Reading table rows into the pipeline as dicts keyed by column name.
 
-CSV files are streamed with Python's csv module through Beam's FileSystems, which handles quoted
+CSV files are streamed with Python's csv module through tfrecorder.storage, which handles quoted
 fields containing commas and newlines (a line-splitting text reader would break them). DataFrames
-arrive as a Parquet file the driver wrote, read with Beam's Parquet IO, so rows are never embedded in
-the job graph.
+arrive as a Parquet file the driver wrote, read batch by batch with pyarrow through tfrecorder.storage,
+so rows are never embedded in the job graph, and gs:// files never go through Beam's GCS filesystem
+(whose credential lookup stalls when there are none).
 """
 from __future__ import annotations
 
 import apache_beam as beam
 
+from tfrecorder import storage
 from tfrecorder.job_config import JobConfig
 from tfrecorder.tables import iter_csv_rows
 
@@ -24,6 +26,18 @@ class _ReadCsv(beam.DoFn):
                 yield item
 
 
+PARQUET_BATCH_ROWS = 10_000
+
+
+def iter_parquet_rows(path: str) -> Iterator[dict[str, Any]]:
+    """Yield each row of the driver-staged Parquet file as {column: value}, a batch at a time."""
+    import pyarrow.parquet as pq
+
+    with storage.open_read(path) as raw:
+        for batch in pq.ParquetFile(raw).iter_batches(batch_size=PARQUET_BATCH_ROWS):
+            yield from batch.to_pylist()
+
+
 class ReadRows(beam.PTransform):
     """Source rows as dicts; output tag MALFORMED carries (row, reason) for unparseable CSV lines."""
 
@@ -33,7 +47,11 @@ class ReadRows(beam.PTransform):
 
     def expand(self, pbegin):
         if self.config.source_kind == "parquet":
-            rows = pbegin | "ReadParquet" >> beam.io.ReadFromParquet(self.config.source_path)
+            rows = (
+                pbegin
+                | "ParquetPath" >> beam.Create([self.config.source_path])
+                | "ReadParquet" >> beam.FlatMap(iter_parquet_rows)
+            )
             malformed = pbegin | "NoMalformed" >> beam.Create([])
             return rows, malformed
         results = (

@@ -12,7 +12,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from beam_pipelines.fetch import fetch_many, reader_for
+from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from tfrecorder import jobdir, storage, types
 from tfrecorder.job_config import JobConfig
@@ -25,7 +25,11 @@ DISCARD = "discard"
 
 
 def read_image(uri: str) -> bytes:
-    """Read an image file's bytes, turning I/O failures into row-level discard reasons."""
+    """Read an image file's bytes, turning I/O failures into row-level discard reasons.
+
+    tfrecorder.storage raises gs:// failures as OS errors too (404 → FileNotFoundError, 403 →
+    PermissionError, anything still failing after retries → OSError).
+    """
     try:
         return storage.read_bytes(uri)
     except FileNotFoundError:
@@ -100,6 +104,10 @@ class EncodeAndWritePieces(beam.DoFn):
     def setup(self) -> None:
         self.schema = Schema.from_json(self.config.schema)
         self._encoder = None
+        self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
+
+    def teardown(self) -> None:
+        self._fetcher.close()
 
     def start_bundle(self) -> None:
         self.writers: dict[tuple[str, int], PieceWriter] = {}
@@ -119,7 +127,7 @@ class EncodeAndWritePieces(beam.DoFn):
     def process(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
         encoder = self._encoder_for(vocabularies)
         uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
-        read = reader_for(fetch_many(uris, read_image, self.config.fetch_concurrency))
+        read = reader_for(self._fetcher.fetch(uris))
         for split, row in batch:
             try:
                 data, unknown = encoder.encode(row, read)

@@ -54,3 +54,13 @@ def converted(image_table, tmp_path_factory):
     import tfrecorder
 
     return tfrecorder.convert(image_table, tmp_path_factory.mktemp("out"))
+
+
+@pytest.fixture(scope="session")
+def gcs():
+    """A real GCS emulator on loopback (STORAGE_EMULATOR_HOST points at it) for the whole session."""
+    from gcs_emulator import start_emulator
+
+    emulator = start_emulator()
+    yield emulator
+    emulator.stop()

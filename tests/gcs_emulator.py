@@ -2,6 +2,7 @@
 
 `start_emulator()` returns a running `Emulator`; it sets STORAGE_EMULATOR_HOST so google-cloud-storage
 and Beam's GCS filesystem talk to it. Only 127.0.0.1 is ever contacted.
+Run as a script (`python tests/gcs_emulator.py`) it prints its URL and serves until stdin closes.
 """
 from __future__ import annotations
 
@@ -54,7 +55,20 @@ def start_emulator() -> Emulator:
     port = free_port()
     server = create_server("127.0.0.1", port, in_memory=True)
     server.start()
+    # The emulator answers one request at a time from a listen backlog of 5: concurrent clients beyond
+    # that see dropped connection attempts, retried by the kernel only after a second. Listening again
+    # just raises the backlog.
+    server._api._httpd.socket.listen(128)
     host = f"http://127.0.0.1:{port}"
     os.environ["STORAGE_EMULATOR_HOST"] = host
     client = storage.Client(project="tfrecorder-test", credentials=AnonymousCredentials())
     return Emulator(server, host, client)
+
+
+if __name__ == "__main__":
+    import sys
+
+    emulator = start_emulator()
+    print(emulator.host, flush=True)
+    sys.stdin.read()
+    emulator.stop()

@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--image_size", type=_image_size, help="resize images to HEIGHTxWIDTH (re-encodes)")
     convert.add_argument("--split_ratios", type=_ratios, help="train,validation,test ratios for UNASSIGNED rows")
     convert.add_argument("--validate", choices=["header", "decode"], help="image check: header (default) or full decode")
+    convert.add_argument("--fetch_concurrency", type=int,
+                         help="images read at once per worker (default 16 for gs:// images, 1 for local files)")
     convert.add_argument("--project", help="Google Cloud project (DataflowRunner)")
     convert.add_argument("--region", help="Google Cloud region (DataflowRunner)")
     convert.add_argument("--verbose", action="store_true", help="show Beam's and TensorFlow's own logs")
@@ -69,7 +71,7 @@ def _run_convert(args: argparse.Namespace) -> int:
     options = {
         name: getattr(args, name)
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
-                     "split_ratios", "validate", "project", "region", "verbose")
+                     "split_ratios", "validate", "fetch_concurrency", "project", "region", "verbose")
         if getattr(args, name) is not None
     }
     result = tfrecorder.convert(args.source, args.output_dir, **options)

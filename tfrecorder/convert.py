@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import tempfile
 import time
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -28,6 +27,9 @@ logger = logging.getLogger("tfrecorder")
 
 COMPRESSIONS = (None, "gzip")
 VALIDATIONS = ("header", "decode")
+MAX_FETCH_CONCURRENCY = 128
+REMOTE_FETCH_CONCURRENCY = 16  # default when images live in an object store (tens of ms per read)
+LOCAL_FETCH_CONCURRENCY = 1  # default for local files: reads are fast, threads would only add overhead
 
 
 def _check_options(num_shards: int, max_shard_bytes: int, compression: Optional[str],
@@ -55,23 +57,20 @@ def _check_output_dir(output_dir: str) -> str:
         output_dir = os.path.abspath(output_dir)
         if os.path.exists(output_dir) and not os.path.isdir(output_dir):
             raise ValueError(f"output_dir {output_dir} is a file, not a directory")
-        _check_writable(output_dir)
+    storage.check_writable_dir(output_dir)
     return output_dir
 
 
-def _check_writable(output_dir: str) -> None:
-    """Try a write in the nearest existing ancestor (permission bits alone mislead, e.g. for root)."""
-    ancestor = output_dir
-    while not os.path.exists(ancestor):
-        ancestor = os.path.dirname(ancestor)
-    if not os.path.isdir(ancestor):
-        raise ValueError(f"output_dir {output_dir} cannot be created: {ancestor} is a file")
-    try:
-        handle, probe = tempfile.mkstemp(prefix=".tfrecorder-write-check-", dir=ancestor)
-        os.close(handle)
-        os.remove(probe)
-    except OSError as exc:
-        raise ValueError(f"output_dir {output_dir} is not writable: {exc.strerror}") from None
+def _fetch_concurrency(requested: Optional[int], table: tables.Table, schema: Schema) -> int:
+    """The requested bound, or a default chosen by where the (sampled) images live."""
+    if requested is None:
+        sample = table.sample.rename(columns=str)
+        uris = (str(v) for c in schema.image_columns for v in sample[c] if not is_missing(v))
+        remote = storage.is_remote(table.base_dir) or any(storage.is_remote(u) for u in uris)
+        return REMOTE_FETCH_CONCURRENCY if remote else LOCAL_FETCH_CONCURRENCY
+    if isinstance(requested, bool) or not isinstance(requested, int) or not 1 <= requested <= MAX_FETCH_CONCURRENCY:
+        raise ValueError(f"fetch_concurrency must be an integer from 1 to {MAX_FETCH_CONCURRENCY}, got {requested!r}")
+    return requested
 
 
 def _resolve_schema(table: tables.Table, schema: Union[Schema, Mapping[str, Any], None]) -> Schema:
@@ -139,12 +138,16 @@ def convert(
     image_size: Optional[Sequence[int]] = None,
     split_ratios: Sequence[float] = DEFAULT_SPLIT_RATIOS,
     validate: str = "header",
+    fetch_concurrency: Optional[int] = None,
     dataflow_options: Optional[Mapping[str, Any]] = None,
     project: Optional[str] = None,
     region: Optional[str] = None,
     verbose: bool = False,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
+
+    `fetch_concurrency` bounds how many images each worker reads at once (default: 16 when images are
+    on gs:// or another object store, 1 for local files).
 
     Returns a ConversionResult; `result["tfrecord_dir"]` is the new job directory holding the shards,
     `metadata.json` and `discarded.csv`. Beam's and TensorFlow's logs are kept quiet unless verbose.
@@ -160,6 +163,7 @@ def convert(
     check_column_names(table.columns)
     resolved_schema = _resolve_schema(table, schema)
     _check_split_column(table, resolved_schema)
+    concurrency = _fetch_concurrency(fetch_concurrency, table, resolved_schema)
     _scan_table(table, resolved_schema, ratios)
 
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
@@ -169,6 +173,7 @@ def convert(
             base_dir=table.base_dir, final_dir=final_dir, temp_dir=temp_dir,
             job_name=os.path.basename(final_dir), runner=runner, split_ratios=ratios, num_shards=num_shards,
             max_shard_bytes=max_shard_bytes, compression=compression, image_size=image_size, validate=validate,
+            fetch_concurrency=concurrency,
         )
         source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
         config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)

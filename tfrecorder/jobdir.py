@@ -45,16 +45,16 @@ def temp_dir_for(final_dir: str) -> str:
     return storage.join(parent, TEMP_PREFIX + name)
 
 
-def reserve_job_dir(output_dir: str, label: Optional[str], unique_suffix: Optional[str] = None) -> tuple[str, str]:
+def reserve_job_dir(output_dir: str, label: Optional[str]) -> tuple[str, str]:
     """Pick an unused job directory name; returns (final_dir, temp_dir) and creates temp_dir locally.
 
     Locally the temporary directory is created with mkdir, which is atomic, so two runs starting in the
-    same second get different names. Remote runs add `unique_suffix` (random) instead.
+    same second get different names. Object stores have no atomic mkdir, so remote names end in
+    6 random hex digits instead.
     """
     base = job_name(label)
     if storage.is_remote(output_dir):
-        name = f"{base}-{unique_suffix}" if unique_suffix else base
-        final_dir = storage.join(output_dir, name)
+        final_dir = storage.join(output_dir, f"{base}-{os.urandom(3).hex()}")
         return final_dir, temp_dir_for(final_dir)
     os.makedirs(output_dir, exist_ok=True)
     for attempt in range(1, 10_000):

@@ -1,15 +1,21 @@
 """File access for local paths and gs:// URLs.
 
-Local paths use the OS directly (fast, atomic renames); anything with a scheme goes through Beam's
-FileSystems, which honours STORAGE_EMULATOR_HOST for GCS. TensorFlow's gfile is never used here:
+Local paths use the OS directly (fast, atomic renames). gs:// URLs go through tfrecorder.gcs
+(google-cloud-storage: anonymous on an emulator, Application Default Credentials otherwise, transient
+errors retried). Other schemes go through Beam's FileSystems. TensorFlow's gfile is never used here:
 it cannot be pointed at an emulator.
+
+Failures are raised the same way for every kind of path: FileNotFoundError, PermissionError, OSError.
 """
 from __future__ import annotations
 
 import os
 import posixpath
 import shutil
+import tempfile
 from typing import BinaryIO, Iterable
+
+from tfrecorder import gcs
 
 
 def is_remote(path: str) -> bool:
@@ -27,12 +33,17 @@ def _filesystems():
 
 
 def open_read(path: str) -> BinaryIO:
+    """A binary, seekable reader (wrap it in gzip.GzipFile for .gz files)."""
+    if gcs.is_gcs(path):
+        return gcs.open_read(path)
     if is_remote(path):
         return _filesystems().open(path)
     return open(path, "rb")
 
 
 def open_write(path: str) -> BinaryIO:
+    if gcs.is_gcs(path):
+        return gcs.open_write(path)
     if is_remote(path):
         return _filesystems().create(path)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -40,6 +51,8 @@ def open_write(path: str) -> BinaryIO:
 
 
 def read_bytes(path: str) -> bytes:
+    if gcs.is_gcs(path):
+        return gcs.read_bytes(path)
     with open_read(path) as stream:
         return stream.read()
 
@@ -50,12 +63,24 @@ def write_bytes(path: str, data: bytes) -> None:
 
 
 def exists(path: str) -> bool:
+    """True for an existing file or object (a gs:// "directory" prefix is not an object)."""
+    if gcs.is_gcs(path):
+        return gcs.exists(path)
     if is_remote(path):
         return _filesystems().exists(path)
     return os.path.exists(path)
 
 
+def is_dir(path: str) -> bool:
+    """A local directory, or a remote prefix holding objects that is not itself an object."""
+    if not is_remote(path):
+        return os.path.isdir(path)
+    return not exists(path.rstrip("/")) and bool(list_files(path))
+
+
 def size(path: str) -> int:
+    if gcs.is_gcs(path):
+        return gcs.size(path)
     if is_remote(path):
         return _filesystems().metadata(path).size_in_bytes
     return os.path.getsize(path)
@@ -63,6 +88,8 @@ def size(path: str) -> int:
 
 def list_files(prefix: str) -> list[str]:
     """Every file under the directory `prefix` (recursively), sorted."""
+    if gcs.is_gcs(prefix):
+        return gcs.list_files(prefix)
     if is_remote(prefix):
         pattern = prefix.rstrip("/") + "/**"
         results = _filesystems().match([pattern])[0].metadata_list
@@ -74,7 +101,9 @@ def list_files(prefix: str) -> list[str]:
 
 
 def rename(source: str, destination: str) -> None:
-    if is_remote(source) or is_remote(destination):
+    if gcs.is_gcs(source) and gcs.is_gcs(destination):
+        gcs.rename(source, destination)
+    elif is_remote(source) or is_remote(destination):
         _filesystems().rename([source], [destination])
     else:
         os.makedirs(os.path.dirname(destination) or ".", exist_ok=True)
@@ -84,18 +113,39 @@ def rename(source: str, destination: str) -> None:
 def delete_tree(prefix: str) -> None:
     """Remove a directory (local) or every object under a prefix (remote); missing is fine."""
     if is_remote(prefix):
-        paths = list_files(prefix)
-        if paths:
-            _filesystems().delete(paths)
+        delete_files(list_files(prefix))
     else:
         shutil.rmtree(prefix, ignore_errors=True)
 
 
 def delete_files(paths: Iterable[str]) -> None:
     paths = list(paths)
-    remote = [p for p in paths if is_remote(p)]
-    if remote:
-        _filesystems().delete(remote)
+    gcs.delete([p for p in paths if gcs.is_gcs(p)])
+    other_remote = [p for p in paths if is_remote(p) and not gcs.is_gcs(p)]
+    if other_remote:
+        _filesystems().delete(other_remote)
     for path in paths:
         if not is_remote(path) and os.path.exists(path):
             os.remove(path)
+
+
+def check_writable_dir(path: str) -> None:
+    """ValueError unless files can be created under the directory `path` (checked by a real write).
+
+    Locally the probe goes to the nearest existing ancestor (permission bits alone mislead, e.g. for
+    root); on gs:// a probe object is written and deleted. Other remote schemes fail when written.
+    """
+    if gcs.is_gcs(path):
+        gcs.check_writable(path, f".tfrecorder-write-check-{os.urandom(4).hex()}")
+    elif not is_remote(path):
+        ancestor = path
+        while not os.path.exists(ancestor):
+            ancestor = os.path.dirname(ancestor)
+        if not os.path.isdir(ancestor):
+            raise ValueError(f"output_dir {path} cannot be created: {ancestor} is a file")
+        try:
+            handle, probe = tempfile.mkstemp(prefix=".tfrecorder-write-check-", dir=ancestor)
+            os.close(handle)
+            os.remove(probe)
+        except OSError as exc:
+            raise ValueError(f"output_dir {path} is not writable: {exc.strerror}") from None

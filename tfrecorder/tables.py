@@ -104,7 +104,7 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
     if not isinstance(source, (str, os.PathLike)):
         raise ValueError(f"source must be a DataFrame, a CSV path or an image directory, not {type(source).__name__}")
     path = os.fspath(source)
-    if not storage.is_remote(path) and os.path.isdir(path) or storage.is_remote(path) and path.endswith("/"):
+    if storage.is_dir(path):
         frame = list_image_directory(path)
         return Table("dataframe", list(frame.columns), frame.head(SAMPLE_ROWS), "", frame=frame)
     if not storage.exists(path):

@@ -1,0 +1,216 @@
+"""Google Cloud Storage access for tfrecorder.storage: credentials, retries, error translation.
+
+One google-cloud-storage client per process (per emulator host), shared by the driver and every
+pipeline worker thread:
+- STORAGE_EMULATOR_HOST set → anonymous credentials, no credential lookup at all. (Beam's own GCS
+  filesystem first retries Application Default Credentials for ~30 s when there are none, which
+  is why project-owned GCS I/O does not go through it.)
+- otherwise → Application Default Credentials, as every Google client does.
+Credentials are never logged or put into messages.
+
+Transient failures (HTTP 408/429/5xx, connection resets, timeouts) are retried with exponential
+backoff for at most RETRY_TIMEOUT_SECONDS; what remains is raised as the OS exception a local file
+would raise (FileNotFoundError, PermissionError, OSError), naming the gs:// URL.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import threading
+from typing import BinaryIO, Iterator, Optional
+
+import requests
+from google.api_core import exceptions as api_exceptions
+from google.auth import exceptions as auth_exceptions
+from google.cloud import storage as gcs_storage
+from google.cloud.storage.exceptions import DataCorruption, InvalidResponse
+from google.cloud.storage.fileio import BlobReader, BlobWriter
+from google.cloud.storage.retry import DEFAULT_RETRY
+
+EMULATOR_HOST_ENV = "STORAGE_EMULATOR_HOST"
+SCHEME = "gs://"
+RETRY_TIMEOUT_SECONDS = 60.0
+RETRY = DEFAULT_RETRY.with_delay(initial=0.1, maximum=5.0, multiplier=2.0).with_timeout(RETRY_TIMEOUT_SECONDS)
+HTTP_POOL_SIZE = 128  # idle connections kept per host: at least the largest fetch_concurrency
+STREAM_CHUNK_BYTES = 8 * 1024 * 1024  # buffered per open reader/writer
+_SCOPES = ("https://www.googleapis.com/auth/devstorage.read_write",)
+
+_clients: dict[Optional[str], gcs_storage.Client] = {}
+_clients_lock = threading.Lock()
+
+
+def is_gcs(path: str) -> bool:
+    return path.startswith(SCHEME)
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """gs://bucket/some/name → ("bucket", "some/name")."""
+    bucket, _, name = url[len(SCHEME):].partition("/")
+    if not bucket:
+        raise ValueError(f"{url!r} is not a gs://BUCKET/... URL")
+    return bucket, name
+
+
+def client() -> gcs_storage.Client:
+    """This process's client for the current STORAGE_EMULATOR_HOST (created on first use)."""
+    emulator_host = os.environ.get(EMULATOR_HOST_ENV) or None
+    with _clients_lock:
+        found = _clients.get(emulator_host)
+        if found is None:
+            found = _clients[emulator_host] = _make_client(emulator_host)
+        return found
+
+
+def _make_client(emulator_host: Optional[str]) -> gcs_storage.Client:
+    if emulator_host:
+        from google.auth.credentials import AnonymousCredentials
+
+        credentials, project, session = AnonymousCredentials(), "tfrecorder-emulator", requests.Session()
+    else:
+        import google.auth
+        from google.auth.transport.requests import AuthorizedSession
+
+        credentials, project = google.auth.default(scopes=_SCOPES)
+        session = AuthorizedSession(credentials)
+    adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=HTTP_POOL_SIZE)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    return gcs_storage.Client(project=project, credentials=credentials, _http=session)
+
+
+@contextlib.contextmanager
+def os_errors(url: str) -> Iterator[None]:
+    """Raise GCS failures as FileNotFoundError (404), PermissionError (401/403) or OSError (others)."""
+    try:
+        yield
+    except api_exceptions.NotFound:
+        raise FileNotFoundError(errno.ENOENT, "no such object", url) from None
+    except (api_exceptions.Forbidden, api_exceptions.Unauthorized):
+        raise PermissionError(errno.EACCES, "permission denied", url) from None
+    except api_exceptions.RetryError as exc:
+        raise OSError(errno.EIO, f"gave up retrying: {_describe(exc.cause or exc)}", url) from None
+    except (api_exceptions.GoogleAPIError, auth_exceptions.TransportError, InvalidResponse, DataCorruption,
+            requests.RequestException, ConnectionError) as exc:
+        raise OSError(errno.EIO, _describe(exc), url) from None
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, api_exceptions.GoogleAPICallError) and exc.code:
+        return f"HTTP {int(exc.code)} {type(exc).__name__}"
+    return type(exc).__name__
+
+
+class _Reader(BlobReader):
+    """BlobReader whose failures are OS errors naming the URL."""
+
+    def __init__(self, blob: gcs_storage.Blob, url: str) -> None:
+        super().__init__(blob, chunk_size=STREAM_CHUNK_BYTES, retry=RETRY)
+        self.url = url
+
+    def read(self, size: int = -1) -> bytes:
+        with os_errors(self.url):
+            return super().read(size)
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        with os_errors(self.url):
+            return super().seek(pos, whence)
+
+
+class _Writer(BlobWriter):
+    """BlobWriter (a resumable upload) whose failures are OS errors naming the URL."""
+
+    def __init__(self, blob: gcs_storage.Blob, url: str) -> None:
+        super().__init__(blob, chunk_size=STREAM_CHUNK_BYTES, ignore_flush=True, retry=RETRY)
+        self.url = url
+
+    def write(self, data) -> int:
+        with os_errors(self.url):
+            return super().write(data)
+
+    def close(self) -> None:
+        with os_errors(self.url):
+            super().close()
+
+
+def _blob(url: str) -> gcs_storage.Blob:
+    bucket, name = split_url(url)
+    return client().bucket(bucket).blob(name)
+
+
+def read_bytes(url: str) -> bytes:
+    with os_errors(url):
+        return _blob(url).download_as_bytes(retry=RETRY)
+
+
+def open_read(url: str) -> BinaryIO:
+    """A seekable reader; a missing object raises FileNotFoundError here, not on first read."""
+    bucket, name = split_url(url)
+    with os_errors(url):
+        blob = client().bucket(bucket).get_blob(name, retry=RETRY)
+        if blob is None:
+            raise api_exceptions.NotFound(url)
+        return _Reader(blob, url)
+
+
+def open_write(url: str) -> BinaryIO:
+    """A streaming writer; the object appears when the writer is closed."""
+    return _Writer(_blob(url), url)
+
+
+def exists(url: str) -> bool:
+    if not split_url(url)[1]:
+        return False  # a bucket root is a "directory", not an object
+    with os_errors(url):
+        return _blob(url).exists(retry=RETRY)
+
+
+def size(url: str) -> int:
+    bucket, name = split_url(url)
+    with os_errors(url):
+        blob = client().bucket(bucket).get_blob(name, retry=RETRY)
+        if blob is None:
+            raise api_exceptions.NotFound(url)
+        return int(blob.size)
+
+
+def list_files(prefix_url: str) -> list[str]:
+    """Every object under the "directory" prefix_url, sorted (folder placeholder objects excluded)."""
+    bucket, name = split_url(prefix_url.rstrip("/") + "/")
+    with os_errors(prefix_url):
+        blobs = client().list_blobs(bucket, prefix=name, retry=RETRY)
+        return sorted(f"{SCHEME}{bucket}/{b.name}" for b in blobs if not b.name.endswith("/"))
+
+
+def rename(source_url: str, destination_url: str) -> None:
+    """Server-side copy (rewrite, resumable for large objects), then delete the source."""
+    source = _blob(source_url)
+    destination = _blob(destination_url)
+    with os_errors(source_url):
+        token, _, _ = destination.rewrite(source, retry=RETRY)
+        while token is not None:
+            token, _, _ = destination.rewrite(source, token=token, retry=RETRY)
+        source.delete(retry=RETRY)
+
+
+def delete(urls: list[str]) -> None:
+    """Delete objects; already missing ones are fine."""
+    for url in urls:
+        with contextlib.suppress(FileNotFoundError), os_errors(url):
+            _blob(url).delete(retry=RETRY)
+
+
+def check_writable(directory_url: str, probe_name: str) -> None:
+    """Write and delete a small probe object; ValueError if the bucket is missing or not writable."""
+    bucket, _ = split_url(directory_url)
+    probe = directory_url.rstrip("/") + "/" + probe_name
+    try:
+        with os_errors(probe):
+            _blob(probe).upload_from_string(b"", retry=RETRY)
+        delete([probe])
+    except FileNotFoundError:
+        raise ValueError(f"output_dir {directory_url}: bucket {bucket!r} does not exist") from None
+    except PermissionError:
+        raise ValueError(f"output_dir {directory_url} is not writable (permission denied)") from None
+    except OSError as exc:
+        raise ValueError(f"output_dir {directory_url} cannot be written: {exc.strerror}") from None
