@@ -13,7 +13,8 @@ letting parallel stages finish out of order is what keeps them busy.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence, Union
+import math
+from typing import Any, Mapping, Optional, Sequence
 
 from tfrecorder.job_info import JobInfo
 
@@ -168,9 +169,7 @@ def _fill_missing(tf, ragged, feature: Mapping[str, Any]):
             tf.where(missing, tf.size(default, out_type=tf.int64), tf.constant(0, tf.int64)),
         )
         return tf.concat([ragged, filler], axis=1), missing
-    size = 1
-    for n in shape:
-        size *= n
+    size = math.prod(shape)
     zero = _ZEROS[feature["dtype"]]
     dense = ragged.to_tensor(default_value=tf.constant(zero, dtype), shape=[None, size])
     fill = tf.reshape(tf.broadcast_to(tf.constant(zero if default is None else default, dtype), shape), [1, size])
@@ -223,12 +222,13 @@ def _decode_images(tf, features: dict, prefixes: Sequence[str], image_size, chan
         if not batched:
             features[prefix] = decode_image(*args, image_size, channels)
             continue
-        if image_size is None:
-            signature = tf.RaggedTensorSpec([None, None, channels], tf.uint8, ragged_rank=0)
+        if image_size is None:  # sizes differ: a ragged batch [batch, (H), (W), C]
+            signature = tf.RaggedTensorSpec([None, None, channels], tf.uint8, ragged_rank=1)
+            decode = lambda a: tf.RaggedTensor.from_tensor(decode_image(*a, None, channels), ragged_rank=1)  # noqa: E731
         else:
             signature = tf.TensorSpec([*image_size, channels], tf.uint8)
-        features[prefix] = tf.map_fn(lambda a: decode_image(*a, image_size, channels), args,
-                                     fn_output_signature=signature)
+            decode = lambda a: decode_image(*a, image_size, channels)  # noqa: E731
+        features[prefix] = tf.map_fn(decode, args, fn_output_signature=signature)
     return features
 
 
