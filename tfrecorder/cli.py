@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--seconds", type=float, default=5.0, help="how long to measure (default 5)")
     stats.add_argument("--batch_size", type=int, default=64, help="batch size (default 64)")
     stats.add_argument("--image_size", type=_image_size, help="resize to HEIGHTxWIDTH while loading")
+    stats.add_argument("--channels", type=int, choices=[1, 3, 4],
+                       help="decode to this many channels (needed to batch images of mixed channel counts)")
     return parser
 
 
@@ -117,7 +119,7 @@ def _run_load_stats(args: argparse.Namespace) -> int:
         counted = sum(_batch_length(batch) for batch in dataset)
         print(f"{split}: {counted} records loaded (metadata.json: {job.metadata['splits'][split]['records']})")
     dataset = tfrecorder.load(args.tfrecord_dir, args.split, batch_size=args.batch_size, repeat=True,
-                              image_size=args.image_size)
+                              image_size=args.image_size, channels=args.channels)
     iterator = iter(dataset)
     next(iterator)  # warm-up: tracing and the first fill of the pipeline
     count, start = 0, time.perf_counter()

@@ -20,6 +20,7 @@ from typing import Any, Mapping, Optional, Sequence
 from tfrecorder.job_info import JobInfo
 
 PARSE_BLOCK = 128  # records parsed per parse_example call when single examples are requested
+READ_BUFFER = 4 << 20  # bytes buffered per open shard: fewer, larger reads (local disks and gs:// alike)
 JPEG_RATIOS = (2, 4, 8)  # libjpeg can decode straight to 1/2, 1/4, 1/8 of the stored size
 _ZEROS = {"string": b"", "int64": 0, "float32": 0.0, "float64": 0.0}
 
@@ -244,7 +245,7 @@ def _dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, repeat, de
     ds = tf.data.Dataset.from_tensor_slices(files)
     if shuffle_buffer:
         ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    ds = ds.interleave(lambda path: tf.data.TFRecordDataset(path, compression_type=compression),
+    ds = ds.interleave(lambda path: tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=READ_BUFFER),
                        cycle_length=min(len(files), 8) or 1, num_parallel_calls=autotune, deterministic=deterministic)
     if shuffle_buffer:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
