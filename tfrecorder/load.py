@@ -14,6 +14,7 @@ letting parallel stages finish out of order is what keeps them busy.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Mapping, Optional, Sequence
 
@@ -56,7 +57,7 @@ def load(
     channels: Optional[int] = None,
     drop_remainder: bool = False,
     seed: Optional[int] = None,
-):
+) -> "Splits | tf.data.Dataset":
     """Datasets of a converted job: a `Splits` dict split → `tf.data.Dataset`, or one dataset if `split`.
 
     Elements are dicts of tensors named as in metadata.json's "features" (images decoded to uint8
@@ -67,17 +68,18 @@ def load(
     `deterministic=True`).
     """
     job = JobInfo.read(tfrecord_dir)
-    options = _check_options(job, batch_size, shuffle_buffer, image_size, channels, as_supervised)
-    build = lambda name: _dataset(job, name, batch_size=batch_size, shuffle_buffer=shuffle_buffer,  # noqa: E731
-                                  repeat=repeat, decode_images=decode_images, image_size=options["image_size"],
-                                  as_supervised=as_supervised, deterministic=deterministic, channels=channels,
-                                  drop_remainder=drop_remainder, seed=seed)
+    image_size = _check_options(job, batch_size, shuffle_buffer, image_size, channels, as_supervised)
+    build = functools.partial(_dataset, job, batch_size=batch_size, shuffle_buffer=shuffle_buffer, repeat=repeat,
+                              decode_images=decode_images, image_size=image_size, as_supervised=as_supervised,
+                              deterministic=deterministic, channels=channels, drop_remainder=drop_remainder, seed=seed)
     if split is not None:
         return build(job.split_name(split))
     return Splits({name: build(name) for name in job.splits})
 
 
-def _check_options(job: JobInfo, batch_size, shuffle_buffer, image_size, channels, as_supervised) -> dict[str, Any]:
+def _check_options(job: JobInfo, batch_size, shuffle_buffer, image_size, channels,
+                   as_supervised) -> Optional[tuple[int, int]]:
+    """Validate load()'s options (ValueError naming the problem); returns image_size as (h, w)."""
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     if shuffle_buffer is not None and (not isinstance(shuffle_buffer, int) or shuffle_buffer < 1):
@@ -97,7 +99,7 @@ def _check_options(job: JobInfo, batch_size, shuffle_buffer, image_size, channel
                          f"images {job.image_prefixes} and labels {job.label_columns}")
     for name, feature in job.features.items():
         _check_feature(name, feature)
-    return {"image_size": image_size}
+    return image_size
 
 
 def _check_feature(name: str, feature: Mapping[str, Any]) -> None:
@@ -188,7 +190,8 @@ def jpeg_ratio(stored: tuple[int, int], target: tuple[int, int]) -> int:
     return ratio
 
 
-def decode_image(data, image_format, height, width, image_size: Optional[tuple[int, int]], channels: Optional[int]):
+def decode_image(data: "tf.Tensor", image_format: "tf.Tensor", height: "tf.Tensor", width: "tf.Tensor",
+                 image_size: Optional[tuple[int, int]], channels: Optional[int]) -> "tf.Tensor":
     """Decode one image to uint8 [H, W, C]; with `image_size`, resized to exactly that size.
 
     A JPEG much larger than `image_size` is decoded by libjpeg straight at 1/2, 1/4 or 1/8 scale
