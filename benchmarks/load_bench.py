@@ -134,13 +134,18 @@ def plain_tfrecord(job_dir):
     return lambda: iter(ds)
 
 
-def images_per_second(make_iterator) -> float:
-    start = time.perf_counter()
+def measure(make_iterator) -> tuple[float, float]:
+    """(images per wall-clock second, CPU milliseconds of this process per image) for one full pass.
+
+    CPU time per image is the steadier number on a shared machine: it does not depend on how many
+    cores other processes left free.
+    """
+    wall, cpu = time.perf_counter(), time.process_time()
     count = 0
     for batch in make_iterator():
         first = batch["image"] if isinstance(batch, dict) else batch
         count += int(first.shape[0])
-    return count / (time.perf_counter() - start)
+    return count / (time.perf_counter() - wall), 1000 * (time.process_time() - cpu) / count
 
 
 def main() -> int:
@@ -159,17 +164,24 @@ def main() -> int:
         "(e) tfrecord": plain_tfrecord(job_dir),
     }
     for make_iterator in variants.values():  # warm-up: graph tracing, page cache
-        images_per_second(make_iterator)
+        measure(make_iterator)
     rates: dict[str, list[float]] = {name: [] for name in variants}
+    cpu_ms: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(args.repeats):
         for name, make_iterator in variants.items():
-            rates[name].append(images_per_second(make_iterator))
+            rate, cpu = measure(make_iterator)
+            rates[name].append(rate)
+            cpu_ms[name].append(cpu)
     median = {name: statistics.median(values) for name, values in rates.items()}
-    print(f"\n| variant | images/s (median of {args.repeats}) | all passes |\n| --- | ---: | --- |")
+    print(f"\n| variant | images/s (median of {args.repeats}) | all passes | CPU ms/image (median) |\n"
+          "| --- | ---: | --- | ---: |")
     for name, values in rates.items():
-        print(f"| {name} | {median[name]:,.0f} | {', '.join(f'{v:,.0f}' for v in values)} |")
+        print(f"| {name} | {median[name]:,.0f} | {', '.join(f'{v:,.0f}' for v in values)} | "
+              f"{statistics.median(cpu_ms[name]):.3f} |")
     a, b, c, d, e = median.values()
     print(f"\n(c)/(b) = {c / b:.2f} (target ≥ 0.9)\n(c)/(a) = {c / a:.2f} (target ≥ 2)\n(d)/(e) = {d / e:.2f} (target ≥ 0.8)")
+    load = os.getloadavg()
+    print(f"load average during the run (1/5/15 min): {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs")
     return 0
 
 

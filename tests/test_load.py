@@ -14,7 +14,7 @@ import imagegen
 import jobbuilder
 import tfrecorder
 from tfrecorder.example_encoder import bytes_feature, float_feature, int64_feature
-from tfrecorder.load import Splits, decode_image, jpeg_ratio
+from tfrecorder.load import Splits, decode_image
 from tfrecorder.sample_data import encode_image, photo_array
 
 
@@ -112,27 +112,26 @@ def test_as_supervised_fits_a_tiny_keras_model(converted, tf):
     assert np.isfinite(history.history["loss"][0])
 
 
-def test_jpeg_ratio_choice():
-    assert jpeg_ratio((375, 500), (224, 224)) == 1
-    assert jpeg_ratio((1000, 1000), (224, 224)) == 4
-    assert jpeg_ratio((2000, 1800), (224, 224)) == 8
-    assert jpeg_ratio((480, 640), (224, 224)) == 2
-
-
-def test_large_jpeg_is_decoded_at_reduced_scale_then_resized(tf):
+@pytest.mark.parametrize("size, ratio", [((160, 200), 2), ((80, 100), 4), ((40, 50), 8), ((30, 45), 8),
+                                         ((200, 200), 1), ((170, 100), 1)])
+def test_large_jpegs_are_decoded_at_reduced_scale_then_resized(tf, size, ratio):
+    """A 320×400 JPEG: libjpeg's 1/ratio decode is used exactly when it still covers `size`."""
     data = encode_image(Image.fromarray(photo_array(320, 400, 3)), "JPEG", quality=90)
     image = decode_image(tf.constant(data), tf.constant("jpeg"), tf.constant(320, tf.int64), tf.constant(400, tf.int64),
-                         (40, 50), None)
-    scaled = tf.io.decode_jpeg(data, ratio=8)  # 320×400 / 8 = 40×50: the cheap path's exact output
-    assert scaled.shape == (40, 50, 3)
-    expected = tf.cast(tf.clip_by_value(tf.round(tf.image.resize(scaled, (40, 50))), 0, 255), tf.uint8)
-    assert np.array_equal(image.numpy(), expected.numpy())
-    full = tf.image.resize(tf.io.decode_jpeg(data), (40, 50)).numpy()
-    assert np.abs(full - image.numpy()).mean() < 20  # same picture as the full decode, within JPEG/resize noise
+                         size, None)
+    scaled = tf.io.decode_jpeg(data, ratio=ratio)
+    expected = tf.cast(tf.clip_by_value(tf.round(tf.image.resize(scaled, size)), 0, 255), tf.uint8)
+    assert image.shape == (*size, 3) and np.array_equal(image.numpy(), expected.numpy())
+    full = tf.image.resize(tf.io.decode_jpeg(data), size).numpy()
+    assert np.abs(full - image.numpy()).mean() < 20  # the same picture as a full decode, within resize noise
+
+
+def test_non_jpeg_images_take_the_full_decode(tf):
     png = encode_image(Image.fromarray(photo_array(320, 400, 3)), "PNG")
-    small = decode_image(tf.constant(png), tf.constant("png"), tf.constant(320, tf.int64), tf.constant(400, tf.int64),
+    image = decode_image(tf.constant(png), tf.constant("png"), tf.constant(320, tf.int64), tf.constant(400, tf.int64),
                          (40, 50), None)
-    assert small.shape == (40, 50, 3)
+    expected = tf.cast(tf.clip_by_value(tf.round(tf.image.resize(tf.io.decode_png(png), (40, 50))), 0, 255), tf.uint8)
+    assert np.array_equal(image.numpy(), expected.numpy())
 
 
 FEATURES = {

@@ -180,15 +180,6 @@ def _fill_missing(tf, ragged, feature: Mapping[str, Any]):
     return tf.reshape(value, [-1, *shape]), missing
 
 
-def jpeg_ratio(stored: tuple[int, int], target: tuple[int, int]) -> int:
-    """The largest libjpeg scale-down (1, 2, 4, 8) that still leaves at least `target` pixels."""
-    ratio = 1
-    for candidate in JPEG_RATIOS:
-        if stored[0] >= target[0] * candidate and stored[1] >= target[1] * candidate:
-            ratio = candidate
-    return ratio
-
-
 def decode_image(data: "tf.Tensor", image_format: "tf.Tensor", height: "tf.Tensor", width: "tf.Tensor",
                  image_size: Optional[tuple[int, int]], channels: Optional[int]) -> "tf.Tensor":
     """Decode one image to uint8 [H, W, C]; with `image_size`, resized to exactly that size.
