@@ -119,7 +119,7 @@ def test_full_disk_is_a_clear_error_with_nothing_published(dataset, tmp_path):
     output_dir = tmp_path / "out"
     process = cli(dataset, output_dir, preexec_fn=_limit_file_size)
     _out, err = process.communicate(timeout=300)
-    assert process.returncode == 3
+    assert process.returncode == 4
     assert err.strip().splitlines() == [
         f"tfrecorder: error: could not write the output under {output_dir}: file size limit exceeded; "
         "the conversion stopped and nothing was published"]

@@ -2,12 +2,16 @@
 
     import tfrecorder
     result = df.tensorflow.to_tfrecord(output_dir="out/")
+    datasets = tfrecorder.load(result["tfrecord_dir"], batch_size=64, image_size=(224, 224))
 """
 __version__ = "0.1.0"
 
 from tfrecorder import types  # noqa: E402
 from tfrecorder.schema import Schema  # noqa: E402
 from tfrecorder.convert import convert  # noqa: E402
+from tfrecorder.load import load  # noqa: E402
+from tfrecorder.inspection import inspect  # noqa: E402
+from tfrecorder.verify import verify  # noqa: E402
 from tfrecorder import accessor as _accessor  # noqa: E402,F401  (registers df.tensorflow)
 
-__all__ = ["Schema", "convert", "types", "__version__"]
+__all__ = ["Schema", "convert", "inspect", "load", "types", "verify", "__version__"]

@@ -1,8 +1,14 @@
-"""Command-line interface: `tfrecorder convert --source data.csv --output_dir out/`.
+"""Command-line interface: convert, verify, inspect and load-stats.
 
-Exit codes: 0 success; 1 an unexpected failure; 2 a fatal input error (bad arguments, unusable
-table); 3 the output could not be written (disk full, quota, file size limit). Errors 2 and 3 are
-reported on one line.
+    tfrecorder convert --source data.csv --output_dir out/
+    tfrecorder verify out/tfrecorder-20261121-193000
+    tfrecorder inspect out/tfrecorder-20261121-193000 --split TRAIN --num_records 5
+    tfrecorder load-stats out/tfrecorder-20261121-193000
+
+Exit codes: 0 success (for verify: every check passed); 1 an unexpected failure; 2 a fatal input
+error (bad arguments, unusable table, not a finished job directory); 3 verify found a mismatch
+(missing, extra, truncated or corrupt shard, unparsable record, wrong record count); 4 the output
+could not be written (disk full, quota, file size limit). Errors 2 and 4 are reported on one line.
 """
 from __future__ import annotations
 
@@ -13,12 +19,18 @@ from typing import Optional, Sequence
 
 from tfrecorder.errors import OutputWriteError
 
-EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR, EXIT_OUTPUT_ERROR = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR, EXIT_VERIFY_FAILED, EXIT_OUTPUT_ERROR = 0, 1, 2, 3, 4
 
 EXAMPLES = """examples:
   tfrecorder convert --source data.csv --output_dir out/
   tfrecorder convert --source images/ --output_dir out/ --job_label pets --compression gzip
   tfrecorder convert --source data.csv --output_dir out/ --num_shards 4 --image_size 224x224
+  tfrecorder verify out/pets-20261121-193000          # exit 3 on any mismatch
+  tfrecorder inspect out/pets-20261121-193000 --split validation --num_records 10
+  tfrecorder load-stats out/pets-20261121-193000 --image_size 224x224
+
+exit codes: 0 ok; 1 unexpected failure; 2 bad input (one line on stderr); 3 verify found a mismatch;
+  4 the output could not be written (disk full, quota, file size limit)
 """
 
 
@@ -62,7 +74,67 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--project", help="Google Cloud project (DataflowRunner)")
     convert.add_argument("--region", help="Google Cloud region (DataflowRunner)")
     convert.add_argument("--verbose", action="store_true", help="show Beam's and TensorFlow's own logs")
+    verify = commands.add_parser(
+        "verify", help="check every shard, record CRC, parse and count against metadata.json (exit 3 on mismatch)")
+    verify.add_argument("tfrecord_dir", help="a finished job directory (local or gs://)")
+    inspect = commands.add_parser("inspect", help="write a few records as CSV, image files and a contact sheet")
+    inspect.add_argument("tfrecord_dir", help="a finished job directory (local or gs://)")
+    inspect.add_argument("--split", default="TRAIN", help="split to look at (default TRAIN)")
+    inspect.add_argument("--num_records", type=int, default=5, help="records to write (default 5)")
+    inspect.add_argument("--output_dir", help="where to write (default ./tfrecorder-inspect/<job>-<split>/)")
+    stats = commands.add_parser("load-stats", help="records per split, and images/s of iterating load()")
+    stats.add_argument("tfrecord_dir", help="a finished job directory (local or gs://)")
+    stats.add_argument("--split", default="TRAIN", help="split whose throughput is measured (default TRAIN)")
+    stats.add_argument("--seconds", type=float, default=5.0, help="how long to measure (default 5)")
+    stats.add_argument("--batch_size", type=int, default=64, help="batch size (default 64)")
+    stats.add_argument("--image_size", type=_image_size, help="resize to HEIGHTxWIDTH while loading")
+    stats.add_argument("--channels", type=int, choices=[1, 3, 4],
+                       help="decode to this many channels (needed to batch images of mixed channel counts)")
     return parser
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    import tfrecorder
+
+    report = tfrecorder.verify(args.tfrecord_dir)
+    print(report)
+    return EXIT_OK if report.ok else EXIT_VERIFY_FAILED
+
+
+def _run_inspect(args: argparse.Namespace) -> int:
+    import tfrecorder
+
+    print(tfrecorder.inspect(args.tfrecord_dir, split=args.split, num_records=args.num_records,
+                             output_dir=args.output_dir))
+    return EXIT_OK
+
+
+def _batch_length(batch) -> int:
+    return int(next(iter(batch.values())).shape[0])
+
+
+def _run_load_stats(args: argparse.Namespace) -> int:
+    import time
+
+    import tfrecorder
+    from tfrecorder.job_info import JobInfo
+
+    job = JobInfo.read(args.tfrecord_dir)
+    datasets = tfrecorder.load(args.tfrecord_dir, batch_size=args.batch_size, decode_images=False)
+    for split, dataset in datasets.items():
+        counted = sum(_batch_length(batch) for batch in dataset)
+        print(f"{split}: {counted} records loaded (metadata.json: {job.metadata['splits'][split]['records']})")
+    dataset = tfrecorder.load(args.tfrecord_dir, args.split, batch_size=args.batch_size, repeat=True,
+                              image_size=args.image_size, channels=args.channels)
+    iterator = iter(dataset)
+    next(iterator)  # warm-up: tracing and the first fill of the pipeline
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < args.seconds:
+        count += _batch_length(next(iterator))
+    elapsed = time.perf_counter() - start
+    print(f"load({args.split.upper()}, batch_size={args.batch_size}, image_size={args.image_size}): "
+          f"{count / elapsed:,.0f} records/s ({count} records in {elapsed:.1f} s, images decoded)")
+    return EXIT_OK
 
 
 def _run_convert(args: argparse.Namespace) -> int:
@@ -83,7 +155,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return {"convert": _run_convert}[args.command](args)
+        commands = {"convert": _run_convert, "verify": _run_verify, "inspect": _run_inspect,
+                    "load-stats": _run_load_stats}
+        return commands[args.command](args)
     except ValueError as exc:
         print(f"tfrecorder: error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERROR

@@ -20,25 +20,17 @@ def main() -> int:
 
 
 def read_back(tfrecord_dir: str) -> str:
-    """Parse every record with plain tf.data and decode each image: proof the shards are usable."""
-    import tensorflow as tf
+    """Load every split with tfrecorder.load and decode each image: proof the shards are usable."""
+    import tfrecorder
+    from tfrecorder.job_info import JobInfo
 
-    from tfrecorder.jobdir import read_metadata
-
-    metadata = read_metadata(tfrecord_dir)
-    spec = {
-        "image": tf.io.FixedLenFeature([], tf.string),
-        "label": tf.io.FixedLenFeature([], tf.int64),
-    }
-    vocabulary = metadata["vocabularies"].get("label", [])
-    lines = ["read back:"]
-    for split, info in metadata["splits"].items():
-        files = [os.path.join(tfrecord_dir, shard["file"]) for shard in info["shards"]]
+    job = JobInfo.read(tfrecord_dir)
+    lines = ["read back with tfrecorder.load:"]
+    for split, dataset in tfrecorder.load(tfrecord_dir, deterministic=True).items():
         shapes, labels = set(), []
-        for record in tf.data.TFRecordDataset(files):
-            example = tf.io.parse_single_example(record, spec)
-            shapes.add(tuple(tf.io.decode_image(example["image"]).shape))
-            labels.append(vocabulary[int(example["label"])])
+        for example in dataset:
+            shapes.add(tuple(example["image"].shape))
+            labels.append(job.label_name("label", int(example["label"])))
         counts = {label: labels.count(label) for label in sorted(set(labels))}
         lines.append(f"  {split}: {len(labels)} records decoded, image shapes {sorted(shapes)}, labels {counts}")
     return "\n".join(lines)

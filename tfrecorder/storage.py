@@ -82,7 +82,7 @@ def size(path: str) -> int:
     if gcs.is_gcs(path):
         return gcs.size(path)
     if is_remote(path):
-        return _filesystems().metadata(path).size_in_bytes
+        return _filesystems().match([path])[0].metadata_list[0].size_in_bytes  # FileSystems has no metadata()
     return os.path.getsize(path)
 
 

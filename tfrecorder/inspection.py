@@ -1,0 +1,139 @@
+"""`tfrecorder.inspect()`: look at a few converted records as plain files.
+
+Writes into `output_dir`: `records.csv` (every non-image feature, label names from the vocabulary,
+and the name of each written image file), the images themselves with their original bytes (the
+extension from `<image>_format`), and `contact_sheet.png`, a grid of thumbnails with their labels.
+Records are read with the CRC-checking reader and every file goes through tfrecorder.storage, so
+both the job directory and `output_dir` may be gs:// URLs. (The module is not called inspect.py:
+that would shadow the standard library module and the exported function.)
+"""
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+import os
+import struct
+from typing import Any, Optional
+
+from tfrecorder import storage
+from tfrecorder.job_info import JobInfo
+
+CSV_FILE = "records.csv"
+CONTACT_SHEET = "contact_sheet.png"
+EXTENSIONS = {"jpeg": "jpg", "png": "png", "gif": "gif", "bmp": "bmp", "webp": "webp"}
+THUMBNAIL = 160
+SHEET_COLUMNS = 5
+CAPTION_HEIGHT = 28
+
+
+def inspect(tfrecord_dir: str, split: str = "TRAIN", num_records: int = 5, output_dir: Optional[str] = None) -> str:
+    """Write the first `num_records` records of `split` as CSV + image files + contact sheet.
+
+    `output_dir` defaults to `./tfrecorder-inspect/<job directory name>-<split>/`. Returns it.
+    """
+    if not isinstance(num_records, int) or num_records < 1:
+        raise ValueError(f"num_records must be a positive integer, got {num_records!r}")
+    job = JobInfo.read(tfrecord_dir)
+    split = job.split_name(split)
+    if output_dir is None:
+        job_name = job.tfrecord_dir.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+        output_dir = os.path.join(os.getcwd(), "tfrecorder-inspect", f"{job_name}-{split.lower()}")
+    output_dir = str(output_dir)
+    examples = [example_values(record) for record in itertools.islice(job.iter_records(split), num_records)]
+    rows, tiles = [], []
+    for index, example in enumerate(examples):
+        row: dict[str, Any] = {"record": index}
+        captions = [f"#{index} " + ", ".join(_label_text(job, column, example) for column in job.label_columns)]
+        for prefix in job.image_prefixes:
+            data = _scalar(example.get(prefix))
+            if data is None:
+                continue
+            image_format = (_scalar(example.get(f"{prefix}_format")) or b"").decode("ascii", "replace")
+            name = f"{index:04d}_{prefix}.{EXTENSIONS.get(image_format, 'bin')}"
+            storage.write_bytes(storage.join(output_dir, name), data)
+            row[f"{prefix}_file"] = name
+            tiles.append((data, captions))
+        row.update(_table_values(job, example))
+        rows.append(row)
+    storage.write_bytes(storage.join(output_dir, CSV_FILE), _csv_bytes(rows))
+    storage.write_bytes(storage.join(output_dir, CONTACT_SHEET), contact_sheet(tiles))
+    return output_dir
+
+
+def example_values(record: bytes) -> dict[str, list]:
+    """A serialized tf.train.Example as feature name → list of values (bytes, int or float)."""
+    from tensorflow.core.example import example_pb2
+
+    example = example_pb2.Example.FromString(record)
+    values = {}
+    for name, feature in example.features.feature.items():
+        kind = feature.WhichOneof("kind")
+        values[name] = list(getattr(feature, kind).value) if kind else []
+    return values
+
+
+def _scalar(values: Optional[list]) -> Any:
+    return values[0] if values else None
+
+
+def _label_text(job: JobInfo, column: str, example: dict[str, list]) -> str:
+    value = _scalar(example.get(column))
+    return "<missing>" if value is None else job.label_name(column, int(value))
+
+
+def _table_values(job: JobInfo, example: dict[str, list]) -> dict[str, str]:
+    """CSV cells for every feature except the image bytes, in metadata order."""
+    cells = {}
+    images = set(job.image_prefixes)
+    for name, feature in job.features.items():
+        if name in images:
+            continue
+        values = example.get(name, [])
+        if feature.get("stored_as") == "float64_bits":
+            values = [struct.unpack("<d", struct.pack("<q", v))[0] for v in values]
+        values = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in values]
+        if feature["shape"] == [] and len(values) <= 1:
+            cells[name] = "" if not values else values[0]
+        else:
+            cells[name] = json.dumps(values)
+        if name in job.label_columns and values:
+            cells[f"{name}_name"] = job.label_name(name, int(values[0]))
+    return cells
+
+
+def _csv_bytes(rows: list[dict[str, Any]]) -> bytes:
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(c for c in row if c not in columns)
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue().encode("utf-8")
+
+
+def contact_sheet(tiles: list[tuple[bytes, list[str]]]) -> bytes:
+    """A PNG grid of thumbnails (encoded image bytes, caption lines), drawn with Pillow."""
+    from PIL import Image, ImageDraw
+
+    columns = max(1, min(SHEET_COLUMNS, len(tiles)))
+    rows = max(1, -(-len(tiles) // columns))
+    cell_h = THUMBNAIL + CAPTION_HEIGHT
+    sheet = Image.new("RGB", (columns * THUMBNAIL, rows * cell_h), "white")
+    draw = ImageDraw.Draw(sheet)
+    for i, (data, captions) in enumerate(tiles):
+        x, y = (i % columns) * THUMBNAIL, (i // columns) * cell_h
+        try:
+            with Image.open(io.BytesIO(data)) as image:
+                thumb = image.convert("RGB")
+                thumb.thumbnail((THUMBNAIL, THUMBNAIL))
+            sheet.paste(thumb, (x + (THUMBNAIL - thumb.width) // 2, y + (THUMBNAIL - thumb.height) // 2))
+        except (OSError, ValueError):
+            captions = captions + ["(cannot decode)"]
+        for line, caption in enumerate(captions):
+            draw.text((x + 4, y + THUMBNAIL + 2 + 12 * line), caption[:26], fill="black")
+    out = io.BytesIO()
+    sheet.save(out, format="PNG")
+    return out.getvalue()

@@ -1,0 +1,282 @@
+"""`tfrecorder.load()`: a tf.data input pipeline over a converted job, built the fast way.
+
+The pipeline is what the tf.data performance guide recommends, with the feature spec taken from
+metadata.json instead of being written by hand:
+
+    shard paths → interleave(TFRecordDataset, AUTOTUNE) → [shuffle] → [repeat] → batch
+      → parallel map: parse_example on the whole batch, restore float64, fill + flag missing values
+      → (decoding) unbatch → parallel map: decode/resize one image per element → batch again
+      → prefetch(AUTOTUNE)
+
+Images are decoded one per element because a per-element parallel map keeps every core busy; a
+`tf.map_fn` over a batch measured half as fast. Order is deterministic only when asked, because
+letting parallel stages finish out of order is what keeps them busy.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Mapping, Optional, Sequence
+
+from tfrecorder.job_info import JobInfo
+
+PARSE_BLOCK = 128  # records parsed per parse_example call when single examples are requested
+JPEG_RATIOS = (2, 4, 8)  # libjpeg can decode straight to 1/2, 1/4, 1/8 of the stored size
+_ZEROS = {"string": b"", "int64": 0, "float32": 0.0, "float64": 0.0}
+
+
+class Splits(dict):
+    """split name → dataset; lookups ignore case, so `ds["train"]` is `ds["TRAIN"]`."""
+
+    @staticmethod
+    def _key(key: Any) -> Any:
+        return key.upper() if isinstance(key, str) else key
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(self._key(key))
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(self._key(key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return super().get(self._key(key), default)
+
+
+def load(
+    tfrecord_dir: str,
+    split: Optional[str] = None,
+    *,
+    batch_size: Optional[int] = None,
+    shuffle_buffer: Optional[int] = None,
+    repeat: bool = False,
+    decode_images: bool = True,
+    image_size: Optional[Sequence[int]] = None,
+    as_supervised: bool = False,
+    deterministic: bool = False,
+    channels: Optional[int] = None,
+    drop_remainder: bool = False,
+    seed: Optional[int] = None,
+) -> "Splits | tf.data.Dataset":
+    """Datasets of a converted job: a `Splits` dict split → `tf.data.Dataset`, or one dataset if `split`.
+
+    Elements are dicts of tensors named as in metadata.json's "features" (images decoded to uint8
+    `[H, W, C]`, C as stored unless `channels` is 1, 3 or 4; labels int64; a feature that may be
+    missing comes with a boolean `<name>_missing`), or `(image, label)` with `as_supervised=True`.
+    `image_size=(h, w)` resizes every image so batches have a static shape; `drop_remainder=True`
+    also makes the batch dimension static. `seed` makes shuffling reproducible (with
+    `deterministic=True`).
+    """
+    job = JobInfo.read(tfrecord_dir)
+    image_size = _check_options(job, batch_size, shuffle_buffer, image_size, channels, as_supervised)
+    build = functools.partial(_dataset, job, batch_size=batch_size, shuffle_buffer=shuffle_buffer, repeat=repeat,
+                              decode_images=decode_images, image_size=image_size, as_supervised=as_supervised,
+                              deterministic=deterministic, channels=channels, drop_remainder=drop_remainder, seed=seed)
+    if split is not None:
+        return build(job.split_name(split))
+    return Splits({name: build(name) for name in job.splits})
+
+
+def _check_options(job: JobInfo, batch_size, shuffle_buffer, image_size, channels,
+                   as_supervised) -> Optional[tuple[int, int]]:
+    """Validate load()'s options (ValueError naming the problem); returns image_size as (h, w)."""
+    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if shuffle_buffer is not None and (not isinstance(shuffle_buffer, int) or shuffle_buffer < 1):
+        raise ValueError(f"shuffle_buffer must be a positive integer, got {shuffle_buffer!r}")
+    if channels not in (None, 1, 3, 4):
+        raise ValueError(f"channels must be None (as stored), 1, 3 or 4, got {channels!r}")
+    if image_size is not None:
+        try:
+            height, width = (int(v) for v in image_size)
+        except (TypeError, ValueError):
+            raise ValueError(f"image_size must be (height, width), got {image_size!r}") from None
+        if height < 1 or width < 1:
+            raise ValueError(f"image_size must be positive, got {image_size!r}")
+        image_size = (height, width)
+    if as_supervised and not (job.image_prefixes and job.label_columns):
+        raise ValueError(f"as_supervised needs an image and a label column; {job.tfrecord_dir} has "
+                         f"images {job.image_prefixes} and labels {job.label_columns}")
+    for name, feature in job.features.items():
+        _check_feature(name, feature)
+    return image_size
+
+
+def _check_feature(name: str, feature: Mapping[str, Any]) -> None:
+    if feature.get("dtype") not in _ZEROS:
+        raise ValueError(f"feature {name!r}: unknown dtype {feature.get('dtype')!r} in metadata.json")
+    stored_as = feature.get("stored_as")
+    if stored_as not in (None, "float64_bits") or (stored_as and feature["dtype"] != "float64"):
+        raise ValueError(f"feature {name!r}: unsupported stored_as {stored_as!r} for dtype {feature['dtype']!r}")
+    shape = feature.get("shape")
+    if shape is not None and not (isinstance(shape, list) and all(isinstance(n, int) and n >= 0 for n in shape)):
+        raise ValueError(f"feature {name!r}: shape must be [], [n, ...] or null, got {shape!r}")
+
+
+def parse_spec(features: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The `tf.io.parse_example` spec for metadata.json "features" (values still as stored).
+
+    Features that may be missing and variable-length lists are parsed ragged, so an absent feature
+    shows up as an empty row rather than a parse error or a silent default.
+    """
+    import tensorflow as tf
+
+    spec = {}
+    for name, feature in features.items():
+        dtype = _wire_dtype(tf, feature)
+        if feature["allow_missing"] or feature["shape"] is None:
+            spec[name] = tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
+        else:
+            spec[name] = tf.io.FixedLenFeature(feature["shape"], dtype)
+    return spec
+
+
+def _wire_dtype(tf, feature: Mapping[str, Any]):
+    if feature.get("stored_as") == "float64_bits":
+        return tf.int64
+    return {"string": tf.string, "int64": tf.int64, "float32": tf.float32, "float64": tf.float32}[feature["dtype"]]
+
+
+def finish_features(parsed: Mapping[str, Any], features: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Turn a parsed batch into logical values: float64 restored, missing values filled + flagged."""
+    import tensorflow as tf
+
+    out = {}
+    for name, feature in features.items():
+        value = parsed[name]
+        if feature.get("stored_as") == "float64_bits":
+            value = _map_values(tf, value, lambda v: tf.bitcast(v, tf.float64))
+        elif feature["dtype"] == "float64":
+            value = _map_values(tf, value, lambda v: tf.cast(v, tf.float64))
+        if feature["allow_missing"]:
+            value, out[f"{name}_missing"] = _fill_missing(tf, value, feature)
+        out[name] = value
+    return out
+
+
+def _map_values(tf, value, fn):
+    return tf.ragged.map_flat_values(fn, value) if isinstance(value, tf.RaggedTensor) else fn(value)
+
+
+def _fill_missing(tf, ragged, feature: Mapping[str, Any]):
+    """(value, missing) for a ragged [batch, (n)] parse of a feature that may be absent."""
+    missing = tf.equal(ragged.row_lengths(), 0)
+    default = feature.get("default")
+    dtype = ragged.dtype
+    shape = feature["shape"]
+    if shape is None:  # variable-length list: missing → the default list (empty unless given)
+        if not default:
+            return ragged, missing
+        default = tf.constant(default, dtype)
+        filler = tf.RaggedTensor.from_row_lengths(
+            tf.tile(default, [tf.reduce_sum(tf.cast(missing, tf.int32))]),
+            tf.where(missing, tf.size(default, out_type=tf.int64), tf.constant(0, tf.int64)),
+        )
+        return tf.concat([ragged, filler], axis=1), missing
+    size = math.prod(shape)
+    zero = _ZEROS[feature["dtype"]]
+    dense = ragged.to_tensor(default_value=tf.constant(zero, dtype), shape=[None, size])
+    fill = tf.reshape(tf.broadcast_to(tf.constant(zero if default is None else default, dtype), shape), [1, size])
+    value = tf.where(missing[:, None], fill, dense)
+    return tf.reshape(value, [-1, *shape]), missing
+
+
+def decode_image(data: "tf.Tensor", image_format: "tf.Tensor", height: "tf.Tensor", width: "tf.Tensor",
+                 image_size: Optional[tuple[int, int]], channels: Optional[int]) -> "tf.Tensor":
+    """Decode one image to uint8 [H, W, C]; with `image_size`, resized to exactly that size.
+
+    A JPEG much larger than `image_size` is decoded by libjpeg straight at 1/2, 1/4 or 1/8 scale
+    (DCT scaling: much less work than decoding every pixel and throwing most away), then resized.
+    """
+    import tensorflow as tf
+
+    wanted = channels or 0
+
+    def full():
+        return tf.io.decode_image(data, channels=wanted, dtype=tf.uint8, expand_animations=False)
+
+    if image_size is None:
+        image = full()
+        image.set_shape([None, None, channels])
+        return image
+    target_h, target_w = image_size
+    branches = [full] + [lambda r=r: tf.io.decode_jpeg(data, channels=wanted, ratio=r) for r in JPEG_RATIOS]
+    branch = tf.constant(0)
+    for index, ratio in enumerate(JPEG_RATIOS, start=1):
+        fits = tf.logical_and(height >= target_h * ratio, width >= target_w * ratio)
+        branch = tf.where(tf.logical_and(tf.equal(image_format, "jpeg"), fits), index, branch)
+    image = tf.switch_case(branch, branches)
+    resized = tf.image.resize(image, [target_h, target_w])
+    image = tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8)
+    image.set_shape([target_h, target_w, channels])
+    return image
+
+
+def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels) -> dict:
+    for prefix in prefixes:
+        features[prefix] = decode_image(features[prefix], features[f"{prefix}_format"], features[f"{prefix}_height"],
+                                        features[f"{prefix}_width"], image_size, channels)
+    return features
+
+
+def _dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, repeat, decode_images, image_size,
+             as_supervised, deterministic, channels, drop_remainder, seed):
+    import tensorflow as tf
+
+    autotune = tf.data.AUTOTUNE
+    compression = "GZIP" if job.compression == "gzip" else None
+    files = job.shard_paths(split)
+    spec = parse_spec(job.features)
+    prefixes = job.image_prefixes if decode_images else []
+    label = job.label_columns[0] if job.label_columns else None
+
+    def output(features):
+        return (features[job.image_prefixes[0]], features[label]) if as_supervised else features
+
+    def parse(records):
+        return finish_features(tf.io.parse_example(records, spec), job.features)
+
+    paths = tf.data.Dataset.from_tensor_slices(files)
+    if shuffle_buffer:
+        paths = paths.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    # num_parallel_reads makes TFRecordDataset a parallel interleave over the shards (AUTOTUNE cycle
+    # length and parallelism; out of order unless the options below ask for determinism). It measured
+    # ~10% less CPU per record than an explicit Dataset.interleave of one TFRecordDataset per shard.
+    ds = tf.data.TFRecordDataset(paths, compression_type=compression, num_parallel_reads=autotune)
+    if shuffle_buffer:
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    if batch_size and not prefixes:  # nothing to decode: whole batches are parsed and are done
+        ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+        ds = ds.map(lambda records: output(parse(records)), num_parallel_calls=autotune, deterministic=deterministic)
+    else:  # parse in blocks, then decode one image per element so decoding spreads over every core
+        ds = ds.batch(batch_size or PARSE_BLOCK).map(parse, num_parallel_calls=autotune, deterministic=deterministic)
+        ds = ds.unbatch()
+        if prefixes or as_supervised:
+            ds = ds.map(lambda features: output(_decode_images(features, prefixes, image_size, channels)),
+                        num_parallel_calls=autotune, deterministic=deterministic)
+        if batch_size:
+            variable = any(f["shape"] is None for f in job.features.values()) and not as_supervised
+            ds = _rebatch(tf, ds, batch_size, drop_remainder, ragged=variable or bool(prefixes and image_size is None),
+                          image_keys=prefixes if image_size and not as_supervised else ())
+    options = tf.data.Options()
+    options.deterministic = deterministic
+    return ds.prefetch(autotune).with_options(options)
+
+
+def _rebatch(tf, ds, batch_size: int, drop_remainder: bool, ragged: bool, image_keys):
+    """Batch decoded elements: ragged where sizes differ, resized images always dense."""
+    if not ragged:
+        return ds.batch(batch_size, drop_remainder=drop_remainder)
+    ds = ds.ragged_batch(batch_size, drop_remainder=drop_remainder, row_splits_dtype=tf.int64)
+    image_keys = list(image_keys)
+    if not image_keys:
+        return ds
+
+    def densify(element):
+        element = dict(element)
+        for key in image_keys:  # resized images all have one size; only an unknown channel count made them ragged
+            element[key] = element[key].to_tensor() if isinstance(element[key], tf.RaggedTensor) else element[key]
+        return element
+
+    return ds.map(densify)

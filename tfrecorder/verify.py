@@ -1,0 +1,168 @@
+"""`tfrecorder.verify()`: read every shard of a job and check it against metadata.json.
+
+Every record's framing and CRCs are checked (tfrecorder.tfrecord_format), every record is parsed as
+a tf.train.Example with the job's own feature spec (the one `load()` uses), and record counts and
+byte sizes are compared per shard and per split. Missing shards and shard files that metadata.json
+does not list are reported too. All reads go through tfrecorder.storage, so gs:// works.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import math
+import re
+import zlib
+from typing import Iterable, Optional
+
+from tfrecorder import storage
+from tfrecorder.job_info import JobInfo
+from tfrecorder.jobdir import DISCARD_FILE, METADATA_FILE
+from tfrecorder.tfrecord_format import CorruptRecordError, read_records
+
+PARSE_BLOCK = 256
+_SHARD_LIKE = re.compile(r"\.tfrecord(\.gz)?$|-\d+-of-\d+")
+
+
+@dataclasses.dataclass
+class ShardReport:
+    """What was found in one shard file (`split` is None for a file metadata.json does not list)."""
+
+    file: str
+    split: Optional[str]
+    expected_records: Optional[int]
+    records: int = 0
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def __str__(self) -> str:
+        expected = "not in metadata" if self.expected_records is None else f"expected {self.expected_records}"
+        status = "ok" if self.ok else "; ".join(self.problems)
+        return f"{self.file}: {self.records} records ({expected}) — {status}"
+
+
+@dataclasses.dataclass
+class VerifyReport:
+    """The result of `verify()`: `ok`, per-shard findings, and job-level problems."""
+
+    tfrecord_dir: str
+    shards: list[ShardReport]
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and all(shard.ok for shard in self.shards)
+
+    @property
+    def all_problems(self) -> list[str]:
+        return [f"{s.file}: {p}" for s in self.shards for p in s.problems] + list(self.problems)
+
+    def __repr__(self) -> str:
+        records = sum(s.records for s in self.shards)
+        head = f"verify {self.tfrecord_dir}: {'OK' if self.ok else 'FAILED'} — {len(self.shards)} shard files, {records} records"
+        lines = [head] + [f"  {shard}" for shard in self.shards] + [f"  {problem}" for problem in self.problems]
+        return "\n".join(lines)
+
+    __str__ = __repr__
+
+
+def verify(tfrecord_dir: str) -> VerifyReport:
+    """Check every shard, record and count of a finished job directory; returns a `VerifyReport`."""
+    job = JobInfo.read(tfrecord_dir)
+    checker = _ExampleChecker(job)
+    shards, problems = [], []
+    listed = set()
+    for split, info in job.metadata["splits"].items():
+        split_shards = []
+        for shard in info["shards"]:
+            listed.add(shard["file"])
+            split_shards.append(_check_shard(job, checker, split, shard))
+        shards.extend(split_shards)
+        found = sum(s.records for s in split_shards)
+        if found != info["records"]:
+            problems.append(f"{split}: {found} readable records, metadata.json says {info['records']}")
+    total = sum(s.records for s in shards)
+    if total != job.metadata.get("records_written", total):
+        problems.append(f"{total} readable records in all, metadata.json says {job.metadata['records_written']}")
+    for name in _extra_shard_files(job, listed):
+        extra = ShardReport(name, None, None)
+        extra.problems.append("shard file not listed in metadata.json")
+        shards.append(extra)
+    return VerifyReport(job.tfrecord_dir, shards, problems)
+
+
+def _extra_shard_files(job: JobInfo, listed: set[str]) -> list[str]:
+    base = job.tfrecord_dir.rstrip("/").rstrip("\\")
+    names = [path[len(base) + 1:].replace("\\", "/") for path in storage.list_files(base)]
+    known = listed | {METADATA_FILE, DISCARD_FILE}
+    return [name for name in names if name not in known and _SHARD_LIKE.search(name)]
+
+
+def _check_shard(job: JobInfo, checker: "_ExampleChecker", split: str, shard: dict) -> ShardReport:
+    report = ShardReport(shard["file"], split, shard["records"])
+    path = storage.join(job.tfrecord_dir, shard["file"])
+    if not storage.exists(path):
+        report.problems.append("missing shard file")
+        return report
+    size = storage.size(path)
+    if "bytes" in shard and size != shard["bytes"]:
+        report.problems.append(f"{size} bytes, metadata.json says {shard['bytes']}")
+    block: list[bytes] = []
+    try:
+        with job.open_shard(path) as stream:
+            for record in read_records(stream):
+                report.records += 1
+                block.append(record)
+                if len(block) == PARSE_BLOCK:
+                    checker.check(block, report.records - len(block), report.problems)
+                    block = []
+    except CorruptRecordError as exc:
+        report.problems.append(f"record {report.records}: {exc}")
+    except (EOFError, OSError, zlib.error, gzip.BadGzipFile) as exc:
+        report.problems.append(f"record {report.records}: broken gzip stream ({exc})")
+    checker.check(block, report.records - len(block), report.problems)
+    if report.records != shard["records"]:
+        report.problems.append(f"{report.records} readable records, metadata.json says {shard['records']}")
+    return report
+
+
+class _ExampleChecker:
+    """Parses records as tf.train.Example with the job's feature spec, a block at a time."""
+
+    MAX_REPORTED = 5  # per shard; a badly damaged shard should not produce a million lines
+
+    def __init__(self, job: JobInfo) -> None:
+        import tensorflow as tf
+
+        from tfrecorder.load import parse_spec
+
+        self.tf = tf
+        self.spec = parse_spec(job.features)
+        self.fixed_lengths = {  # ragged-parsed features that must still hold exactly n values when present
+            name: math.prod(feature["shape"]) for name, feature in job.features.items()
+            if feature["allow_missing"] and feature["shape"] is not None
+        }
+
+    def check(self, records: list[bytes], first_index: int, problems: list[str]) -> None:
+        if not records:
+            return
+        if self._problem(records) is None:
+            return
+        for index, record in enumerate(records):  # locate the bad records one by one
+            problem = self._problem([record])
+            if problem is not None and sum("does not parse" in p for p in problems) < self.MAX_REPORTED:
+                problems.append(f"record {first_index + index} does not parse: {problem}")
+
+    def _problem(self, records: Iterable[bytes]) -> Optional[str]:
+        tf = self.tf
+        try:
+            parsed = tf.io.parse_example(tf.constant(list(records)), self.spec)
+        except (tf.errors.InvalidArgumentError, ValueError) as exc:
+            return str(exc).splitlines()[0][:300]
+        for name, size in self.fixed_lengths.items():
+            lengths = parsed[name].row_lengths().numpy()
+            if ((lengths != 0) & (lengths != size)).any():
+                return f"feature {name!r} must have 0 or {size} values"
+        return None
