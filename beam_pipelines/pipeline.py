@@ -43,7 +43,7 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     encoded = (
         prepared.rows
         | "SpreadRows" >> beam.Reshuffle()
-        | "BatchRows" >> beam.BatchElements(min_batch_size=1, max_batch_size=config.batch_size)
+        | "BatchRows" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
         | "EncodeAndWrite"
         >> beam.ParDo(transforms.EncodeAndWritePieces(config), vocabulary_side).with_outputs(
             transforms.DISCARD, main="pieces"
