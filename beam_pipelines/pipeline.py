@@ -1,12 +1,13 @@
 """The conversion graph, shared by local (DirectRunner) and Dataflow runs.
 
-    read rows ─► prepare (split, label checks) ─► Reshuffle ─► encode + write pieces ─► plan shards
-                      │                                               │                 ─► Reshuffle ─► assemble shards
-                      └► TRAIN labels ─► vocabulary combine ──(side input)┘
+    read rows ─► batch ─► prepare (split, label checks) ─► Reshuffle ─► encode + write pieces ─► plan shards
+                                │                                               │              ─► Reshuffle ─► assemble shards
+                                └► TRAIN labels ─► vocabulary combine ──(side input)┘
     discards (all stages) ─► discarded.csv;   everything ─► finalize (metadata.json, publish directory)
 
-Only rows, labels and small descriptors are combined; image bytes flow straight from the reading
-worker into a piece file.
+Rows travel in batches of `JobConfig.batch_size` from the source on, so Beam's per-element cost is
+paid per batch. Only rows, labels and small descriptors are combined; image bytes flow straight from
+the reading worker into a piece file.
 """
 from __future__ import annotations
 
@@ -26,12 +27,15 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     transforms, and graph size is most of a small job's start-up time.
     """
     rows, malformed = pipeline | "ReadRows" >> sources.ReadRows(config)
-    rows_in = (
-        (rows, malformed)
-        | "AllRows" >> beam.Flatten()
-        | "CountRows" >> beam.CombineGlobally(beam.combiners.CountCombineFn()).without_defaults()
+    batches = rows | "BatchRows" >> beam.BatchElements(
+        min_batch_size=config.batch_size, max_batch_size=config.batch_size
     )
-    prepared = rows | "Prepare" >> beam.ParDo(transforms.PrepareRows(config)).with_outputs(
+    rows_in = (
+        (batches | "BatchSizes" >> beam.Map(len), malformed | "OneEach" >> beam.Map(lambda _: 1))
+        | "AllRows" >> beam.Flatten()
+        | "CountRows" >> beam.CombineGlobally(sum).without_defaults()
+    )
+    prepared = batches | "Prepare" >> beam.ParDo(transforms.PrepareRows(config)).with_outputs(
         transforms.DISCARD, main="rows"
     )
     vocabularies = (
@@ -43,7 +47,6 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     encoded = (
         prepared.rows
         | "SpreadRows" >> beam.Reshuffle()
-        | "BatchRows" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
         | "EncodeAndWrite"
         >> beam.ParDo(transforms.EncodeAndWritePieces(config), vocabulary_side).with_outputs(
             transforms.DISCARD, main="pieces"
