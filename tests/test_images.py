@@ -111,3 +111,11 @@ def test_header_parser_leaves_unusual_headers_to_pillow():
     png = ODD["rgb.png"][0]
     assert parse_header(png[:12] + b"IHDX" + png[16:]) is None
     assert parse_header(b"GIF89a") is None
+
+
+def test_png_with_invalid_depth_for_its_colour_type_goes_to_pillow():
+    png = bytearray(ODD["rgb.png"][0])
+    png[24] = 4  # RGB at 4 bits per sample does not exist
+    assert parse_header(bytes(png)) is None
+    with pytest.raises(InvalidImage):
+        probe_image(bytes(png))

@@ -80,6 +80,7 @@ def _check_complete(fmt: str, data: bytes) -> None:
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _PNG_CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}  # colour type → channels (3 = palette: 3, or 4 with tRNS)
+_PNG_DEPTHS = {0: (1, 2, 4, 8, 16), 2: (8, 16), 3: (1, 2, 4, 8), 4: (8, 16), 6: (8, 16)}  # the valid ones
 # JPEG start-of-frame markers (baseline, progressive, lossless, arithmetic); not DHT/JPG/DAC (C4, C8, CC).
 _JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 _JPEG_CHANNELS = {1: 1, 3: 3, 4: 3}  # components → channels (CMYK/YCCK decode to RGB in TF)
@@ -87,9 +88,11 @@ _JPEG_STANDALONE = frozenset(range(0xD0, 0xD8)) | {0x01}  # RSTn and TEM carry n
 
 
 def _parse_png_header(data: bytes) -> Optional[ImageInfo]:
-    if len(data) < 33 or data[12:16] != b"IHDR":
+    if len(data) < 33 or data[8:16] != b"\x00\x00\x00\x0dIHDR":
         return None
-    width, height, _depth, colour = struct.unpack_from(">IIBB", data, 16)
+    width, height, depth, colour = struct.unpack_from(">IIBB", data, 16)
+    if depth not in _PNG_DEPTHS.get(colour, ()):
+        return None
     if colour == 3:
         channels, pos = 3, 8
         while pos + 8 <= len(data):  # chunks before the first IDAT: does the palette have alpha?
