@@ -1,5 +1,6 @@
 # make demo: create .venv, install, convert a generated sample dataset, read it back.
 # make test: create/update .venv with test extras and run the whole suite.
+# make bench: conversion speed and memory against the copy floor and hand-written loops (README).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
@@ -23,6 +24,9 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q tests
+
+bench: $(VENV)/.installed
+	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python benchmarks/convert_bench.py
 
 clean:
 	rm -rf $(VENV) demo_output .pytest_cache

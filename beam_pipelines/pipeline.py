@@ -1,12 +1,13 @@
 """The conversion graph, shared by local (DirectRunner) and Dataflow runs.
 
-    read rows ─► prepare (split, label checks) ─► Reshuffle ─► encode + write pieces ─► plan shards
-                      │                                               │                 ─► Reshuffle ─► assemble shards
-                      └► TRAIN labels ─► vocabulary combine ──(side input)┘
+    read rows ─► batch ─► prepare (split, label checks) ─► Reshuffle ─► encode + write pieces ─► plan shards
+                                │                                               │              ─► Reshuffle ─► assemble shards
+                                └► TRAIN labels ─► vocabulary combine ──(side input)┘
     discards (all stages) ─► discarded.csv;   everything ─► finalize (metadata.json, publish directory)
 
-Only rows, labels and small descriptors are combined; image bytes flow straight from the reading
-worker into a piece file.
+Rows travel in batches of `JobConfig.batch_size` from the source on, so Beam's per-element cost is
+paid per batch. Only rows, labels and small descriptors are combined; image bytes flow straight from
+the reading worker into a piece file.
 """
 from __future__ import annotations
 
@@ -19,52 +20,56 @@ from tfrecorder.sharding import plan_shards
 
 
 def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
-    """Add the conversion graph to `pipeline`; returns the PCollection holding the final directory."""
+    """Add the conversion graph to `pipeline`; returns the PCollection holding the final directory.
+
+    Per-job results (piece list, discards) reach later steps as list side inputs and the two global
+    combines skip Beam's default-value branch: each global combine or collection step adds a handful of
+    transforms, and graph size is most of a small job's start-up time.
+    """
     rows, malformed = pipeline | "ReadRows" >> sources.ReadRows(config)
-    rows_in = (
-        (rows, malformed) | "AllRows" >> beam.Flatten() | "CountRows" >> beam.combiners.Count.Globally()
+    batches = rows | "BatchRows" >> beam.BatchElements(
+        min_batch_size=config.batch_size, max_batch_size=config.batch_size
     )
-    prepared = rows | "Prepare" >> beam.ParDo(transforms.PrepareRows(config)).with_outputs(
+    rows_in = (
+        (batches | "BatchSizes" >> beam.Map(len), malformed | "OneEach" >> beam.Map(lambda _: 1))
+        | "AllRows" >> beam.Flatten()
+        | "CountRows" >> beam.CombineGlobally(sum).without_defaults()
+    )
+    prepared = batches | "Prepare" >> beam.ParDo(transforms.PrepareRows(config)).with_outputs(
         transforms.DISCARD, main="rows"
     )
     vocabularies = (
         prepared.rows
         | "TrainLabels" >> beam.FlatMap(transforms.train_labels, transforms.string_label_columns(config))
-        | "Vocabulary" >> beam.CombineGlobally(transforms.VocabularyFn())
+        | "Vocabulary" >> beam.CombineGlobally(transforms.VocabularyFn()).without_defaults()
     )
+    vocabulary_side = AsSingleton(vocabularies, default_value={})
     encoded = (
         prepared.rows
         | "SpreadRows" >> beam.Reshuffle()
-        | "BatchRows" >> beam.BatchElements(min_batch_size=1, max_batch_size=config.batch_size)
         | "EncodeAndWrite"
-        >> beam.ParDo(transforms.EncodeAndWritePieces(config), AsSingleton(vocabularies)).with_outputs(
+        >> beam.ParDo(transforms.EncodeAndWritePieces(config), vocabulary_side).with_outputs(
             transforms.DISCARD, main="pieces"
         )
     )
-    pieces = encoded.pieces | "CollectPieces" >> beam.combiners.ToList()
+    start = pipeline | "Start" >> beam.Create([None])
     shards = (
-        pieces
-        | "PlanShards" >> beam.FlatMap(lambda ps: plan_shards(ps, config.num_shards, config.max_shard_bytes))
+        start
+        | "PlanShards"
+        >> beam.FlatMap(lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(encoded.pieces))
         | "SpreadShards" >> beam.Reshuffle()
         | "AssembleShards" >> beam.ParDo(transforms.AssembleShard(config))
     )
-    discard_reasons = (
-        (malformed, prepared[transforms.DISCARD], encoded[transforms.DISCARD])
-        | "AllDiscards" >> beam.Flatten()
-        | "CollectDiscards" >> beam.combiners.ToList()
-        | "WriteDiscards" >> beam.Map(transforms.write_discards, config)
+    discards = (malformed, prepared[transforms.DISCARD], encoded[transforms.DISCARD]) | "AllDiscards" >> beam.Flatten()
+    discard_reasons = start | "WriteDiscards" >> beam.Map(
+        lambda _, found: transforms.write_discards(found, config), AsList(discards)
     )
-    return (
-        pipeline
-        | "Start" >> beam.Create([None])
-        | "Finalize"
-        >> beam.FlatMap(
-            transforms.finalize_job,
-            config,
-            AsList(shards),
-            AsSingleton(vocabularies),
-            AsSingleton(rows_in),
-            AsSingleton(discard_reasons),
-            AsSingleton(pieces),
-        )
+    return start | "Finalize" >> beam.FlatMap(
+        transforms.finalize_job,
+        config,
+        AsList(shards),
+        vocabulary_side,
+        AsSingleton(rows_in, default_value=0),
+        AsSingleton(discard_reasons),
+        AsList(encoded.pieces),
     )

@@ -96,3 +96,10 @@ def test_parses_back_with_tensorflow(tf):
 def test_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="unknown feature kind"):
         Feature("double", (1.0,))
+
+
+def test_bytes_like_values_encode_like_bytes():
+    data = bytes(range(200))
+    expected = encode_example({"v": Feature("bytes", (data,))})
+    for value in (bytearray(data), memoryview(data)):
+        assert encode_example({"v": Feature("bytes", (value,))}) == expected

@@ -95,17 +95,22 @@ def _check_split_column(table: tables.Table, schema: Schema) -> None:
 
 
 def _scan_table(table: tables.Table, schema: Schema, split_ratios) -> int:
-    """Count rows and make sure some reach TRAIN; returns the row count."""
-    rows = train = 0
+    """Count rows and make sure some reach TRAIN; returns the row count.
+
+    Rows are checked only until the first one reaches TRAIN; after that they are just counted.
+    """
+    rows = 0
+    train_found = False
     for row in table.iter_rows():
         rows += 1
-        try:
-            train += prepare_row(row, schema, split_ratios) == TRAIN
-        except RowError:
-            pass
+        if not train_found:
+            try:
+                train_found = prepare_row(row, schema, split_ratios) == TRAIN
+            except RowError:
+                pass
     if rows == 0:
         raise ValueError("the table is empty: there are no rows to convert")
-    if train == 0:
+    if not train_found:
         raise ValueError("no rows are assigned to TRAIN (check the split column and split_ratios)")
     return rows
 

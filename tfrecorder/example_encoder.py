@@ -41,7 +41,12 @@ def float_feature(*values: float) -> Feature:
     return Feature("float", values)
 
 
+_SMALL_VARINTS = [bytes((i,)) for i in range(128)]
+
+
 def _varint(value: int) -> bytes:
+    if 0 <= value < 128:
+        return _SMALL_VARINTS[value]
     if value < 0:
         value += 1 << 64  # int64 negatives are encoded as 10-byte two's complement varints
     out = bytearray()
@@ -52,36 +57,57 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def _length_delimited(field_tag: bytes, payload: bytes) -> bytes:
-    return field_tag + _varint(len(payload)) + payload
-
-
 _TAG_1_LEN = b"\x0a"  # field 1, wire type 2
 _TAG_2_LEN = b"\x12"  # field 2, wire type 2
 _TAG_3_LEN = b"\x1a"  # field 3, wire type 2
+_LIST_TAGS = {"bytes": _TAG_1_LEN, "float": _TAG_2_LEN, "int64": _TAG_3_LEN}  # Feature's oneof fields
 
 
-def _encode_feature(feature: Feature) -> bytes:
-    """Feature message: oneof bytes_list = 1, float_list = 2, int64_list = 3."""
+def _feature_value_pieces(feature: Feature) -> tuple[list, int]:
+    """The serialised value list of one Feature as pieces (values are not copied) and its length.
+
+    BytesList/FloatList/Int64List: field 1 holds the values (bytes: one field each; numbers: packed).
+    """
     if feature.kind == "bytes":
-        body = b"".join(_length_delimited(_TAG_1_LEN, bytes(v)) for v in feature.values)
-        return _length_delimited(_TAG_1_LEN, body)
+        pieces: list = []
+        size = 0
+        for value in feature.values:
+            length = len(value)
+            prefix = _varint(length)
+            pieces += (_TAG_1_LEN, prefix, value)
+            size += 1 + len(prefix) + length
+        return pieces, size
     if feature.kind == "float":
         packed = np.asarray(feature.values, dtype="<f4").tobytes()
-        body = _length_delimited(_TAG_1_LEN, packed) if packed else b""
-        return _length_delimited(_TAG_2_LEN, body)
-    packed = b"".join(_varint(int(v)) for v in feature.values)
-    body = _length_delimited(_TAG_1_LEN, packed) if packed else b""
-    return _length_delimited(_TAG_3_LEN, body)
+    else:
+        packed = b"".join([_varint(int(v)) for v in feature.values])
+    if not packed:
+        return [], 0
+    prefix = _varint(len(packed))
+    return [_TAG_1_LEN, prefix, packed], 1 + len(prefix) + len(packed)
+
+
+def _example_pieces(features: Mapping[str, Feature]) -> list:
+    """Pieces whose concatenation is the Example; lengths are computed, so each value is copied once."""
+    entries: list = []
+    entries_size = 0
+    for name in sorted(features):
+        feature = features[name]
+        values, values_size = _feature_value_pieces(feature)
+        values_prefix = _varint(values_size)
+        feature_size = 1 + len(values_prefix) + values_size  # Feature { <list> = 1|2|3 }
+        feature_prefix = _varint(feature_size)
+        name_bytes = name.encode("utf-8")
+        name_prefix = _varint(len(name_bytes))
+        entry_size = 1 + len(name_prefix) + len(name_bytes) + 1 + len(feature_prefix) + feature_size
+        entry_prefix = _varint(entry_size)
+        entries += (_TAG_1_LEN, entry_prefix, _TAG_1_LEN, name_prefix, name_bytes, _TAG_2_LEN, feature_prefix,
+                    _LIST_TAGS[feature.kind], values_prefix)
+        entries += values
+        entries_size += 1 + len(entry_prefix) + entry_size
+    return [_TAG_1_LEN, _varint(entries_size), *entries]  # Example { Features features = 1 { map = 1 } }
 
 
 def encode_example(features: Mapping[str, Feature]) -> bytes:
     """Serialise {name: Feature} as a tf.train.Example (features in sorted name order)."""
-    entries = []
-    for name in sorted(features):
-        entry = _length_delimited(_TAG_1_LEN, name.encode("utf-8")) + _length_delimited(
-            _TAG_2_LEN, _encode_feature(features[name])
-        )
-        entries.append(_length_delimited(_TAG_1_LEN, entry))
-    return _length_delimited(_TAG_1_LEN, b"".join(entries))
-
+    return b"".join(_example_pieces(features))

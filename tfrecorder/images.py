@@ -1,10 +1,11 @@
 """Image probing: format, size and channels from the header, plus a cheap integrity check.
 
 Conversion keeps each image's original bytes, so a full decode is not needed to build the Example.
-We read the header with Pillow (no pixel decode), map its mode to the channel count that
-`tf.io.decode_image` returns, and check the file's end-of-stream marker so truncated files are caught
-cheaply, plus structural walks (JPEG markers, PNG chunk CRCs; see image_checks). `validate="decode"`
-adds a decode, which also catches damage inside JPEG entropy-coded data.
+JPEG and PNG headers (nearly every dataset) are parsed straight from the bytes; anything else, or any
+header the byte parser is unsure about, is read by Pillow (no pixel decode). Both map the header to
+the channel count that `tf.io.decode_image` returns. Cheap structural walks (JPEG markers, PNG chunk
+CRCs; see image_checks) catch truncated and damaged files; `validate="decode"` adds a decode, which
+also catches damage inside JPEG entropy-coded data.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import dataclasses
 import io
 import struct
 import warnings
+from typing import Optional
 
 from PIL import Image, UnidentifiedImageError
 
@@ -94,10 +96,91 @@ def _unidentified_reason(data: bytes) -> str:
         return "not an image: unrecognised file content"
 
 
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PNG_CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}  # colour type → channels (3 = palette: 3, or 4 with tRNS)
+_PNG_DEPTHS = {0: (1, 2, 4, 8, 16), 2: (8, 16), 3: (1, 2, 4, 8), 4: (8, 16), 6: (8, 16)}  # the valid ones
+# JPEG start-of-frame markers (baseline, progressive, lossless, arithmetic); not DHT/JPG/DAC (C4, C8, CC).
+_JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_JPEG_CHANNELS = {1: 1, 3: 3, 4: 3}  # components → channels (CMYK/YCCK decode to RGB in TF)
+_JPEG_STANDALONE = frozenset(range(0xD0, 0xD8)) | {0x01}  # RSTn and TEM carry no length
+
+
+def _parse_png_header(data: bytes) -> Optional[ImageInfo]:
+    if len(data) < 33 or data[8:16] != b"\x00\x00\x00\x0dIHDR":
+        return None
+    width, height, depth, colour = struct.unpack_from(">IIBB", data, 16)
+    if depth not in _PNG_DEPTHS.get(colour, ()):
+        return None
+    if colour == 3:
+        channels, pos = 3, 8
+        while pos + 8 <= len(data):  # chunks before the first IDAT: does the palette have alpha?
+            length, kind = struct.unpack_from(">I4s", data, pos)
+            if kind == b"tRNS":
+                channels = 4
+            if kind in (b"IDAT", b"IEND"):
+                break
+            pos += 12 + length
+    else:
+        channels = _PNG_CHANNELS.get(colour)
+    return ImageInfo("png", height, width, channels) if channels else None
+
+
+def _parse_jpeg_header(data: bytes) -> Optional[ImageInfo]:
+    pos, end = 2, len(data)
+    while pos + 4 <= end:
+        if data[pos] != 0xFF:
+            return None
+        marker = data[pos + 1]
+        if marker == 0xFF:  # fill byte
+            pos += 1
+            continue
+        if marker in _JPEG_STANDALONE:
+            pos += 2
+            continue
+        if marker in (0xD8, 0xD9, 0xDA):  # SOI, EOI or start of scan before any frame header
+            return None
+        (length,) = struct.unpack_from(">H", data, pos + 2)
+        if marker in _JPEG_SOF:
+            if length < 8 or pos + 10 > end:
+                return None
+            height, width, components = struct.unpack_from(">HHB", data, pos + 5)
+            channels = _JPEG_CHANNELS.get(components)
+            return ImageInfo("jpeg", height, width, channels) if channels else None
+        if length < 2:
+            return None
+        pos += 2 + length
+    return None
+
+
+def parse_header(data: bytes) -> Optional[ImageInfo]:
+    """JPEG or PNG format, size and channels read straight from the bytes; None when unsure.
+
+    None (another format, an unusual or damaged header, a zero or oversized dimension) means: ask
+    Pillow, whose answer and error messages are authoritative.
+    """
+    if data.startswith(b"\xff\xd8\xff"):
+        info = _parse_jpeg_header(data)
+    elif data.startswith(_PNG_SIGNATURE):
+        info = _parse_png_header(data)
+    else:
+        return None
+    if info is None or info.width <= 0 or info.height <= 0 or info.width * info.height > Image.MAX_IMAGE_PIXELS:
+        return None
+    return info
+
+
 def probe_image(data: bytes, full_decode: bool = False) -> ImageInfo:
     """Identify `data` as an image and return its `ImageInfo`, or raise `InvalidImage(reason)`."""
     if not data:
         raise InvalidImage("empty file (0 bytes)")
+    info = None if full_decode else parse_header(data)
+    if info is not None:
+        _check_complete(info.format, data)
+        return info
+    return _probe_with_pillow(data, full_decode)
+
+
+def _probe_with_pillow(data: bytes, full_decode: bool) -> ImageInfo:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)

@@ -25,7 +25,7 @@ class JobConfig:
     compression: Optional[str]
     image_size: Optional[tuple[int, int]]
     validate: str  # "header" (cheap checks) or "decode" (full decode)
-    batch_size: int = 64  # rows per Beam element in the encode step (amortises per-element overhead)
+    batch_size: int = 64  # rows per Beam element from the source on (amortises per-element overhead)
     fetch_concurrency: int = 1  # images of a batch read in parallel (raise for remote storage)
     extra_metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
 

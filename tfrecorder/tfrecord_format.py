@@ -36,8 +36,7 @@ def framed_size(data_length: int) -> int:
 def write_record(stream: BinaryIO, data: bytes) -> int:
     """Append one framed record to `stream`; return the bytes written."""
     length = struct.pack("<Q", len(data))
-    stream.write(length)
-    stream.write(_FOOTER.pack(masked_crc32c(length)))
+    stream.write(length + _FOOTER.pack(masked_crc32c(length)))
     stream.write(data)
     stream.write(_FOOTER.pack(masked_crc32c(data)))
     return len(data) + 16

@@ -1,0 +1,49 @@
+"""The pure parts of the conversion graph's DoFns and CombineFns, without running a pipeline."""
+from __future__ import annotations
+
+from beam_pipelines.transforms import DISCARD, PrepareRows, VocabularyFn, train_labels
+from tfrecorder import types
+from tfrecorder.job_config import JobConfig
+from tfrecorder.schema import Schema
+
+
+def _config() -> JobConfig:
+    schema = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": types.StringLabel})
+    return JobConfig(
+        source_kind="csv", source_path="", schema=schema.to_json(), columns=("split", "image_uri", "label"),
+        base_dir="", final_dir="", temp_dir="", job_name="", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1),
+        num_shards=0, max_shard_bytes=1 << 20, compression=None, image_size=None, validate="header",
+    )
+
+
+def test_prepare_emits_one_list_per_batch_and_discards_row_by_row():
+    prepare = PrepareRows(_config())
+    prepare.setup()
+    good = {"split": "train", "image_uri": "a.jpg", "label": "cat"}
+    bad_split = {"split": "holdout", "image_uri": "b.jpg", "label": "dog"}
+    no_label = {"split": "TEST", "image_uri": "c.jpg", "label": None}
+    outputs = list(prepare.process([good, bad_split, no_label]))
+    main = [o for o in outputs if isinstance(o, list)]
+    discards = [o.value for o in outputs if getattr(o, "tag", None) == DISCARD]
+    assert main == [[("TRAIN", good)]]
+    assert [(row["image_uri"], reason.split(":")[0]) for row, reason in discards] == [
+        ("b.jpg", "unknown split"), ("c.jpg", "empty label")
+    ]
+    only_bad = list(prepare.process([bad_split]))
+    assert len(only_bad) == 1 and only_bad[0].tag == DISCARD  # no empty batch is emitted
+
+
+def test_train_labels_are_collected_per_batch_and_only_from_train():
+    batch = [("TRAIN", {"label": "cat"}), ("TRAIN", {"label": "cat"}), ("TEST", {"label": "owl"}),
+             ("TRAIN", {"label": 3})]
+    assert list(train_labels(batch, ["label"])) == [{"label": {"cat", "3"}}]
+    assert list(train_labels([("TEST", {"label": "owl"})], ["label"])) == []
+    assert list(train_labels(batch, [])) == []
+
+
+def test_vocabulary_merges_batches_into_sorted_distinct_labels():
+    fn = VocabularyFn()
+    first = fn.add_input(fn.create_accumulator(), {"label": {"dog", "cat"}})
+    second = fn.add_input(fn.add_input(fn.create_accumulator(), {"label": {"ant"}}), {"kind": {"b", "a"}})
+    merged = fn.merge_accumulators([first, second, fn.create_accumulator()])
+    assert fn.extract_output(merged) == {"label": ["ant", "cat", "dog"], "kind": ["a", "b"]}
