@@ -5,7 +5,7 @@ import collections
 import csv
 import io
 import itertools
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindow
@@ -16,6 +16,7 @@ from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from tfrecorder import jobdir, storage, types
 from tfrecorder.job_config import JobConfig
+from tfrecorder.progress import ProgressReporter
 from tfrecorder.metadata import build_metadata, reason_category
 from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
 from tfrecorder.schema import Schema
@@ -42,6 +43,11 @@ def read_image(uri: str) -> bytes:
         raise RowError(f"unreadable file: {uri}: {exc.strerror or exc}") from None
 
 
+def progress_reporter(config: JobConfig) -> Optional[ProgressReporter]:
+    """Rows-done reporting for the local progress bar (only when one is shown)."""
+    return ProgressReporter(config.progress_dir) if config.progress_dir else None
+
+
 class PrepareRows(beam.DoFn):
     """Assign each row of a batch its split and check its labels; bad rows go to the DISCARD output.
 
@@ -54,6 +60,7 @@ class PrepareRows(beam.DoFn):
 
     def setup(self) -> None:
         self.schema = Schema.from_json(self.config.schema)
+        self._progress = progress_reporter(self.config)
 
     def process(self, batch: list[dict[str, Any]]):
         prepared = []
@@ -62,6 +69,8 @@ class PrepareRows(beam.DoFn):
                 prepared.append((prepare_row(row, self.schema, self.config.split_ratios), row))
             except RowError as exc:
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
+        if self._progress and len(prepared) < len(batch):
+            self._progress.add(len(batch) - len(prepared))  # discarded rows are done
         if prepared:
             yield prepared
 
@@ -113,6 +122,7 @@ class EncodeAndWritePieces(beam.DoFn):
         self.schema = Schema.from_json(self.config.schema)
         self._encoder = None
         self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
+        self._progress = progress_reporter(self.config)
 
     def teardown(self) -> None:
         self._fetcher.close()
@@ -143,6 +153,8 @@ class EncodeAndWritePieces(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
             yield from self._write(split, data, unknown)
+        if self._progress:
+            self._progress.add(len(batch))
 
     def _write(self, split: str, data: bytes, unknown: int):
         num_shards = self.config.num_shards

@@ -74,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--project", help="Google Cloud project (DataflowRunner)")
     convert.add_argument("--region", help="Google Cloud region (DataflowRunner)")
     convert.add_argument("--verbose", action="store_true", help="show Beam's and TensorFlow's own logs")
+    convert.add_argument("--no_progress", dest="progress", action="store_false", default=None,
+                         help="no progress bar (it only shows on a terminal anyway)")
     verify = commands.add_parser(
         "verify", help="check every shard, record CRC, parse and count against metadata.json (exit 3 on mismatch)")
     verify.add_argument("tfrecord_dir", help="a finished job directory (local or gs://)")
@@ -143,7 +145,7 @@ def _run_convert(args: argparse.Namespace) -> int:
     options = {
         name: getattr(args, name)
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
-                     "split_ratios", "validate", "fetch_concurrency", "project", "region", "verbose")
+                     "split_ratios", "validate", "fetch_concurrency", "project", "region", "verbose", "progress")
         if getattr(args, name) is not None
     }
     result = tfrecorder.convert(args.source, args.output_dir, **options)

@@ -16,6 +16,7 @@ import pandas as pd
 from tfrecorder import jobdir, runners, storage, tables, types
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
+from tfrecorder.progress import local_progress, should_show
 from tfrecorder.quiet import quiet_libraries
 from tfrecorder.result import ConversionResult
 from tfrecorder.row_encoder import RowError, is_missing, prepare_row
@@ -148,6 +149,7 @@ def convert(
     project: Optional[str] = None,
     region: Optional[str] = None,
     verbose: bool = False,
+    progress: bool = True,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
 
@@ -155,7 +157,8 @@ def convert(
     on gs:// or another object store, 1 for local files).
 
     Returns a ConversionResult; `result["tfrecord_dir"]` is the new job directory holding the shards,
-    `metadata.json` and `discarded.csv`. Beam's and TensorFlow's logs are kept quiet unless verbose.
+    `metadata.json` and `discarded.csv`. Beam's and TensorFlow's logs are kept quiet unless verbose;
+    a progress bar (rows processed / total) shows in terminals and notebooks unless progress=False.
     """
     started = time.monotonic()
     runners.check_runner(runner)
@@ -169,25 +172,26 @@ def convert(
     resolved_schema = _resolve_schema(table, schema)
     _check_split_column(table, resolved_schema)
     concurrency = _fetch_concurrency(fetch_concurrency, table, resolved_schema)
-    _scan_table(table, resolved_schema, ratios)
+    total_rows = _scan_table(table, resolved_schema, ratios)
 
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
     try:
-        config = JobConfig(
-            source_kind="", source_path="", schema=resolved_schema.to_json(), columns=tuple(table.columns),
-            base_dir=table.base_dir, final_dir=final_dir, temp_dir=temp_dir,
-            job_name=os.path.basename(final_dir), runner=runner, split_ratios=ratios, num_shards=num_shards,
-            max_shard_bytes=max_shard_bytes, compression=compression, image_size=image_size, validate=validate,
-            fetch_concurrency=concurrency,
-        )
-        source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
-        config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)
-        from beam_pipelines.pipeline import build_pipeline
+        with local_progress(should_show(progress), total_rows) as progress_dir:
+            config = JobConfig(
+                source_kind="", source_path="", schema=resolved_schema.to_json(), columns=tuple(table.columns),
+                base_dir=table.base_dir, final_dir=final_dir, temp_dir=temp_dir,
+                job_name=os.path.basename(final_dir), runner=runner, split_ratios=ratios, num_shards=num_shards,
+                max_shard_bytes=max_shard_bytes, compression=compression, image_size=image_size, validate=validate,
+                fetch_concurrency=concurrency, progress_dir=progress_dir,
+            )
+            source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
+            config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)
+            from beam_pipelines.pipeline import build_pipeline
 
-        with quiet_libraries(verbose):
-            pipeline = runners.make_pipeline(runner, dataflow_options)
-            build_pipeline(pipeline, config)
-            pipeline.run().wait_until_finish()
+            with quiet_libraries(verbose):
+                pipeline = runners.make_pipeline(runner, dataflow_options)
+                build_pipeline(pipeline, config)
+                pipeline.run().wait_until_finish()
     except BaseException as exc:
         storage.delete_tree(temp_dir)
         translated = translate_pipeline_error(exc, output_dir)

@@ -18,6 +18,10 @@ _SOF_SUPPORTED = {0xC0, 0xC1, 0xC2}  # baseline, extended sequential, progressiv
 _SOF_UNSUPPORTED = {0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
 _SEGMENTS = {0xC4, 0xCC, 0xDB, 0xDC, 0xDD, 0xDE, 0xDF, 0xFE} | set(range(0xE0, 0xF0))
 _STANDALONE = set(range(0xD0, 0xD8)) | {0x01}
+_SKIPPABLE = set(range(0xE0, 0xF0)) | {0xFE}  # APPn and COM: application data libjpeg only skips
+# The scan data runs to the end of the file. TensorFlow still decodes it if every block is there (only
+# the end-of-image marker was lost); only a decode can tell, so callers decode such files.
+JPEG_EOI_MISSING = "truncated image: JPEG end-of-image marker missing"
 
 
 # A marker: 0xFF followed by anything but stuffing (0x00), fill (0xFF) or a restart marker (RSTn).
@@ -30,11 +34,15 @@ def _next_marker(data: bytes, pos: int) -> int:
     return found.start() if found else -1
 
 
-def jpeg_structure_error(data: bytes) -> Optional[str]:
-    """Walk the JPEG's markers from SOI to EOI; None when TensorFlow can decode the structure."""
+def jpeg_structure_error(data: bytes, strict: bool = False) -> Optional[str]:
+    """Walk the JPEG's markers from SOI to EOI; None when TensorFlow can decode the structure.
+
+    By default a sequential JPEG passes once its scan ends (never rejecting what TensorFlow decodes);
+    `strict` also walks what follows up to EOI, which can refuse a few files TensorFlow would accept.
+    """
     if data[:2] != b"\xff\xd8":
         return "corrupt image: JPEG start-of-image marker missing"
-    pos, seen_frame, seen_scan = 2, False, False
+    pos, seen_frame, seen_scan, progressive = 2, False, False, False
     while True:
         if pos + 1 >= len(data):
             return "truncated image: JPEG ends before its end-of-image marker"
@@ -52,12 +60,19 @@ def jpeg_structure_error(data: bytes) -> Optional[str]:
             return "truncated image: JPEG segment header cut off"
         length = struct.unpack(">H", data[pos + 2 : pos + 4])[0]
         end = pos + 2 + length
-        if length < 2 or end > len(data):
+        if marker in _SKIPPABLE and (length < 2 or end > len(data)):
+            pos = _next_marker(data, pos + 2)  # libjpeg skips application data and resynchronises
+            if pos < 0:
+                return "truncated image: JPEG end-of-image marker missing"
+            continue
+        if length < 2:
+            return f"corrupt image: JPEG segment 0x{marker:02X} has an invalid length {length}"
+        if end > len(data):
             return f"truncated image: JPEG segment 0x{marker:02X} runs past the end of the file"
         if marker in _SOF_UNSUPPORTED:
             return f"corrupt image: unsupported JPEG coding process (SOF 0x{marker:02X})"
         if marker in _SOF_SUPPORTED:
-            seen_frame = True
+            seen_frame, progressive = True, marker == 0xC2
             pos = end
         elif marker == 0xDA:
             if not seen_frame:
@@ -65,7 +80,11 @@ def jpeg_structure_error(data: bytes) -> Optional[str]:
             seen_scan = True
             pos = _next_marker(data, end)
             if pos < 0:
-                return "truncated image: JPEG end-of-image marker missing"
+                return JPEG_EOI_MISSING
+            if not progressive and not strict:
+                # A sequential JPEG has one scan; TensorFlow stops once its blocks are decoded, so
+                # whatever follows the scan's terminating marker does not matter.
+                return None
         elif marker in _SEGMENTS:
             pos = end
         else:

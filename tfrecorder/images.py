@@ -17,7 +17,7 @@ from typing import Optional
 
 from PIL import Image, UnidentifiedImageError
 
-from tfrecorder.image_checks import jpeg_structure_error, png_structure_error
+from tfrecorder.image_checks import JPEG_EOI_MISSING, jpeg_structure_error, png_structure_error
 
 # Largest image we accept (pixels); a header declaring more is treated as a decompression bomb.
 MAX_PIXELS = 178_956_970  # Pillow's own default limit
@@ -61,9 +61,22 @@ def _channels(fmt: str, image: Image.Image) -> int:
     return 4 if mode in ("RGBA", "La") else 3
 
 
-def _check_complete(fmt: str, data: bytes) -> None:
+def _jpeg_decodes(data: bytes) -> bool:
+    """libjpeg's 1/8-scale decode: reads every coded block, skips most of the pixel work."""
+    try:
+        with Image.open(io.BytesIO(data), formats=("JPEG",)) as image:
+            image.draft(image.mode, (max(1, image.width // 8), max(1, image.height // 8)))
+            image.load()
+        return True
+    except Exception:  # noqa: BLE001 - any decoder failure means the data is incomplete
+        return False
+
+
+def _check_complete(fmt: str, data: bytes, strict: bool = False) -> None:
     """Cheap checks that catch truncated and structurally damaged files without decoding pixels."""
-    error = jpeg_structure_error(data) if fmt == "jpeg" else png_structure_error(data) if fmt == "png" else None
+    error = jpeg_structure_error(data, strict) if fmt == "jpeg" else png_structure_error(data) if fmt == "png" else None
+    if error == JPEG_EOI_MISSING and not strict and _jpeg_decodes(data):
+        error = None  # only the end-of-image marker was lost; every block decodes (as in TensorFlow)
     if error:
         raise InvalidImage(error)
     if fmt == "gif" and not data.rstrip(b"\x00").endswith(b";"):
@@ -191,7 +204,7 @@ def _probe_with_pillow(data: bytes, full_decode: bool) -> ImageInfo:
                     raise InvalidImage(f"invalid image size {width}x{height}")
                 if width * height > MAX_PIXELS:
                     raise InvalidImage(f"image too large: {width}x{height} pixels exceeds {MAX_PIXELS}")
-                _check_complete(fmt, data)
+                _check_complete(fmt, data, strict=full_decode)
                 channels = _channels(fmt, image)
                 if full_decode:
                     if fmt == "jpeg":  # libjpeg's 1/8-scale decode still checks every coded block

@@ -27,6 +27,7 @@ class JobConfig:
     validate: str  # "header" (cheap checks) or "decode" (full decode)
     batch_size: int = 64  # rows per Beam element from the source on (amortises per-element overhead)
     fetch_concurrency: int = 1  # images of a batch read in parallel (raise for remote storage)
+    progress_dir: Optional[str] = None  # local directory workers report rows done into (None: no bar)
     extra_metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
