@@ -13,10 +13,10 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from tfrecorder import jobdir, runners, storage, tables, types
+from tfrecorder import jobdir, runners, staging, storage, tables
 from tfrecorder.job_config import JobConfig
 from tfrecorder.result import ConversionResult
-from tfrecorder.row_encoder import RowError, is_missing, prepare_row
+from tfrecorder.row_encoder import RowError, check_sample, prepare_row
 from tfrecorder.schema import Schema, check_column_names, infer_schema
 from tfrecorder.sharding import DEFAULT_MAX_SHARD_BYTES
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS, TRAIN, validate_split_ratios
@@ -61,18 +61,25 @@ def _check_output_dir(output_dir: str) -> str:
 
 
 def _resolve_schema(table: tables.Table, schema: Union[Schema, Mapping[str, Any], None]) -> Schema:
+    """Infer the schema (list lengths from every row of a DataFrame), or check an explicit one."""
     if schema is None:
-        return infer_schema(table.sample)
+        return infer_schema(table.frame if table.frame is not None else table.sample)
     resolved = schema if isinstance(schema, Schema) else Schema(schema)
     resolved.validate_columns(table.columns)
+    check_sample(resolved, table.sample)
     return resolved
 
 
-def _scan_table(table: tables.Table, schema: Schema, split_ratios) -> int:
-    """Count rows and make sure some reach TRAIN; returns the row count."""
+def _scan_table(table: tables.Table, schema: Schema, split_ratios) -> tuple[int, frozenset[str]]:
+    """Count rows, make sure some reach TRAIN, and find the columns holding a missing value.
+
+    Returns (row count, nullable columns): only those columns get allow_missing in metadata.json.
+    """
     rows = train = 0
+    nullable: set[str] = set()
     for row in table.iter_rows():
         rows += 1
+        nullable.update(column for column in schema if row.get(column) is None)
         try:
             train += prepare_row(row, schema, split_ratios) == TRAIN
         except RowError:
@@ -81,21 +88,16 @@ def _scan_table(table: tables.Table, schema: Schema, split_ratios) -> int:
         raise ValueError("the table is empty: there are no rows to convert")
     if train == 0:
         raise ValueError("no rows are assigned to TRAIN (check the split column and split_ratios)")
-    return rows
+    return rows, frozenset(nullable)
 
 
 def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> tuple[str, str]:
-    """Where the pipeline reads rows from: the CSV itself, or the DataFrame written as Parquet."""
+    """Where the pipeline reads rows from: the CSV itself, or the DataFrame written as typed Parquet."""
     if table.kind == "csv":
         return "csv", table.csv_path
-    frame = table.frame.copy()
-    frame.columns = [str(c) for c in frame.columns]
-    for column, role in schema.items():
-        if role in (types.SplitKey, types.ImageUri, types.StringLabel, types.StringInput):
-            frame[column] = frame[column].map(lambda v: None if is_missing(v) else str(v)).astype(object)
     path = storage.join(work_dir, "rows.parquet")
     with storage.open_write(path) as stream:
-        frame.to_parquet(stream, index=False)
+        staging.write_parquet(table.frame, schema, stream)
     return "parquet", path
 
 
@@ -131,7 +133,7 @@ def convert(
     table = tables.open_table(source)
     check_column_names(table.columns)
     resolved_schema = _resolve_schema(table, schema)
-    _scan_table(table, resolved_schema, ratios)
+    _rows, nullable_columns = _scan_table(table, resolved_schema, ratios)
 
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
     try:
@@ -140,6 +142,7 @@ def convert(
             base_dir=table.base_dir, final_dir=final_dir, temp_dir=temp_dir,
             job_name=os.path.basename(final_dir), runner=runner, split_ratios=ratios, num_shards=num_shards,
             max_shard_bytes=max_shard_bytes, compression=compression, image_size=image_size, validate=validate,
+            nullable_columns=tuple(sorted(nullable_columns)),
         )
         source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
         config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)

@@ -27,6 +27,7 @@ class JobConfig:
     validate: str  # "header" (cheap checks) or "decode" (full decode)
     batch_size: int = 64  # rows per Beam element in the encode step (amortises per-element overhead)
     fetch_concurrency: int = 1  # images of a batch read in parallel (raise for remote storage)
+    nullable_columns: tuple[str, ...] = ()  # input columns with a missing value somewhere (allow_missing)
     extra_metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property

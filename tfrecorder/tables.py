@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import logging
 import os
 import posixpath
+import re
 from typing import Any, Iterator, Optional, Union
 
 import pandas as pd
@@ -49,6 +51,47 @@ class Table:
                 stream, dtype=str, keep_default_na=False, na_values=[""], chunksize=SCAN_CHUNK_ROWS,
                 encoding="utf-8-sig",
             )
+
+
+_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?$")
+
+
+def _json_array(text: str) -> Optional[list]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, list) else None
+
+
+def _refine_text_column(values: pd.Series) -> pd.Series:
+    """Text that is all ISO-8601 datetimes → datetimes (UTC); all JSON arrays → lists; else unchanged."""
+    present = values.dropna()
+    if len(present) and all(_ISO_DATETIME.match(v) for v in present):
+        try:
+            return pd.to_datetime(values, utc=True, format="ISO8601")
+        except (ValueError, OverflowError):
+            return values
+    if len(present) and all(v.startswith("[") for v in present):
+        parsed = values.astype(object).map(_json_array, na_action="ignore")
+        if parsed.dropna().map(lambda v: isinstance(v, list)).all():
+            return parsed
+    return values
+
+
+def read_csv_sample(stream) -> pd.DataFrame:
+    """The first SAMPLE_ROWS rows with pandas' dtype inference, for schema inference.
+
+    Nullable dtypes keep integer and boolean columns with gaps as integers (not float64), and only an
+    empty field counts as missing — exactly what the pipeline's CSV reader treats as missing. Text
+    columns whose values are all ISO-8601 datetimes or all JSON arrays become datetimes or lists.
+    """
+    sample = pd.read_csv(stream, nrows=SAMPLE_ROWS, encoding="utf-8-sig", keep_default_na=False, na_values=[""],
+                         dtype_backend="numpy_nullable")
+    for column in sample.columns:
+        if pd.api.types.is_string_dtype(sample[column]) and not pd.api.types.is_object_dtype(sample[column]):
+            sample[column] = _refine_text_column(sample[column])
+    return sample
 
 
 def _csv_header(path: str) -> list[str]:
@@ -100,5 +143,5 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
         raise ValueError(f"source {path} does not exist")
     header = _csv_header(path)
     with storage.open_read(path) as stream:
-        sample = pd.read_csv(stream, nrows=SAMPLE_ROWS, encoding="utf-8-sig")
+        sample = read_csv_sample(stream)
     return Table("csv", header, sample, _parent(path), csv_path=path)
