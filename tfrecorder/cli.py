@@ -6,6 +6,7 @@ Exit codes: 0 success; 2 a fatal input error (bad arguments, unusable table), re
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from typing import Optional, Sequence
@@ -16,6 +17,8 @@ EXAMPLES = """examples:
   tfrecorder convert --source data.csv --output_dir out/
   tfrecorder convert --source images/ --output_dir out/ --job_label pets --compression gzip
   tfrecorder convert --source data.csv --output_dir out/ --num_shards 4 --image_size 224x224
+  tfrecorder convert --source table.csv --output_dir out/ --schema schema.json
+      schema.json: {"id": "IntegerInput", "price": "DoubleInput", "tags": "StringInput[]", "label": "StringLabel"}
 """
 
 
@@ -32,6 +35,30 @@ def _ratios(text: str) -> tuple[float, ...]:
         return tuple(float(v) for v in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected three numbers like 0.8,0.1,0.1, got {text!r}") from None
+
+
+def read_schema_file(path: str) -> dict[str, str]:
+    """A JSON (or, with a .yaml/.yml name, YAML) mapping column → type name, e.g. {"price": "DoubleInput"}."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+    except OSError as exc:
+        raise ValueError(f"cannot read schema file {path}: {exc.strerror or exc}") from None
+    if path.lower().endswith((".yaml", ".yml")):
+        import yaml
+
+        try:
+            mapping = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"schema file {path} is not valid YAML: {exc}") from None
+    else:
+        try:
+            mapping = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"schema file {path} is not valid JSON: {exc}") from None
+    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+        raise ValueError(f"schema file {path} must map column names to type names, e.g. {{\"price\": \"DoubleInput\"}}")
+    return {str(k): v for k, v in mapping.items()}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--image_size", type=_image_size, help="resize images to HEIGHTxWIDTH (re-encodes)")
     convert.add_argument("--split_ratios", type=_ratios, help="train,validation,test ratios for UNASSIGNED rows")
     convert.add_argument("--validate", choices=["header", "decode"], help="image check: header (default) or full decode")
+    convert.add_argument("--schema", type=str, help="JSON or YAML file mapping column → type name "
+                         "(only these columns are converted); default: inferred from names and dtypes")
     convert.add_argument("--project", help="Google Cloud project (DataflowRunner)")
     convert.add_argument("--region", help="Google Cloud region (DataflowRunner)")
     return parser
@@ -68,6 +97,8 @@ def _run_convert(args: argparse.Namespace) -> int:
                      "split_ratios", "validate", "project", "region")
         if getattr(args, name) is not None
     }
+    if args.schema is not None:
+        options["schema"] = read_schema_file(args.schema)
     result = tfrecorder.convert(args.source, args.output_dir, **options)
     print(result)
     return EXIT_OK

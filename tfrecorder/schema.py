@@ -73,6 +73,12 @@ class Schema(Mapping[str, ColumnType]):
         return {name: role.name for name, role in self._columns.items()}
 
     @classmethod
+    def infer(cls, frame: pd.DataFrame) -> "Schema":
+        """The schema `convert(schema=None)` would use; edit a copy to override single columns:
+        `Schema({**Schema.infer(df), "price": "DoubleInput"})`."""
+        return infer_schema(frame)
+
+    @classmethod
     def from_json(cls, data: Mapping[str, str]) -> "Schema":
         return cls(dict(data))
 
