@@ -11,6 +11,7 @@ text, so each bad value becomes a row-level discard in the pipeline, not a drive
 """
 from __future__ import annotations
 
+import json
 from typing import Any, BinaryIO, Optional
 
 import numpy as np
@@ -26,10 +27,18 @@ _ARROW_TYPES = {"int64": pa.int64(), "float32": pa.float64(), "float64": pa.floa
 _CONVERSION_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
 
 
+def _cell_text(value: Any) -> str:
+    """Text the encoder parses back: lists as JSON arrays (NaN/Infinity included), others as str()."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return json.dumps(_as_list(value), default=str)
+    return value if isinstance(value, str) else str(value)
+
+
 def _text(cells: list) -> pa.Array:
     if any(isinstance(v, bytes) for v in cells):
-        return pa.array([v if v is None or isinstance(v, bytes) else str(v).encode("utf-8") for v in cells], pa.binary())
-    return pa.array([v if v is None or isinstance(v, str) else str(v) for v in cells], pa.string())
+        return pa.array([v if v is None or isinstance(v, bytes) else _cell_text(v).encode("utf-8") for v in cells],
+                        pa.binary())
+    return pa.array([None if v is None else _cell_text(v) for v in cells], pa.string())
 
 
 def _iso(value: Any) -> Any:
