@@ -1,6 +1,7 @@
 """DataFrame → Parquet staging: values read back (as Beam's ReadFromParquet hands them to workers) are exact."""
 from __future__ import annotations
 
+import datetime as dt
 import io
 import math
 
@@ -33,10 +34,17 @@ def test_every_dtype_reads_back_as_exact_python_values():
     assert rows["n"] == [2**63 - 1, -2**63] and rows["b"] == [1, 0] and rows["nb"] == [None, 1] and rows["ni"] == [None, 7]
     assert rows["x"] == [None, 0.1] and rows["f32"] == [float(np.float32(0.1)), 2.0]
     assert rows["s"] == ["a,\"b\"\n\t", ""] and rows["c"] == ["u", None]
-    assert rows["t"] == ["2020-01-01T00:00:00.000000001", None]
-    assert [pd.Timestamp(v).value for v in rows["tz"]] == [v.value for v in frame["tz"]]
+    assert rows["t"] == [1577836800_000000001, None]  # datetime64 columns: int64 nanoseconds, UTC
+    assert rows["tz"] == [v.value for v in frame["tz"]]
     assert math.isnan(rows["v"][0][0]) and rows["v"][0][1] == math.inf and rows["v"][1] == []
     assert rows["w"] == [["a", ""], None] and rows["k"] == [[1, 2], [3, 4]] and rows["extra"] == ["{'a': 1}", None]
+
+
+def test_datetimes_beyond_nanoseconds_and_python_datetimes_are_staged_as_iso_text():
+    frame = pd.DataFrame({"far": pd.Series(np.array(["2500-01-01", "1970-01-01"], dtype="datetime64[s]")),
+                          "py": pd.Series([dt.datetime(2020, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=-3))), None], dtype=object)})
+    rows = staged(frame, Schema({"far": "DatetimeInput", "py": "DatetimeInput"}))
+    assert rows == {"far": ["2500-01-01T00:00:00", "1970-01-01T00:00:00"], "py": ["2020-01-01T00:00:00-03:00", None]}
 
 
 def test_values_that_do_not_fit_the_declared_type_are_staged_as_text():
