@@ -148,9 +148,10 @@ def convert(
         config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)
         from beam_pipelines.pipeline import build_pipeline
 
-        pipeline = runners.make_pipeline(runner, dataflow_options)
-        build_pipeline(pipeline, config)
-        pipeline.run().wait_until_finish()
+        with runners.outside_interactive_beam():
+            pipeline = runners.make_pipeline(runner, dataflow_options)
+            build_pipeline(pipeline, config)
+            pipeline.run().wait_until_finish()
     except BaseException:
         storage.delete_tree(temp_dir)
         raise
