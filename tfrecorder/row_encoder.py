@@ -3,6 +3,10 @@
 `prepare_row` decides a row's split and checks its labels (cheap, before any image is read);
 `RowEncoder.encode` reads and probes the row's images and serialises the Example. Problems with one
 row raise `RowError(reason)`, which the pipeline turns into a line of `discarded.csv`.
+
+Input values arrive as python values (DataFrames staged as Parquet) or as text (CSV); `input_feature`
+turns either into the feature its role declares, and `feature_spec` describes the result in
+metadata.json: dtype, shape ([] / [n] / null), allow_missing + default, stored_as.
 """
 from __future__ import annotations
 
