@@ -174,3 +174,23 @@ def test_cli_schema_errors_are_one_line(csv_table, tmp_path):
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
     assert done.returncode == 2 and "column 'note' is declared IntegerInput" in done.stderr
     assert done.stderr.strip().count("\n") == 0
+
+
+def test_images_and_structured_columns_together_with_inferred_uri_roles(tmp_path):
+    import imagegen
+
+    odd = imagegen.odd_images()
+    files = imagegen.write_files(tmp_path / "img", {"a.jpg": odd["rgb.jpg"][0], "b.png": odd["rgba.png"][0]})
+    frame = pd.DataFrame({"weight": [1.5, None], "thumb_uri": [str(files["b.png"]), str(files["a.jpg"])],
+                          "label": ["cat", "dog"], "image_uri": [str(files["a.jpg"]), str(files["b.png"])],
+                          "tags": [["x"], []], "split": ["TRAIN", "TRAIN"], "source_uri": ["gs://b/1.csv", "gs://b/2.csv"]})
+    result = tfrecorder.convert(frame, tmp_path / "out")
+    assert result.metadata["schema"] == {"weight": "FloatInput", "thumb_uri": "ImageUri", "label": "StringLabel",
+                                         "image_uri": "ImageUri", "tags": "StringInput[]", "split": "SplitKey",
+                                         "source_uri": "StringInput"}
+    examples = {ex["image_uri"]: ex for ex in read_job(result["tfrecord_dir"])["TRAIN"]}
+    first, second = examples[str(files["a.jpg"]).encode()], examples[str(files["b.png"]).encode()]
+    assert first["thumb"] == files["b.png"].read_bytes() and first["thumb_format"] == b"png"
+    assert (first["weight"], first["weight_missing"], second["weight_missing"]) == (1.5, False, True)
+    assert (first["tags"], second["tags"], first["label"], second["label"]) == ([b"x"], [], 0, 1)
+    assert second["source_uri"] == b"gs://b/2.csv"
