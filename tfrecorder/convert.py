@@ -133,7 +133,7 @@ def convert(
     table = tables.open_table(source)
     check_column_names(table.columns)
     resolved_schema = _resolve_schema(table, schema)
-    _rows, nullable_columns = _scan_table(table, resolved_schema, ratios)
+    nullable_columns = _scan_table(table, resolved_schema, ratios)[1]
 
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
     try:

@@ -74,7 +74,7 @@ def _refine_text_column(values: pd.Series) -> pd.Series:
             return values
     if len(present) and all(v.startswith("[") for v in present):
         parsed = values.astype(object).map(_json_array, na_action="ignore")
-        if parsed.dropna().map(lambda v: isinstance(v, list)).all():
+        if parsed.notna().sum() == len(present):  # every present value parsed as an array
             return parsed
     return values
 
