@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         "convert", help="convert a CSV file or SPLIT/LABEL image folder to TFRecords",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    convert.add_argument("--source", required=True, help="CSV file (split,image_uri,label,...) or image folder")
+    convert.add_argument("--source", required=True, help="CSV file (any columns; split, image_uri, label have roles) or SPLIT/LABEL image folder")
     convert.add_argument("--output_dir", required=True, help="directory that receives the job directory")
     convert.add_argument("--runner", default="DirectRunner", help="DirectRunner (default) or DataflowRunner")
     convert.add_argument("--num_shards", type=int, default=0, help="shards per split; 0 = sized by bytes")
