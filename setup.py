@@ -15,6 +15,7 @@ INSTALL_REQUIRES = [
     "google-crc32c>=1.5",  # TFRecord checksums at memory speed, without TensorFlow in workers
     "pyarrow>=14",  # DataFrames are staged as Parquet for the pipeline (also a Beam dependency)
     "numpy>=1.24",
+    "pyyaml>=6.0",  # `tfrecorder convert --schema schema.yaml` (JSON needs nothing extra)
 ]
 
 EXTRAS = {

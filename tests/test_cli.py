@@ -32,3 +32,20 @@ def test_fatal_input_error_is_one_line_and_non_zero(tmp_path):
 def test_help_lists_examples():
     done = run("convert", "--help")
     assert done.returncode == 0 and "--output_dir" in done.stdout and "examples:" in done.stdout
+
+
+def test_schema_file_parsing_and_errors(tmp_path):
+    import pytest
+
+    from tfrecorder.cli import read_schema_file
+
+    (tmp_path / "s.yml").write_text("id: IntegerInput\ntags: 'StringInput[]'\n")
+    assert read_schema_file(str(tmp_path / "s.yml")) == {"id": "IntegerInput", "tags": "StringInput[]"}
+    for name, text, message in [("a.json", "{not json", "not valid JSON"), ("b.yaml", "a: [", "not valid YAML"),
+                                ("c.json", '["IntegerInput"]', "must map column names"),
+                                ("d.json", '{"a": 3}', "must map column names")]:
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ValueError, match=message):
+            read_schema_file(str(tmp_path / name))
+    with pytest.raises(ValueError, match="cannot read schema file"):
+        read_schema_file(str(tmp_path / "absent.json"))

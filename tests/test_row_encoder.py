@@ -1,11 +1,17 @@
 """Row → Example without Beam."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
+import pandas as pd
 import pytest
 
 import imagegen
+import readers
 from tfrecorder import Schema, types
-from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row, resolve_uri
+from tfrecorder.row_encoder import (RowEncoder, RowError, check_sample, feature_spec, input_feature, prepare_row,
+                                    resolve_uri)
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
 
 SCHEMA = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": types.StringLabel,
@@ -94,3 +100,97 @@ def test_resolve_uri():
     assert resolve_uri("/abs/a.jpg", "/data") == "/abs/a.jpg"
     assert resolve_uri("gs://b/a.jpg", "/data") == "gs://b/a.jpg"
     assert resolve_uri("a.jpg", "gs://b/dir") == "gs://b/dir/a.jpg"
+
+
+STRUCTURED = Schema({"n": "IntegerInput", "x": "FloatInput", "d": "DoubleInput", "s": "StringInput", "t": "DatetimeInput",
+                     "box": "FloatInput[4]", "ids": "IntegerInput[]", "tags": "StringInput[]", "ds": "DoubleInput[2]"})
+
+
+def structured(tf, row):
+    data, _ = RowEncoder(STRUCTURED, {}).encode(row, read)
+    return data, readers.parse_example(data, feature_spec(STRUCTURED))
+
+
+def test_python_and_numpy_values_encode_exactly(tf):
+    row = {"n": np.int64(-2**63), "x": np.float32(0.1), "d": 0.1, "s": "a,\"b\"\n\tü", "t": pd.Timestamp("2020-01-01T01:00:00.000000001+01:00"),
+           "box": np.array([0.0, 0.5, np.nan, np.inf], dtype=np.float32), "ids": [2**63 - 1, True], "tags": ("", "ünï"),
+           "ds": [float("-inf"), 1e-308]}
+    data, parsed = structured(tf, row)
+    assert parsed["n"] == -2**63 and parsed["x"] == float(np.float32(0.1)) and parsed["d"] == 0.1
+    assert parsed["s"] == "a,\"b\"\n\tü".encode() and parsed["t"] == 1577836800_000000001
+    assert parsed["box"][:2] == [0.0, 0.5] and math.isnan(parsed["box"][2]) and parsed["box"][3] == math.inf
+    assert parsed["ids"] == [2**63 - 1, 1] and parsed["tags"] == [b"", "ünï".encode()] and parsed["ds"] == [-math.inf, 1e-308]
+    # The same bytes through TensorFlow's own parser: fixed shapes, ragged lists, float64 as bit patterns.
+    tf_parsed = tf.io.parse_single_example(data, {
+        "box": tf.io.FixedLenFeature([4], tf.float32), "ids": tf.io.VarLenFeature(tf.int64),
+        "d": tf.io.FixedLenFeature([], tf.int64), "ds": tf.io.FixedLenFeature([2], tf.int64)})
+    assert tf_parsed["box"].shape == (4,) and tf_parsed["ids"].values.numpy().tolist() == [2**63 - 1, 1]
+    assert tf.bitcast(tf_parsed["d"], tf.float64).numpy() == 0.1
+    assert tf.bitcast(tf_parsed["ds"], tf.float64).numpy().tolist() == [-math.inf, 1e-308]
+
+
+def test_csv_text_values_encode_like_their_types(tf):
+    row = {"n": " TRUE ", "x": "-inf", "d": "0.1", "s": "", "t": "1970-01-01T00:00:01Z", "box": "[1, 2.5, NaN, -Infinity]",
+           "ids": "[]", "tags": '["a, b", ""]', "ds": "[0.1, 0.2]"}
+    _, parsed = structured(tf, row)
+    assert parsed["n"] == 1 and parsed["x"] == -math.inf and parsed["d"] == 0.1 and parsed["s"] == b""
+    assert parsed["t"] == 1_000_000_000 and parsed["box"][:2] == [1.0, 2.5] and math.isnan(parsed["box"][2])
+    assert parsed["ids"] == [] and parsed["ids_missing"] is False and parsed["tags"] == [b"a, b", b""]
+    assert parsed["ds"] == [0.1, 0.2]
+
+
+def test_naive_datetimes_are_utc_and_aware_ones_are_converted():
+    naive = input_feature(types.DatetimeInput, pd.Timestamp("2020-01-01 00:00"), "t")
+    aware = input_feature(types.DatetimeInput, pd.Timestamp("2020-01-01 09:00", tz="Asia/Tokyo"), "t")
+    text = input_feature(types.DatetimeInput, "2020-01-01T00:00:00Z", "t")
+    assert list(naive.values) == list(aware.values) == list(text.values) == [1577836800 * 10**9]
+    assert list(input_feature(types.DatetimeInput, np.datetime64("1969-12-31T23:59:59", "s"), "t").values) == [-10**9]
+
+
+def test_missing_values_are_left_out_and_flagged(tf):
+    row = {"n": pd.NA, "x": float("nan"), "d": np.float32("nan"), "s": None, "t": pd.NaT, "box": None, "ids": None,
+           "tags": float("nan"), "ds": None}
+    data, parsed = structured(tf, row)
+    assert data == tf.train.Example(features=tf.train.Features()).SerializeToString()  # no features at all
+    assert all(parsed[f"{name}_missing"] for name in STRUCTURED)
+    assert parsed["box"] == [0.0] * 4 and parsed["ids"] == [] and parsed["s"] == b"" and parsed["ds"] == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("column, value, reason", [
+    ("n", 2**63, "integer out of int64 range"), ("n", np.uint64(2**64 - 1), "integer out of int64 range"),
+    ("n", "1.5", "invalid integer"), ("n", float("inf"), "invalid integer"), ("x", "abc", "invalid number"),
+    ("t", "yesterday", "invalid datetime"), ("t", pd.Timestamp("2500-01-01"), "invalid datetime"),
+    ("box", [1, 2, 3], "wrong list length"), ("ids", [1, None], "missing list element"),
+    ("ids", "1,2", "invalid list"), ("ids", 5, "invalid list"), ("tags", "[1", "invalid list"),
+])
+def test_structured_row_errors(column, value, reason):
+    with pytest.raises(RowError, match=f"^{reason}: column '{column}'"):
+        RowEncoder(STRUCTURED, {}).encode({column: value}, read)
+
+
+def test_feature_spec_entries_for_every_role():
+    schema = Schema({"split": "SplitKey", "label": "StringLabel", "k": "IntegerLabel", **STRUCTURED.to_json()})
+    spec = feature_spec(schema, nullable_columns={"x", "d", "s", "box", "ids", "label"})
+    assert spec == {
+        "label": {"dtype": "int64", "shape": [], "allow_missing": False},
+        "k": {"dtype": "int64", "shape": [], "allow_missing": False},
+        "n": {"dtype": "int64", "shape": [], "allow_missing": False},
+        "x": {"dtype": "float32", "shape": [], "allow_missing": True, "default": 0.0},
+        "d": {"dtype": "float64", "shape": [], "allow_missing": True, "default": 0.0, "stored_as": "float64_bits"},
+        "s": {"dtype": "string", "shape": [], "allow_missing": True, "default": ""},
+        "t": {"dtype": "int64", "shape": [], "allow_missing": False},
+        "box": {"dtype": "float32", "shape": [4], "allow_missing": True, "default": [0.0, 0.0, 0.0, 0.0]},
+        "ids": {"dtype": "int64", "shape": None, "allow_missing": True, "default": []},
+        "tags": {"dtype": "string", "shape": None, "allow_missing": False},
+        "ds": {"dtype": "float64", "shape": [2], "allow_missing": False, "stored_as": "float64_bits"},
+    }
+    assert all(entry["allow_missing"] for name, entry in feature_spec(schema).items() if name not in ("label", "k"))
+
+
+def test_check_sample_names_the_column_and_value():
+    sample = pd.DataFrame({"n": ["1", "2", "x"], "box": [[1, 2, 3, 4]] * 3})
+    with pytest.raises(ValueError, match=r"column 'n' is declared IntegerInput but holds 'x'"):
+        check_sample(Schema({"n": "IntegerInput", "box": "FloatInput[4]"}), sample)
+    with pytest.raises(ValueError, match=r"column 'box' is declared FloatInput\[3\]"):
+        check_sample(Schema({"box": "FloatInput[3]"}), sample)
+    check_sample(Schema({"n": "StringInput", "box": "FloatInput[4]"}), sample)

@@ -117,7 +117,7 @@ def test_matrix_has_at_least_25_kinds(matrix):
 
 def test_every_row_is_written_or_discarded_with_its_reason(matrix, tf):
     root, result, expected = matrix
-    written = {ex["case"][0].decode(): ex for examples in read_job(result["tfrecord_dir"]).values() for ex in examples}
+    written = {ex["case"].decode(): ex for examples in read_job(result["tfrecord_dir"]).values() for ex in examples}
     with open(os.path.join(result["tfrecord_dir"], "discarded.csv"), newline="", encoding="utf-8") as stream:
         discarded = {row["case"]: row["reason"] for row in csv.DictReader(stream)}
     assert set(written) | set(discarded) == set(expected)
@@ -140,6 +140,6 @@ def test_every_row_is_written_or_discarded_with_its_reason(matrix, tf):
 def test_counts_identity_and_duplicates_share_a_split(matrix):
     _root, result, expected = matrix
     assert result["rows_in"] == len(expected) == sum(result["written"].values()) + result["discarded"]
-    splits = {ex["case"][0].decode(): split for split, examples in read_job(result["tfrecord_dir"]).items() for ex in examples}
+    splits = {ex["case"].decode(): split for split, examples in read_job(result["tfrecord_dir"]).items() for ex in examples}
     assert splits["duplicate row 1"] == splits["duplicate row 2"]
     assert splits["lower-case split"] == "VALIDATION"

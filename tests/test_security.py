@@ -25,7 +25,7 @@ def test_cells_that_look_like_code_are_stored_verbatim(tmp_path):
         writer.writerow(["split", "note", "label"])
         writer.writerows(["TRAIN", p, "x"] for p in payloads)
     result = tfrecorder.convert(str(csv_path), tmp_path / "out")
-    stored = sorted(ex["note"][0].decode() for ex in read_job(result["tfrecord_dir"])["TRAIN"])
+    stored = sorted(ex["note"].decode() for ex in read_job(result["tfrecord_dir"])["TRAIN"])
     assert stored == sorted(payloads)
     assert not canary.exists()
 

@@ -13,6 +13,7 @@ could not be written (disk full, quota, file size limit). Errors 2 and 4 are rep
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from typing import Optional, Sequence
@@ -25,6 +26,8 @@ EXAMPLES = """examples:
   tfrecorder convert --source data.csv --output_dir out/
   tfrecorder convert --source images/ --output_dir out/ --job_label pets --compression gzip
   tfrecorder convert --source data.csv --output_dir out/ --num_shards 4 --image_size 224x224
+  tfrecorder convert --source table.csv --output_dir out/ --schema schema.json
+      schema.json: {"id": "IntegerInput", "price": "DoubleInput", "tags": "StringInput[]", "label": "StringLabel"}
   tfrecorder verify out/pets-20261121-193000          # exit 3 on any mismatch
   tfrecorder inspect out/pets-20261121-193000 --split validation --num_records 10
   tfrecorder load-stats out/pets-20261121-193000 --image_size 224x224
@@ -49,6 +52,30 @@ def _ratios(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError(f"expected three numbers like 0.8,0.1,0.1, got {text!r}") from None
 
 
+def read_schema_file(path: str) -> dict[str, str]:
+    """A JSON (or, with a .yaml/.yml name, YAML) mapping column → type name, e.g. {"price": "DoubleInput"}."""
+    try:
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+    except OSError as exc:
+        raise ValueError(f"cannot read schema file {path}: {exc.strerror or exc}") from None
+    if path.lower().endswith((".yaml", ".yml")):
+        import yaml
+
+        try:
+            mapping = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"schema file {path} is not valid YAML: {exc}") from None
+    else:
+        try:
+            mapping = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"schema file {path} is not valid JSON: {exc}") from None
+    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+        raise ValueError(f"schema file {path} must map column names to type names, e.g. {{\"price\": \"DoubleInput\"}}")
+    return {str(k): v for k, v in mapping.items()}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfrecorder", description="Convert tables of training data into sharded TFRecords.",
@@ -59,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         "convert", help="convert a CSV file or SPLIT/LABEL image folder to TFRecords",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    convert.add_argument("--source", required=True, help="CSV file (split,image_uri,label,...) or image folder")
+    convert.add_argument("--source", required=True, help="CSV file (any columns; split, image_uri, label have roles) or SPLIT/LABEL image folder")
     convert.add_argument("--output_dir", required=True, help="directory that receives the job directory")
     convert.add_argument("--runner", default="DirectRunner", help="DirectRunner (default) or DataflowRunner")
     convert.add_argument("--num_shards", type=int, default=0, help="shards per split; 0 = sized by bytes")
@@ -71,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--validate", choices=["header", "decode"], help="image check: header (default) or full decode")
     convert.add_argument("--fetch_concurrency", type=int,
                          help="images read at once per worker (default 16 for gs:// images, 1 for local files)")
+    convert.add_argument("--schema", type=str, help="JSON or YAML file mapping column → type name "
+                         "(only these columns are converted); default: inferred from names and dtypes")
     convert.add_argument("--project", help="Google Cloud project (DataflowRunner)")
     convert.add_argument("--region", help="Google Cloud region (DataflowRunner)")
     convert.add_argument("--verbose", action="store_true", help="show Beam's and TensorFlow's own logs")
@@ -148,6 +177,8 @@ def _run_convert(args: argparse.Namespace) -> int:
                      "split_ratios", "validate", "fetch_concurrency", "project", "region", "verbose", "progress")
         if getattr(args, name) is not None
     }
+    if args.schema is not None:
+        options["schema"] = read_schema_file(args.schema)
     result = tfrecorder.convert(args.source, args.output_dir, **options)
     print(result)
     return EXIT_OK

@@ -13,13 +13,13 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from tfrecorder import jobdir, runners, storage, tables, types
+from tfrecorder import jobdir, runners, staging, storage, tables
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show
 from tfrecorder.quiet import quiet_libraries
 from tfrecorder.result import ConversionResult
-from tfrecorder.row_encoder import RowError, is_missing, prepare_row
+from tfrecorder.row_encoder import RowError, check_sample, is_missing, prepare_row
 from tfrecorder.schema import Schema, check_column_names, infer_schema
 from tfrecorder.sharding import DEFAULT_MAX_SHARD_BYTES
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS, TRAIN, validate_split_ratios
@@ -75,10 +75,12 @@ def _fetch_concurrency(requested: Optional[int], table: tables.Table, schema: Sc
 
 
 def _resolve_schema(table: tables.Table, schema: Union[Schema, Mapping[str, Any], None]) -> Schema:
+    """Infer the schema (list lengths from every row of a DataFrame), or check an explicit one."""
     if schema is None:
-        return infer_schema(table.sample)
+        return infer_schema(table.frame if table.frame is not None else table.sample)
     resolved = schema if isinstance(schema, Schema) else Schema(schema)
     resolved.validate_columns(table.columns)
+    check_sample(resolved, table.sample)
     return resolved
 
 
@@ -95,15 +97,18 @@ def _check_split_column(table: tables.Table, schema: Schema) -> None:
         )
 
 
-def _scan_table(table: tables.Table, schema: Schema, split_ratios) -> int:
-    """Count rows and make sure some reach TRAIN; returns the row count.
+def _scan_table(table: tables.Table, schema: Schema, split_ratios) -> tuple[int, frozenset[str]]:
+    """Count rows, make sure some reach TRAIN, and find the columns holding a missing value.
 
-    Rows are checked only until the first one reaches TRAIN; after that they are just counted.
+    Returns (row count, nullable columns): only those columns get allow_missing in metadata.json.
+    Rows are checked for TRAIN only until the first one reaches it.
     """
     rows = 0
     train_found = False
+    nullable: set[str] = set()
     for row in table.iter_rows():
         rows += 1
+        nullable.update(column for column in schema if row.get(column) is None)
         if not train_found:
             try:
                 train_found = prepare_row(row, schema, split_ratios) == TRAIN
@@ -113,21 +118,16 @@ def _scan_table(table: tables.Table, schema: Schema, split_ratios) -> int:
         raise ValueError("the table is empty: there are no rows to convert")
     if not train_found:
         raise ValueError("no rows are assigned to TRAIN (check the split column and split_ratios)")
-    return rows
+    return rows, frozenset(nullable)
 
 
 def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> tuple[str, str]:
-    """Where the pipeline reads rows from: the CSV itself, or the DataFrame written as Parquet."""
+    """Where the pipeline reads rows from: the CSV itself, or the DataFrame written as typed Parquet."""
     if table.kind == "csv":
         return "csv", table.csv_path
-    frame = table.frame.copy()
-    frame.columns = [str(c) for c in frame.columns]
-    for column, role in schema.items():
-        if role in (types.SplitKey, types.ImageUri, types.StringLabel, types.StringInput):
-            frame[column] = frame[column].map(lambda v: None if is_missing(v) else str(v)).astype(object)
     path = storage.join(work_dir, "rows.parquet")
     with storage.open_write(path) as stream:
-        frame.to_parquet(stream, index=False)
+        staging.write_parquet(table.frame, schema, stream)
     return "parquet", path
 
 
@@ -172,7 +172,7 @@ def convert(
     resolved_schema = _resolve_schema(table, schema)
     _check_split_column(table, resolved_schema)
     concurrency = _fetch_concurrency(fetch_concurrency, table, resolved_schema)
-    total_rows = _scan_table(table, resolved_schema, ratios)
+    total_rows, nullable_columns = _scan_table(table, resolved_schema, ratios)
 
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
     try:
@@ -183,6 +183,7 @@ def convert(
                 job_name=os.path.basename(final_dir), runner=runner, split_ratios=ratios, num_shards=num_shards,
                 max_shard_bytes=max_shard_bytes, compression=compression, image_size=image_size, validate=validate,
                 fetch_concurrency=concurrency, progress_dir=progress_dir,
+                nullable_columns=tuple(sorted(nullable_columns)),
             )
             source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
             config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)

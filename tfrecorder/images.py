@@ -4,13 +4,14 @@ Conversion keeps each image's original bytes, so a full decode is not needed to 
 JPEG and PNG headers (nearly every dataset) are parsed straight from the bytes; anything else, or any
 header the byte parser is unsure about, is read by Pillow (no pixel decode). Both map the header to
 the channel count that `tf.io.decode_image` returns. Cheap structural walks (JPEG markers, PNG chunk
-CRCs; see image_checks) catch truncated and damaged files; `validate="decode"` adds a decode, which
-also catches damage inside JPEG entropy-coded data.
+CRCs; see image_checks) catch truncated and damaged files; `validate="decode"` adds a decode by
+TensorFlow itself, which also catches damage inside JPEG entropy-coded data.
 """
 from __future__ import annotations
 
 import dataclasses
 import io
+import os
 import struct
 import warnings
 from typing import Optional
@@ -59,6 +60,18 @@ def _channels(fmt: str, image: Image.Image) -> int:
     if mode == "PA":
         return 4
     return 4 if mode in ("RGBA", "La") else 3
+
+
+def _check_tensorflow_decodes(data: bytes) -> None:
+    """validate="decode": TensorFlow's own decoder is the only exact test of "decodes in training"
+    (Pillow ignores some libjpeg warnings TensorFlow fails on), so workers import it for this mode."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    try:
+        tf.io.decode_image(data, expand_animations=False)
+    except tf.errors.OpError as exc:
+        raise InvalidImage(f"corrupt image: TensorFlow cannot decode it ({exc.message.splitlines()[0][:120]})") from None
 
 
 def _jpeg_decodes(data: bytes) -> bool:
@@ -207,9 +220,7 @@ def _probe_with_pillow(data: bytes, full_decode: bool) -> ImageInfo:
                 _check_complete(fmt, data, strict=full_decode)
                 channels = _channels(fmt, image)
                 if full_decode:
-                    if fmt == "jpeg":  # libjpeg's 1/8-scale decode still checks every coded block
-                        image.draft(image.mode, (max(1, width // 8), max(1, height // 8)))
-                    image.load()
+                    _check_tensorflow_decodes(data)
     except InvalidImage:
         raise
     except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:

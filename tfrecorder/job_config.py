@@ -28,6 +28,7 @@ class JobConfig:
     batch_size: int = 64  # rows per Beam element from the source on (amortises per-element overhead)
     fetch_concurrency: int = 1  # images of a batch read in parallel (raise for remote storage)
     progress_dir: Optional[str] = None  # local directory workers report rows done into (None: no bar)
+    nullable_columns: tuple[str, ...] = ()  # input columns with a missing value somewhere (allow_missing)
     extra_metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property

@@ -54,7 +54,7 @@ def build_metadata(
         "runner": config.runner,
         "compression": config.compression,
         "schema": dict(config.schema),
-        "features": feature_spec(Schema.from_json(config.schema)),
+        "features": feature_spec(Schema.from_json(config.schema), config.nullable_columns),
         "vocabularies": {k: list(v) for k, v in vocabularies.items()},
         "rows_in": rows_in,
         "records_written": written,

@@ -3,17 +3,25 @@
 `prepare_row` decides a row's split and checks its labels (cheap, before any image is read);
 `RowEncoder.encode` reads and probes the row's images and serialises the Example. Problems with one
 row raise `RowError(reason)`, which the pipeline turns into a line of `discarded.csv`.
+
+Input values arrive as python values (DataFrames staged as Parquet) or as text (CSV); `input_feature`
+turns either into the feature its role declares, and `feature_spec` describes the result in
+metadata.json: dtype, shape ([] / [n] / null), allow_missing + default, stored_as.
 """
 from __future__ import annotations
 
 import json
 import math
 import posixpath
-from typing import Any, Callable, Mapping, Optional, Sequence
+import struct
+from typing import Any, Callable, Collection, Mapping, Optional, Sequence
+
+import numpy as np
+import pandas as pd
 
 from tfrecorder import images, splits, types
 from tfrecorder.example_encoder import Feature, encode_example
-from tfrecorder.schema import Schema
+from tfrecorder.schema import SAMPLE_VALUES, Schema
 
 ImageReader = Callable[[str], bytes]
 
@@ -23,16 +31,14 @@ class RowError(ValueError):
 
 
 def is_missing(value: Any) -> bool:
-    """None, NaN, NaT and pandas.NA count as missing; empty strings do not."""
+    """None, NaN (any float type), NaT and pandas.NA count as missing; empty strings and lists do not."""
     if value is None:
         return True
-    if isinstance(value, float):
-        return math.isnan(value)
+    if isinstance(value, (str, bytes, list, tuple, dict, np.ndarray)):
+        return False
     try:
-        import pandas as pd
-
-        return value is pd.NA or value is pd.NaT
-    except ImportError:  # pragma: no cover - pandas is a dependency
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
         return False
 
 
@@ -79,26 +85,32 @@ def prepare_row(row: Mapping[str, Any], schema: Schema, split_ratios: Sequence[f
     return split
 
 
-def _to_int(value: Any, column: str, what: str = "integer") -> int:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            pass
-    try:
-        import numpy as np
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+_BOOLEAN_TEXT = {"true": 1, "false": 0}
 
-        if isinstance(value, np.integer):
-            return int(value)
-    except ImportError:  # pragma: no cover
-        pass
-    raise RowError(f"invalid {what}: column {column!r} has {value!r}")
+
+def _to_int(value: Any, column: str, what: str = "integer") -> int:
+    """Python/numpy integers, booleans (0/1), integral floats and integer text (CSV) → int64."""
+    result: Optional[int] = None
+    if isinstance(value, (bool, np.bool_)):
+        result = int(value)
+    elif isinstance(value, (int, np.integer)):
+        result = int(value)
+    elif isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+        result = int(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        result = _BOOLEAN_TEXT.get(text.lower())
+        if result is None:
+            try:
+                result = int(text)
+            except ValueError:
+                pass
+    if result is None:
+        raise RowError(f"invalid {what}: column {column!r} has {value!r}")
+    if not INT64_MIN <= result <= INT64_MAX:
+        raise RowError(f"integer out of int64 range: column {column!r} has {value!r}")
+    return result
 
 
 def _to_float(value: Any, column: str) -> float:
@@ -106,6 +118,68 @@ def _to_float(value: Any, column: str) -> float:
         return float(value)
     except (TypeError, ValueError):
         raise RowError(f"invalid number: column {column!r} has {value!r}") from None
+
+
+def float64_bits(value: float) -> int:
+    """The IEEE-754 bit pattern of a float64 as a signed int64 (how DoubleInput is stored)."""
+    return struct.unpack("<q", struct.pack("<d", value))[0]
+
+
+def _to_epoch_ns(value: Any, column: str) -> int:
+    """Datetimes (naive = UTC; aware converted to UTC), ISO text, or int nanoseconds → ns since the epoch."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return _to_int(value, column)
+    try:
+        timestamp = pd.Timestamp(value)
+        if timestamp is not pd.NaT:
+            return int(timestamp.value)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    raise RowError(f"invalid datetime: column {column!r} has {value!r}")
+
+
+def _to_bytes(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    return (value if isinstance(value, str) else str(value)).encode("utf-8")
+
+
+def _to_values(value: Any, column: str, length: Optional[int]) -> list:
+    """A list cell as a python list: lists, tuples, numpy arrays, or JSON array text (CSV)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise RowError(f"invalid list: column {column!r} has {value!r} (expected a JSON array)") from None
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise RowError(f"invalid list: column {column!r} has {value!r}")
+    if length is not None and len(value) != length:
+        raise RowError(f"wrong list length: column {column!r} has {len(value)} values, expected {length}")
+    return list(value)
+
+
+def _scalar(role: types.ColumnType, value: Any, column: str) -> Any:
+    if role.dtype == "string":
+        return _to_bytes(value)
+    if role == types.FloatInput:
+        return _to_float(value, column)
+    if role == types.DoubleInput:
+        return float64_bits(_to_float(value, column))
+    if role == types.DatetimeInput:
+        return _to_epoch_ns(value, column)
+    return _to_int(value, column)
+
+
+def input_feature(role: types.ColumnType, value: Any, column: str) -> Feature:
+    """The Feature of one present (not missing) input or integer-label value; RowError if it does not fit."""
+    if role.element is not None:
+        items = _to_values(value, column, role.length)
+        if any(v is None for v in items):
+            raise RowError(f"missing list element: column {column!r} has {value!r}")
+        return Feature(role.feature_dtype, [_scalar(role.element, v, column) for v in items])
+    return Feature(role.feature_dtype, (_scalar(role, value, column),))
 
 
 class RowEncoder:
@@ -166,18 +240,48 @@ class RowEncoder:
                 features[column] = Feature("int64", (index,))
             elif is_missing(value):
                 continue  # inputs that are missing are left out of the Example
-            elif role in (types.IntegerLabel, types.IntegerInput):
-                features[column] = Feature("int64", (_to_int(value, column),))
-            elif role == types.FloatInput:
-                features[column] = Feature("float", (_to_float(value, column),))
             else:
-                text = value if isinstance(value, str) else str(value)
-                features[column] = Feature("bytes", (text.encode("utf-8"),))
+                features[column] = input_feature(role, value, column)
         return encode_example(features), unknown_labels
 
 
-def feature_spec(schema: Schema) -> dict[str, dict[str, Any]]:
-    """The feature spec stored in metadata.json: name → {dtype, shape, allow_missing}."""
+def check_sample(schema: Schema, sample: pd.DataFrame) -> None:
+    """Table-level check of an explicit schema: the first values of each input column must fit its role.
+
+    Raises ValueError naming the column, its declared role and the first value that does not fit.
+    """
+    for column, role in schema.items():
+        if role in (types.SplitKey, types.ImageUri, types.StringLabel):
+            continue
+        values = [v for v in sample[column].astype(object).tolist() if not is_missing(v)][:SAMPLE_VALUES]
+        for value in values:
+            try:
+                input_feature(role, value, column)
+            except RowError as exc:
+                raise ValueError(f"column {column!r} is declared {role.name} but holds {value!r}: {exc}") from None
+
+
+_DEFAULTS = {"string": "", "int64": 0, "float32": 0.0, "float64": 0.0}
+
+
+def input_spec(role: types.ColumnType, allow_missing: bool) -> dict[str, Any]:
+    """metadata.json feature entry of an input or label column (see the README's "Structured data")."""
+    shape = [] if role.element is None else (None if role.length is None else [role.length])
+    entry: dict[str, Any] = {"dtype": role.dtype, "shape": shape, "allow_missing": allow_missing}
+    if allow_missing:
+        scalar = _DEFAULTS[role.dtype]
+        entry["default"] = scalar if shape == [] else [] if shape is None else [scalar] * role.length
+    if role.stored_as:
+        entry["stored_as"] = role.stored_as
+    return entry
+
+
+def feature_spec(schema: Schema, nullable_columns: Optional[Collection[str]] = None) -> dict[str, dict[str, Any]]:
+    """The feature spec stored in metadata.json: name → {dtype, shape, allow_missing[, default, stored_as]}.
+
+    Inputs in `nullable_columns` (the columns where the driver's scan found a missing value) may be
+    absent from an Example; None means "any input may be missing". Labels and images never are.
+    """
     spec: dict[str, dict[str, Any]] = {}
     for column, role in schema.items():
         if role == types.ImageUri:
@@ -186,8 +290,7 @@ def feature_spec(schema: Schema) -> dict[str, dict[str, Any]]:
                                   ("_width", "int64"), ("_channels", "int64"), ("_uri", "string")):
                 spec[prefix + suffix] = {"dtype": dtype, "shape": [], "allow_missing": False}
         elif role.is_label:
-            spec[column] = {"dtype": "int64", "shape": [], "allow_missing": False}
+            spec[column] = input_spec(role, False)
         elif role != types.SplitKey:
-            dtype = {"int64": "int64", "float": "float32", "bytes": "string"}[role.feature_dtype]
-            spec[column] = {"dtype": dtype, "shape": [], "allow_missing": True}
+            spec[column] = input_spec(role, nullable_columns is None or column in nullable_columns)
     return spec

@@ -1,20 +1,28 @@
 """Schemas: which role each column plays, inferred from names and dtypes or given explicitly.
 
-Inference rules (schema=None): a column named `split` is the SplitKey, `image_uri` the ImageUri,
-`label` a StringLabel (text) or IntegerLabel (integers); other columns follow their dtype
-(integers → IntegerInput, floats → FloatInput, anything else → StringInput). An explicit Schema is
-checked against the table before any pipeline starts.
+Inference rules (schema=None): a column named `split` is the SplitKey, `image_uri` (or any `*_uri`
+column whose values all end in an image suffix) an ImageUri, `label` a StringLabel (text) or
+IntegerLabel (integers); other columns follow their dtype: integers and booleans → IntegerInput,
+floats → FloatInput (float32), datetimes → DatetimeInput, categoricals → the role of their
+categories (stored as values), object columns of lists/arrays → a list role (fixed length when every
+row has the same length), other object columns → the kind their values share, else StringInput.
+float64 is never inferred: ask for DoubleInput explicitly. An explicit Schema is checked against the
+table before any pipeline starts.
 """
 from __future__ import annotations
 
+import datetime as dt
 from typing import Iterable, Iterator, Mapping, Optional
 
+import numpy as np
 import pandas as pd
 
 from tfrecorder import types
+from tfrecorder.tables import IMAGE_SUFFIXES
 from tfrecorder.types import ColumnType
 
 SPLIT_COLUMN, IMAGE_COLUMN, LABEL_COLUMN = "split", "image_uri", "label"
+SAMPLE_VALUES = 1000  # values per column looked at to infer element types and validate explicit schemas
 
 
 class Schema(Mapping[str, ColumnType]):
@@ -65,6 +73,12 @@ class Schema(Mapping[str, ColumnType]):
         return {name: role.name for name, role in self._columns.items()}
 
     @classmethod
+    def infer(cls, frame: pd.DataFrame) -> "Schema":
+        """The schema `convert(schema=None)` would use; edit a copy to override single columns:
+        `Schema({**Schema.infer(df), "price": "DoubleInput"})`."""
+        return infer_schema(frame)
+
+    @classmethod
     def from_json(cls, data: Mapping[str, str]) -> "Schema":
         return cls(dict(data))
 
@@ -83,14 +97,20 @@ def _infer_role(name: str, series: pd.Series) -> ColumnType:
     lowered = name.lower()
     if lowered == SPLIT_COLUMN:
         return types.SplitKey
-    if lowered == IMAGE_COLUMN:
+    if lowered == IMAGE_COLUMN or lowered.endswith("_uri") and _looks_like_image_paths(series):
         return types.ImageUri
     if lowered == LABEL_COLUMN:
         return types.IntegerLabel if _is_integer(series) else types.StringLabel
+    if isinstance(series.dtype, pd.CategoricalDtype):  # stored as its values (text), not as an index
+        return _infer_role(name, pd.Series(series.cat.categories))
     if _is_integer(series) or pd.api.types.is_bool_dtype(series):
         return types.IntegerInput
     if pd.api.types.is_float_dtype(series):
         return types.FloatInput
+    if pd.api.types.is_datetime64_any_dtype(series):
+        return types.DatetimeInput
+    if pd.api.types.is_object_dtype(series):
+        return _infer_object_role(series.dropna())
     return types.StringInput
 
 
@@ -98,8 +118,46 @@ def _is_integer(series: pd.Series) -> bool:
     return pd.api.types.is_integer_dtype(series) and not pd.api.types.is_bool_dtype(series)
 
 
+def _looks_like_image_paths(series: pd.Series) -> bool:
+    values = series.dropna().head(SAMPLE_VALUES)
+    return len(values) > 0 and all(isinstance(v, str) and v.lower().endswith(IMAGE_SUFFIXES) for v in values)
+
+
+def _scalar_kind(values: list) -> ColumnType:
+    """The role python values share: ints/bools → IntegerInput, numbers → FloatInput, datetimes, else text."""
+    if values and all(isinstance(v, (bool, int, np.bool_, np.integer)) for v in values):
+        return types.IntegerInput
+    if values and all(isinstance(v, (bool, int, float, np.bool_, np.number)) for v in values):
+        return types.FloatInput
+    if values and all(isinstance(v, (dt.datetime, np.datetime64)) for v in values):
+        return types.DatetimeInput
+    return types.StringInput
+
+
+def _infer_object_role(values: pd.Series) -> ColumnType:
+    """Object columns: all lists/arrays → a list role, else the kind the values share."""
+    if len(values) == 0:
+        return types.StringInput
+    if not all(isinstance(v, (list, tuple, np.ndarray)) for v in values):
+        return _scalar_kind(values.head(SAMPLE_VALUES).tolist())
+    elements = [e for v in values.head(SAMPLE_VALUES) for e in (v.tolist() if isinstance(v, np.ndarray) else v)]
+    arrays = [v for v in values.head(SAMPLE_VALUES) if isinstance(v, np.ndarray)]
+    if not elements and arrays:
+        element = _scalar_kind([arrays[0].dtype.type(0)]) if arrays[0].dtype.kind in "biuf" else types.StringInput
+    else:
+        element = _scalar_kind(elements) if elements else types.FloatInput
+    if element == types.DatetimeInput:
+        element = types.StringInput
+    lengths = set(values.map(len))
+    return types.list_of(element, lengths.pop() if len(lengths) == 1 and 0 not in lengths else None)
+
+
 def infer_schema(frame: pd.DataFrame) -> Schema:
-    """Infer a Schema from a DataFrame (or a sample of a CSV read with pandas' dtype inference)."""
+    """Infer a Schema from a DataFrame (or a sample of a CSV read with pandas' dtype inference).
+
+    Value types are judged on the first values of each column; list lengths on all of them, so a
+    list column is fixed-length only if every row has the same length.
+    """
     return Schema({str(name): _infer_role(str(name), frame[name]) for name in frame.columns})
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import json
 import logging
 import os
 import posixpath
+import re
 from typing import Any, Iterator, Optional, Union
 
 import pandas as pd
@@ -42,6 +44,49 @@ class Table:
         for start in range(0, len(self.frame), SCAN_CHUNK_ROWS):
             chunk = self.frame.iloc[start : start + SCAN_CHUNK_ROWS]
             yield from chunk.astype(object).where(chunk.notna(), None).to_dict("records")
+
+
+_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?$")
+
+
+def _json_array(text: str) -> Optional[list]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, list) else None
+
+
+def _refine_text_column(values: pd.Series) -> pd.Series:
+    """Text that is all ISO-8601 datetimes → datetimes (UTC); all JSON arrays → lists; else unchanged.
+
+    The sample only decides the column's type: a datetime pandas cannot hold (beyond 1677–2262) becomes
+    NaT here and is discarded with its reason when the pipeline encodes that row.
+    """
+    present = values.dropna()
+    if len(present) and all(_ISO_DATETIME.match(v) for v in present):
+        return pd.to_datetime(values, utc=True, format="ISO8601", errors="coerce")
+    if len(present) and all(v.startswith("[") for v in present):
+        parsed = values.astype(object).map(_json_array, na_action="ignore")
+        if parsed.notna().sum() == len(present):  # every present value parsed as an array
+            return parsed
+    return values
+
+
+def read_csv_sample(stream) -> pd.DataFrame:
+    """The first SAMPLE_ROWS rows with pandas' dtype inference, for schema inference.
+
+    Nullable dtypes keep integer and boolean columns with gaps as integers (not float64), and only an
+    empty field counts as missing — exactly what the pipeline's CSV reader treats as missing (malformed
+    lines are skipped here; the pipeline discards them with a reason). Text
+    columns whose values are all ISO-8601 datetimes or all JSON arrays become datetimes or lists.
+    """
+    sample = pd.read_csv(stream, nrows=SAMPLE_ROWS, encoding="utf-8-sig", keep_default_na=False, na_values=[""],
+                         dtype_backend="numpy_nullable", on_bad_lines="skip")
+    for column in sample.columns:
+        if pd.api.types.is_string_dtype(sample[column]) and not pd.api.types.is_object_dtype(sample[column]):
+            sample[column] = _refine_text_column(sample[column])
+    return sample
 
 
 def iter_csv_rows(path: str) -> Iterator[Union[dict[str, Any], tuple[dict[str, Any], str]]]:
@@ -111,5 +156,5 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
         raise ValueError(f"source {path} does not exist")
     header = _csv_header(path)
     with storage.open_read(path) as stream:
-        sample = pd.read_csv(stream, nrows=SAMPLE_ROWS, encoding="utf-8-sig", on_bad_lines="skip")
+        sample = read_csv_sample(stream)
     return Table("csv", header, sample, _parent(path), csv_path=path)

@@ -1,0 +1,114 @@
+"""Stage a DataFrame as Parquet for the pipeline without losing or changing any value.
+
+Beam's ReadFromParquet hands each row to the workers as python values (`pyarrow.Table.to_pydict`),
+so every column is written with an Arrow type that reads back as something `RowEncoder` encodes to
+exactly the input: integers (and booleans, as 0/1) as int64, floats as float64, list cells as Arrow
+lists (NaN and inf inside stay values: Arrow's pandas conversion would turn NaN into null),
+datetime64 columns as int64 nanoseconds since the epoch (UTC; others as ISO-8601 text with their
+offset and full precision — both are what DatetimeInput encodes), categoricals as
+their values, everything else as text (or bytes, if the column holds bytes). Missing values
+(None/NaN/NaT/pd.NA) become nulls. A column whose values do not fit its declared type is staged as
+text, so each bad value becomes a row-level discard in the pipeline, not a driver crash.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, BinaryIO, Optional
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tfrecorder import types
+from tfrecorder.row_encoder import INT64_MAX
+from tfrecorder.schema import Schema
+
+_ARROW_TYPES = {"int64": pa.int64(), "float32": pa.float64(), "float64": pa.float64(), "string": pa.string()}
+_TEXT_ROLES = (types.SplitKey, types.ImageUri, types.StringLabel)  # read as text by prepare_row / the vocabulary
+_CONVERSION_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
+
+
+def _cell_text(value: Any) -> str:
+    """Text the encoder parses back: lists as JSON arrays (NaN/Infinity included), others as str()."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return json.dumps(_as_list(value), default=str)
+    return value if isinstance(value, str) else str(value)
+
+
+def _text(cells: list) -> pa.Array:
+    if any(isinstance(v, bytes) for v in cells):
+        return pa.array([v if v is None or isinstance(v, bytes) else _cell_text(v).encode("utf-8") for v in cells],
+                        pa.binary())
+    return pa.array([None if v is None else _cell_text(v) for v in cells], pa.string())
+
+
+def _iso(value: Any) -> Any:
+    try:
+        return pd.Timestamp(value).isoformat()
+    except (TypeError, ValueError, OverflowError):
+        return str(value)
+
+
+def _as_int(value: Any) -> Any:
+    return int(value) if isinstance(value, (bool, np.bool_)) else value
+
+
+def _as_list(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _vectorised(series: pd.Series, role: types.ColumnType) -> Optional[pa.Array]:
+    """Fast paths for typed (non-object) pandas columns; None when the generic path must decide."""
+    if isinstance(series.dtype, pd.CategoricalDtype) or pd.api.types.is_object_dtype(series):
+        return None
+    missing = series.isna().to_numpy()
+    if role.dtype == "int64" and role != types.DatetimeInput and (
+            pd.api.types.is_integer_dtype(series) or pd.api.types.is_bool_dtype(series)):
+        if pd.api.types.is_unsigned_integer_dtype(series) and series.max() > INT64_MAX:
+            return None  # the generic path stages such values as text: row-level "out of int64 range"
+        return pa.array(series.to_numpy(dtype="int64", na_value=0), type=pa.int64(), mask=missing)
+    if role.dtype in ("float32", "float64") and pd.api.types.is_float_dtype(series):
+        return pa.array(series.to_numpy(dtype="float64", na_value=np.nan), type=pa.float64(), mask=missing)
+    if role == types.DatetimeInput and pd.api.types.is_datetime64_any_dtype(series):
+        nanoseconds = series.dt.as_unit("ns")  # raises OutOfBoundsDatetime (a ValueError) beyond 1677..2262
+        utc = nanoseconds.dt.tz_convert("UTC").dt.tz_localize(None) if nanoseconds.dt.tz is not None else nanoseconds
+        return pa.array(utc.to_numpy(dtype="datetime64[ns]").view("int64"), type=pa.int64(), mask=missing)
+    if role.dtype == "string" and pd.api.types.is_string_dtype(series):
+        return pa.array(series.to_numpy(dtype=object, na_value=None), type=pa.string())
+    return None
+
+
+def stage_column(series: pd.Series, role: Optional[types.ColumnType]) -> pa.Array:
+    """One column as an Arrow array that reads back as exact python values (role None: not converted)."""
+    as_text = role is None or role in _TEXT_ROLES or role.dtype == "string" and not role.is_list
+    try:
+        fast = _vectorised(series, types.StringInput if as_text else role) if role is None or not role.is_list else None
+    except _CONVERSION_ERRORS:
+        fast = None
+    if fast is not None:
+        return fast
+    missing = series.isna().to_numpy()
+    cells = [None if m else v for v, m in zip(series.astype(object).tolist(), missing)]
+    try:
+        if as_text:
+            return _text(cells)
+        if role.is_list:
+            element = _ARROW_TYPES[role.dtype]
+            return pa.array([None if v is None else [_as_int(e) for e in _as_list(v)] for v in cells],
+                            pa.list_(element), from_pandas=False)
+        if role == types.DatetimeInput:
+            return pa.array([None if v is None else _iso(v) for v in cells], pa.string())
+        return pa.array([None if v is None else _as_int(v) for v in cells], _ARROW_TYPES[role.dtype],
+                        from_pandas=False)
+    except _CONVERSION_ERRORS:
+        return _text(cells)
+
+
+def write_parquet(frame: pd.DataFrame, schema: Schema, stream: BinaryIO) -> None:
+    """Write every column of `frame` (schema columns typed by role, others as text) as Parquet."""
+    columns = [str(c) for c in frame.columns]
+    arrays = [stage_column(frame.iloc[:, i], schema.get(name)) for i, name in enumerate(columns)]
+    pq.write_table(pa.Table.from_arrays(arrays, names=columns), stream)
