@@ -14,6 +14,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_pipelines.fetch import fetch_many, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
+from beam_pipelines.progress import rows_processed_counter
 from tfrecorder import jobdir, storage, types
 from tfrecorder.job_config import JobConfig
 from tfrecorder.metadata import build_metadata, reason_category
@@ -127,6 +128,7 @@ class EncodeAndWritePieces(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
             yield from self._write(split, data, unknown)
+        rows_processed_counter.inc(len(batch))
 
     def _write(self, split: str, data: bytes, unknown: int):
         num_shards = self.config.num_shards

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from tfrecorder import jobdir, runners, storage, tables, types
+from tfrecorder import dataflow, jobdir, runners, storage, tables, types
 from tfrecorder.job_config import JobConfig
 from tfrecorder.result import ConversionResult
 from tfrecorder.row_encoder import RowError, is_missing, prepare_row
@@ -115,25 +115,31 @@ def convert(
     dataflow_options: Optional[Mapping[str, Any]] = None,
     project: Optional[str] = None,
     region: Optional[str] = None,
+    tfrecorder_wheel: Optional[str] = None,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
 
     Returns a ConversionResult; `result["tfrecord_dir"]` is the new job directory holding the shards,
-    `metadata.json` and `discarded.csv`.
+    `metadata.json` and `discarded.csv`. With runner="DataflowRunner" (needs project, region and a gs://
+    output_dir) it returns a DataflowConversionResult as soon as the job is submitted; call `.wait()`.
     """
     started = time.monotonic()
     runners.check_runner(runner)
+    request = None
     if runner == "DataflowRunner":
-        raise NotImplementedError("DataflowRunner is not supported yet; use runner='DirectRunner'")
+        request = dataflow.check_request(os.fspath(output_dir), project, region, job_label, dataflow_options,
+                                         tfrecorder_wheel)
     image_size = _check_options(num_shards, max_shard_bytes, compression, image_size, validate)
     ratios = validate_split_ratios(split_ratios)
     output_dir = _check_output_dir(os.fspath(output_dir))
     table = tables.open_table(source)
     check_column_names(table.columns)
     resolved_schema = _resolve_schema(table, schema)
-    _scan_table(table, resolved_schema, ratios)
+    if request is not None:
+        dataflow.check_table_reachable(table.kind, table.csv_path, table.base_dir, table.sample, resolved_schema)
+    rows = _scan_table(table, resolved_schema, ratios)
 
-    final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
+    final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label, request and request.unique_suffix)
     try:
         config = JobConfig(
             source_kind="", source_path="", schema=resolved_schema.to_json(), columns=tuple(table.columns),
@@ -141,12 +147,15 @@ def convert(
             job_name=os.path.basename(final_dir), runner=runner, split_ratios=ratios, num_shards=num_shards,
             max_shard_bytes=max_shard_bytes, compression=compression, image_size=image_size, validate=validate,
         )
+        options = dataflow.pipeline_options(request, config.job_name) if request else dataflow_options
+        pipeline = runners.make_pipeline(runner, options)
         source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
         config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)
         from beam_pipelines.pipeline import build_pipeline
 
-        pipeline = runners.make_pipeline(runner, dataflow_options)
         build_pipeline(pipeline, config)
+        if request is not None:
+            return dataflow.submit(pipeline, request, config, rows)
         pipeline.run().wait_until_finish()
     except BaseException:
         storage.delete_tree(temp_dir)
