@@ -105,7 +105,7 @@ def run_staged_pipeline(request: dict[str, Any]):
     """Run the pipeline proto a job request points at, in process (Dataflow's workers, simulated)."""
     from apache_beam.io.filesystems import FileSystems
     from apache_beam.options.pipeline_options import PipelineOptions
-    from apache_beam.portability import common_urns
+    from apache_beam.portability import python_urns
     from apache_beam.portability.api import beam_runner_api_pb2
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
@@ -113,7 +113,7 @@ def run_staged_pipeline(request: dict[str, Any]):
     with FileSystems.open(url) as stream:
         proto = beam_runner_api_pb2.Pipeline.FromString(stream.read())
     for environment in proto.components.environments.values():
-        environment.urn = common_urns.environments.EMBEDDED.urn
+        environment.urn = python_urns.EMBEDDED_PYTHON
         environment.payload = b""
         del environment.dependencies[:]
     return FnApiRunner().run_via_runner_api(proto, PipelineOptions([]))

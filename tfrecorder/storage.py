@@ -57,7 +57,7 @@ def exists(path: str) -> bool:
 
 def size(path: str) -> int:
     if is_remote(path):
-        return _filesystems().metadata(path).size_in_bytes
+        return _filesystems().match([path])[0].metadata_list[0].size_in_bytes
     return os.path.getsize(path)
 
 
