@@ -316,3 +316,34 @@ def test_rows_processed_reads_committed_user_counters():
     ])
     assert dataflow.rows_processed(metrics) == 42
     assert dataflow.rows_processed(api.JobMetrics(metrics=[])) is None
+
+
+# --- the command line ------------------------------------------------------------------------------
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "tfrecorder", "convert", *args], capture_output=True, text=True,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
+
+
+def test_cli_submits_a_gcs_csv_and_waits(emulator, image_rows, service):
+    source = f"gs://{BUCKET}/tables/pets.csv"
+    emulator.upload(source, image_rows.to_csv(index=False).encode())
+    done = run_cli("--source", source, "--output_dir", OUTPUT, "--runner", "DataflowRunner", "--project", PROJECT,
+                   "--region", REGION, "--job_label", "cli", "--dataflow_option", "no_auth",
+                   "--dataflow_option", f"dataflow_endpoint={service.endpoint}",
+                   "--dataflow_option", "max_num_workers=3", "--dataflow_option", "labels=team=ml")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (job,) = service.jobs.values()
+    options = job.request["environment"]["sdkPipelineOptions"]["options"]
+    assert options["max_num_workers"] == 3 and job.request["labels"] == {"team": "ml"}
+    assert "console.cloud.google.com/dataflow/jobs/" in done.stdout and "Dataflow job DONE" in done.stderr
+    assert f"written: TRAIN=" in done.stdout and "discarded: 1" in done.stdout
+
+
+def test_cli_refuses_dataflow_without_project(emulator):
+    done = run_cli("--source", f"gs://{BUCKET}/tables/none.csv", "--output_dir", OUTPUT,
+                   "--runner", "DataflowRunner", "--region", REGION)
+    assert done.returncode == 2 and "needs project" in done.stderr
+    done = run_cli("--source", f"gs://{BUCKET}/tables/none.csv", "--output_dir", OUTPUT, "--runner", "DataflowRunner",
+                   "--project", PROJECT, "--region", REGION, "--dataflow_option", "max_workers=3")
+    assert done.returncode == 2 and "not Beam/Dataflow pipeline options" in done.stderr

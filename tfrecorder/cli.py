@@ -16,6 +16,8 @@ EXAMPLES = """examples:
   tfrecorder convert --source data.csv --output_dir out/
   tfrecorder convert --source images/ --output_dir out/ --job_label pets --compression gzip
   tfrecorder convert --source data.csv --output_dir out/ --num_shards 4 --image_size 224x224
+  tfrecorder convert --source gs://b/data.csv --output_dir gs://b/out --runner DataflowRunner \
+      --project my-project --region us-central1 --dataflow_option max_num_workers=20 --no_wait
 """
 
 
@@ -56,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--validate", choices=["header", "decode"], help="image check: header (default) or full decode")
     convert.add_argument("--project", help="Google Cloud project (DataflowRunner)")
     convert.add_argument("--region", help="Google Cloud region (DataflowRunner)")
+    convert.add_argument("--dataflow_option", action="append", default=[], metavar="KEY=VALUE",
+                         help="any Beam/Dataflow pipeline option, repeatable (e.g. machine_type=n2-standard-8; "
+                              "a bare KEY sets a flag such as no_auth)")
+    convert.add_argument("--tfrecorder_wheel", help="stage this wheel for Dataflow workers instead of building one")
+    convert.add_argument("--no_wait", action="store_true",
+                         help="DataflowRunner: print the job id and console URL and return without waiting")
     return parser
 
 
@@ -65,10 +73,17 @@ def _run_convert(args: argparse.Namespace) -> int:
     options = {
         name: getattr(args, name)
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
-                     "split_ratios", "validate", "project", "region")
+                     "split_ratios", "validate", "project", "region", "tfrecorder_wheel")
         if getattr(args, name) is not None
     }
+    if args.dataflow_option:
+        from tfrecorder.dataflow import parse_option_flags
+
+        options["dataflow_options"] = parse_option_flags(args.dataflow_option)
     result = tfrecorder.convert(args.source, args.output_dir, **options)
+    if hasattr(result, "wait") and not args.no_wait and result["job_id"] is not None:
+        print(result, flush=True)
+        result.wait()
     print(result)
     return EXIT_OK
 

@@ -16,9 +16,9 @@ import secrets
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Sequence
 
-from tfrecorder import storage, types
+from tfrecorder import runners, storage, types
 from tfrecorder.job_config import JobConfig
 from tfrecorder.result import DataflowConversionResult
 from tfrecorder.row_encoder import is_missing, resolve_uri
@@ -93,6 +93,8 @@ def check_request(
             raise ValueError(f"tfrecorder_wheel must be a .whl file, got {tfrecorder_wheel!r}")
         if not storage.exists(tfrecorder_wheel):
             raise ValueError(f"tfrecorder_wheel {tfrecorder_wheel} does not exist")
+    if options.get("no_auth"):
+        runners.connect_anonymously()  # before the driver's first Cloud Storage access
     return DataflowRequest(str(project), str(region), output_dir.rstrip("/"), options, tfrecorder_wheel,
                            secrets.token_hex(3))
 
@@ -115,6 +117,25 @@ def _check_dataflow_options(dataflow_options: Optional[Mapping[str, Any]], proje
     if "job_name" in options and not _JOB_NAME.fullmatch(str(options["job_name"])):
         raise ValueError(f"dataflow_options['job_name']={options['job_name']!r} is not a valid Dataflow job name")
     return {k: v for k, v in options.items() if k not in _FIXED_OPTIONS}
+
+
+def parse_option_flags(items: Sequence[str]) -> dict[str, Any]:
+    """`KEY=VALUE` / `KEY` strings (the CLI's --dataflow_option) → typed Beam options, as Beam parses them.
+
+    A repeated KEY (labels, experiments, ...) accumulates; a bare KEY sets a boolean flag (no_auth).
+    """
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    known = PipelineOptions([]).get_all_options(drop_default=False)
+    keys = [item.split("=", 1)[0] for item in items]
+    unknown = sorted({key for key in keys if key not in known})
+    if unknown:
+        raise ValueError(f"--dataflow_option: {unknown} are not Beam/Dataflow pipeline options")
+    try:
+        parsed = PipelineOptions([f"--{item}" for item in items]).get_all_options(drop_default=False)
+    except SystemExit:  # Beam's argparse has already printed what was wrong
+        raise ValueError(f"--dataflow_option: cannot parse {list(items)}") from None
+    return {key: parsed[key] for key in dict.fromkeys(keys)}
 
 
 def check_table_reachable(kind: str, csv_path: Optional[str], base_dir: str, sample, schema: Schema) -> None:

@@ -97,11 +97,15 @@ class DataflowConversionResult(ConversionResult):
         return self._pipeline_result
 
     def wait(self, poll_seconds: float = 15.0, progress: Union[bool, Progress] = True) -> "DataflowConversionResult":
-        """Block until the job ends; raise DataflowJobError unless it is DONE; returns self, completed."""
+        """Block until the job ends; raise DataflowJobError unless it is DONE; returns self, completed.
+
+        Polls after 1 s, then doubling up to every `poll_seconds`. `progress`: True prints a line on
+        stderr per change, a callable gets (state, rows processed or None, rows in), False is quiet.
+        """
         if self._poll is None:
             raise DataflowJobError(f"no Dataflow job was submitted ({self['state']}): there is nothing to wait for")
         report = print_progress if progress is True else (progress or None)
-        last = None
+        last, delay = None, min(1.0, poll_seconds)
         while True:
             state, processed = self._poll()
             self._fields["state"] = state
@@ -110,7 +114,8 @@ class DataflowConversionResult(ConversionResult):
                 last = state, processed
             if state in TERMINAL_STATES:
                 break
-            time.sleep(poll_seconds)
+            time.sleep(delay)
+            delay = min(delay * 2, poll_seconds)
         if state != "DONE":
             raise DataflowJobError(f"Dataflow job {self['job_id']} ended {state}; its logs: {self['console_url']}")
         from tfrecorder import jobdir

@@ -29,13 +29,13 @@ def make_pipeline(runner: str, options: Optional[Mapping[str, Any]] = None) -> b
 
         return beam.Pipeline(runner=FnApiRunner(), options=pipeline_options)
     if pipeline_options.view_as(GoogleCloudOptions).no_auth:
-        _connect_anonymously()
+        connect_anonymously()
     from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
 
     return beam.Pipeline(runner=DataflowRunner(), options=pipeline_options)
 
 
-def _connect_anonymously() -> None:
+def connect_anonymously() -> None:
     """Make Beam's GCS client anonymous, as `no_auth` asks, instead of looking credentials up.
 
     Beam caches the credential lookup per process; without credentials that lookup retries for ~26 s
