@@ -347,3 +347,18 @@ def test_cli_refuses_dataflow_without_project(emulator):
     done = run_cli("--source", f"gs://{BUCKET}/tables/none.csv", "--output_dir", OUTPUT, "--runner", "DataflowRunner",
                    "--project", PROJECT, "--region", REGION, "--dataflow_option", "max_workers=3")
     assert done.returncode == 2 and "not Beam/Dataflow pipeline options" in done.stderr
+
+
+def test_cli_reports_a_failed_job_on_one_line(emulator, image_rows):
+    source = f"gs://{BUCKET}/tables/failing.csv"
+    emulator.upload(source, image_rows.to_csv(index=False).encode())
+    stub = DataflowStub(fail_jobs=True)
+    try:
+        done = run_cli("--source", source, "--output_dir", OUTPUT, "--runner", "DataflowRunner", "--project", PROJECT,
+                       "--region", REGION, "--dataflow_option", "no_auth",
+                       "--dataflow_option", f"dataflow_endpoint={stub.endpoint}")
+    finally:
+        stub.stop()
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].startswith("tfrecorder: error: Dataflow job ")
+    assert "ended FAILED" in done.stderr

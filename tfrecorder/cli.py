@@ -10,6 +10,8 @@ import logging
 import sys
 from typing import Optional, Sequence
 
+from tfrecorder.result import DataflowJobError
+
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR = 0, 1, 2
 
 EXAMPLES = """examples:
@@ -96,6 +98,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ValueError as exc:
         print(f"tfrecorder: error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERROR
+    except DataflowJobError as exc:
+        print(f"tfrecorder: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":
