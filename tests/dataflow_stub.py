@@ -12,6 +12,7 @@ import dataclasses
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
@@ -94,10 +95,19 @@ class DataflowStub:
                  "scalar": c.committed, "kind": "Sum"}
                 for c in result.metrics().query()["counters"]
             ]
+            self._until_seen_running(job)
             job.state = "JOB_STATE_DONE"
         except BaseException as exc:  # the job failed: report it like Dataflow does
             job.error = exc
             job.state = "JOB_STATE_FAILED"
+
+    @staticmethod
+    def _until_seen_running(job: StubJob, timeout: float = 30.0) -> None:
+        """Like a real job, stay RUNNING long enough for a client to observe it at least once."""
+        seen = job.polls
+        deadline = time.monotonic() + timeout
+        while job.polls == seen and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def stop(self) -> None:
         self.server.shutdown()

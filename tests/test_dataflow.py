@@ -275,7 +275,7 @@ def test_submit_returns_at_once_and_wait_reports_progress_until_done(emulator, i
     reports = []
     result.wait(poll_seconds=0.2, progress=lambda *report: reports.append(report))
     states = [state for state, _processed, _total in reports]
-    assert states[0] in ("RUNNING", "DONE") and states[-1] == "DONE"
+    assert states[0] == "RUNNING" and states[-1] == "DONE"
     assert reports[-1] == ("DONE", len(image_rows), len(image_rows))
     metadata = json.loads(emulator.download(f"{result['tfrecord_dir']}/metadata.json"))
     assert result["rows_in"] == metadata["rows_in"] == len(image_rows)
@@ -353,12 +353,17 @@ def test_cli_reports_a_failed_job_on_one_line(emulator, image_rows):
     source = f"gs://{BUCKET}/tables/failing.csv"
     emulator.upload(source, image_rows.to_csv(index=False).encode())
     stub = DataflowStub(fail_jobs=True)
+    common = ("--source", source, "--output_dir", OUTPUT, "--runner", "DataflowRunner", "--project", PROJECT,
+              "--region", REGION, "--dataflow_option", "no_auth", "--dataflow_option", f"dataflow_endpoint={stub.endpoint}")
     try:
+        submitted = run_cli(*common, "--no_wait")
         done = run_cli("--source", source, "--output_dir", OUTPUT, "--runner", "DataflowRunner", "--project", PROJECT,
                        "--region", REGION, "--dataflow_option", "no_auth",
                        "--dataflow_option", f"dataflow_endpoint={stub.endpoint}")
     finally:
         stub.stop()
+    assert submitted.returncode == 0 and "console.cloud.google.com/dataflow/jobs/europe-west4/" in submitted.stdout
+    assert "written" not in submitted.stdout
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("tfrecorder: error: Dataflow job ")
     assert "ended FAILED" in done.stderr
