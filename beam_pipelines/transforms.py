@@ -14,6 +14,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
+from beam_pipelines.progress import rows_processed_counter
 from tfrecorder import jobdir, storage, types
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter
@@ -153,6 +154,7 @@ class EncodeAndWritePieces(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
             yield from self._write(split, data, unknown)
+        rows_processed_counter.inc(len(batch))
         if self._progress:
             self._progress.add(len(batch))
 

@@ -19,6 +19,7 @@ import sys
 from typing import Optional, Sequence
 
 from tfrecorder.errors import OutputWriteError
+from tfrecorder.result import DataflowJobError
 
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR, EXIT_VERIFY_FAILED, EXIT_OUTPUT_ERROR = 0, 1, 2, 3, 4
 
@@ -28,6 +29,8 @@ EXAMPLES = """examples:
   tfrecorder convert --source data.csv --output_dir out/ --num_shards 4 --image_size 224x224
   tfrecorder convert --source table.csv --output_dir out/ --schema schema.json
       schema.json: {"id": "IntegerInput", "price": "DoubleInput", "tags": "StringInput[]", "label": "StringLabel"}
+  tfrecorder convert --source gs://b/data.csv --output_dir gs://b/out --runner DataflowRunner \
+      --project my-project --region us-central1 --dataflow_option max_num_workers=20 --no_wait
   tfrecorder verify out/pets-20261121-193000          # exit 3 on any mismatch
   tfrecorder inspect out/pets-20261121-193000 --split validation --num_records 10
   tfrecorder load-stats out/pets-20261121-193000 --image_size 224x224
@@ -105,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--verbose", action="store_true", help="show Beam's and TensorFlow's own logs")
     convert.add_argument("--no_progress", dest="progress", action="store_false", default=None,
                          help="no progress bar (it only shows on a terminal anyway)")
+    convert.add_argument("--dataflow_option", action="append", default=[], metavar="KEY=VALUE",
+                         help="any Beam/Dataflow pipeline option, repeatable (e.g. machine_type=n2-standard-8; "
+                              "a bare KEY sets a flag such as no_auth)")
+    convert.add_argument("--tfrecorder_wheel", help="stage this wheel for Dataflow workers instead of building one")
+    convert.add_argument("--no_wait", action="store_true",
+                         help="DataflowRunner: print the job id and console URL and return without waiting")
     verify = commands.add_parser(
         "verify", help="check every shard, record CRC, parse and count against metadata.json (exit 3 on mismatch)")
     verify.add_argument("tfrecord_dir", help="a finished job directory (local or gs://)")
@@ -174,12 +183,20 @@ def _run_convert(args: argparse.Namespace) -> int:
     options = {
         name: getattr(args, name)
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
-                     "split_ratios", "validate", "fetch_concurrency", "project", "region", "verbose", "progress")
+                     "split_ratios", "validate", "fetch_concurrency", "project", "region", "verbose", "progress",
+                     "tfrecorder_wheel")
         if getattr(args, name) is not None
     }
     if args.schema is not None:
         options["schema"] = read_schema_file(args.schema)
+    if args.dataflow_option:
+        from tfrecorder.dataflow import parse_option_flags
+
+        options["dataflow_options"] = parse_option_flags(args.dataflow_option)
     result = tfrecorder.convert(args.source, args.output_dir, **options)
+    if hasattr(result, "wait") and not args.no_wait and result["job_id"] is not None:
+        print(result, flush=True)
+        result.wait()
     print(result)
     return EXIT_OK
 
@@ -197,6 +214,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OutputWriteError as exc:
         print(f"tfrecorder: error: {exc.strerror}", file=sys.stderr)
         return EXIT_OUTPUT_ERROR
+    except DataflowJobError as exc:
+        print(f"tfrecorder: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

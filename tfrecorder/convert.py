@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from tfrecorder import jobdir, runners, staging, storage, tables
+from tfrecorder import dataflow, jobdir, runners, staging, storage, tables
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show
@@ -150,6 +150,7 @@ def convert(
     region: Optional[str] = None,
     verbose: bool = False,
     progress: bool = True,
+    tfrecorder_wheel: Optional[str] = None,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
 
@@ -159,11 +160,15 @@ def convert(
     Returns a ConversionResult; `result["tfrecord_dir"]` is the new job directory holding the shards,
     `metadata.json` and `discarded.csv`. Beam's and TensorFlow's logs are kept quiet unless verbose;
     a progress bar (rows processed / total) shows in terminals and notebooks unless progress=False.
+    With runner="DataflowRunner" (needs project, region and a gs:// output_dir) it returns a
+    DataflowConversionResult as soon as the job is submitted; call `.wait()`.
     """
     started = time.monotonic()
     runners.check_runner(runner)
+    request = None
     if runner == "DataflowRunner":
-        raise NotImplementedError("DataflowRunner is not supported yet; use runner='DirectRunner'")
+        request = dataflow.check_request(os.fspath(output_dir), project, region, job_label, dataflow_options,
+                                         tfrecorder_wheel)
     image_size = _check_options(num_shards, max_shard_bytes, compression, image_size, validate)
     ratios = validate_split_ratios(split_ratios)
     output_dir = _check_output_dir(os.fspath(output_dir))
@@ -171,12 +176,14 @@ def convert(
     check_column_names(table.columns)
     resolved_schema = _resolve_schema(table, schema)
     _check_split_column(table, resolved_schema)
+    if request is not None:
+        dataflow.check_table_reachable(table.kind, table.csv_path, table.base_dir, table.sample, resolved_schema)
     concurrency = _fetch_concurrency(fetch_concurrency, table, resolved_schema)
     total_rows, nullable_columns = _scan_table(table, resolved_schema, ratios)
 
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
     try:
-        with local_progress(should_show(progress), total_rows) as progress_dir:
+        with local_progress(request is None and should_show(progress), total_rows) as progress_dir:
             config = JobConfig(
                 source_kind="", source_path="", schema=resolved_schema.to_json(), columns=tuple(table.columns),
                 base_dir=table.base_dir, final_dir=final_dir, temp_dir=temp_dir,
@@ -185,13 +192,16 @@ def convert(
                 fetch_concurrency=concurrency, progress_dir=progress_dir,
                 nullable_columns=tuple(sorted(nullable_columns)),
             )
+            options = dataflow.pipeline_options(request, config.job_name) if request else dataflow_options
             source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
             config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)
             from beam_pipelines.pipeline import build_pipeline
 
             with quiet_libraries(verbose):
-                pipeline = runners.make_pipeline(runner, dataflow_options)
+                pipeline = runners.make_pipeline(runner, options)
                 build_pipeline(pipeline, config)
+                if request is not None:
+                    return dataflow.submit(pipeline, request, config, total_rows)
                 pipeline.run().wait_until_finish()
     except BaseException as exc:
         storage.delete_tree(temp_dir)

@@ -1,7 +1,9 @@
 """The value a conversion returns: dict-like, with attributes, and readable when printed."""
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+import sys
+import time
+from typing import Any, Callable, Iterator, Mapping, Optional, Union
 
 from tfrecorder.splits import SPLITS
 
@@ -47,7 +49,7 @@ class ConversionResult(Mapping[str, Any]):
         f = self._fields
         counts = ", ".join(f"{split}={n}" for split, n in f.get("written", {}).items()) or "none"
         lines = [
-            f"ConversionResult({f['job_id']})",
+            f"{type(self).__name__}({f['job_id']})",
             f"  tfrecord_dir: {f['tfrecord_dir']}",
             f"  rows in: {f.get('rows_in')}  written: {counts}  discarded: {f.get('discarded')}",
         ]
@@ -56,4 +58,82 @@ class ConversionResult(Mapping[str, Any]):
             lines.append(f"  discard reasons: {reasons}")
         if "bytes_written" in f:
             lines.append(f"  bytes written: {f['bytes_written']:,}  elapsed: {f['elapsed_seconds']:.1f} s")
+        return "\n".join(lines)
+
+
+class DataflowJobError(RuntimeError):
+    """A Dataflow job ended in a state other than DONE."""
+
+
+Progress = Callable[[str, Optional[int], int], None]
+TERMINAL_STATES = ("DONE", "FAILED", "CANCELLED", "UPDATED", "DRAINED")
+
+
+def print_progress(state: str, processed: Optional[int], total: int) -> None:
+    """The default progress display: one line on stderr per change."""
+    done = "?" if processed is None else f"{processed:,}"
+    percent = "" if processed is None or not total else f" ({100 * processed / total:.0f}%)"
+    print(f"Dataflow job {state}: {done} / {total:,} rows processed{percent}", file=sys.stderr, flush=True)
+
+
+class DataflowConversionResult(ConversionResult):
+    """A conversion submitted to Dataflow, returned as soon as the job is submitted.
+
+    Known at once: job_id, job_name, console_url, tfrecord_dir, rows_in (counted by the driver), state.
+    `wait()` blocks until the job ends, reports progress, and then adds the final counts from the job's
+    metadata.json exactly as a local ConversionResult has them.
+    """
+
+    def __init__(self, poll: Optional[Callable[[], tuple[str, Optional[int]]]], pipeline_result: Any,
+                 **fields: Any) -> None:
+        super().__init__(**fields)
+        self._poll = poll  # → (Beam PipelineState name, rows processed so far or None)
+        self._pipeline_result = pipeline_result
+        self._submitted = time.monotonic()
+
+    @property
+    def pipeline_result(self) -> Any:
+        """Beam's PipelineResult (for dry runs, `.job` holds the job request that was not sent)."""
+        return self._pipeline_result
+
+    def wait(self, poll_seconds: float = 15.0, progress: Union[bool, Progress] = True) -> "DataflowConversionResult":
+        """Block until the job ends; raise DataflowJobError unless it is DONE; returns self, completed.
+
+        Polls after 1 s, then doubling up to every `poll_seconds`. `progress`: True prints a line on
+        stderr per change, a callable gets (state, rows processed or None, rows in), False is quiet.
+        """
+        if self._poll is None:
+            raise DataflowJobError(f"no Dataflow job was submitted ({self['state']}): there is nothing to wait for")
+        report = print_progress if progress is True else (progress or None)
+        last, delay = None, min(1.0, poll_seconds)
+        while True:
+            state, processed = self._poll()
+            self._fields["state"] = state
+            if report and (state, processed) != last:
+                report(state, processed, self["rows_in"])
+                last = state, processed
+            if state in TERMINAL_STATES:
+                break
+            time.sleep(delay)
+            delay = min(delay * 2, poll_seconds)
+        if state != "DONE":
+            raise DataflowJobError(f"Dataflow job {self['job_id']} ended {state}; its logs: {self['console_url']}")
+        from tfrecorder import jobdir
+
+        final = ConversionResult.from_metadata(self["tfrecord_dir"], self["job_id"],
+                                               jobdir.read_metadata(self["tfrecord_dir"]),
+                                               time.monotonic() - self._submitted)
+        self._fields.update(final)
+        return self
+
+    def __repr__(self) -> str:
+        f = self._fields
+        if "written" in f:
+            return super().__repr__() + f"\n  Dataflow job {f['job_name']}: {f['state']}  {f['console_url']}"
+        lines = [f"{type(self).__name__}({f['job_id']})", f"  tfrecord_dir: {f['tfrecord_dir']} (when DONE)",
+                 f"  Dataflow job {f['job_name']}: {f['state']}, {f['rows_in']:,} rows in"]
+        if f.get("console_url"):
+            lines.append(f"  console: {f['console_url']}")
+        if f.get("template_location"):
+            lines.append(f"  template: {f['template_location']}")
         return "\n".join(lines)
