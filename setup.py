@@ -16,6 +16,7 @@ INSTALL_REQUIRES = [
     "pyarrow>=14",  # DataFrames are staged as Parquet for the pipeline (also a Beam dependency)
     "numpy>=1.24",
     "pyyaml>=6.0",  # `tfrecorder convert --schema schema.yaml` (JSON needs nothing extra)
+    "tqdm>=4.60",  # progress bars that render in Jupyter and terminals alike (tqdm.auto)
 ]
 
 EXTRAS = {
