@@ -18,6 +18,7 @@ import struct
 from typing import Any, Optional
 
 from tfrecorder import storage
+from tfrecorder.example_decoder import parse_example
 from tfrecorder.job_info import JobInfo
 
 CSV_FILE = "records.csv"
@@ -31,7 +32,8 @@ CAPTION_HEIGHT = 28
 def inspect(tfrecord_dir: str, split: str = "TRAIN", num_records: int = 5, output_dir: Optional[str] = None) -> str:
     """Write the first `num_records` records of `split` as CSV + image files + contact sheet.
 
-    `output_dir` defaults to `./tfrecorder-inspect/<job directory name>-<split>/`. Returns it.
+    `output_dir` defaults to `./tfrecorder-inspect/<job directory name>-<split>/`. Returns it (a str
+    that shows the contact sheet when displayed in Jupyter).
     """
     if not isinstance(num_records, int) or num_records < 1:
         raise ValueError(f"num_records must be a positive integer, got {num_records!r}")
@@ -41,7 +43,7 @@ def inspect(tfrecord_dir: str, split: str = "TRAIN", num_records: int = 5, outpu
         job_name = job.tfrecord_dir.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
         output_dir = os.path.join(os.getcwd(), "tfrecorder-inspect", f"{job_name}-{split.lower()}")
     output_dir = str(output_dir)
-    examples = [example_values(record) for record in itertools.islice(job.iter_records(split), num_records)]
+    examples = [parse_example(record) for record in itertools.islice(job.iter_records(split), num_records)]
     rows, tiles = [], []
     for index, example in enumerate(examples):
         row: dict[str, Any] = {"record": index}
@@ -59,19 +61,9 @@ def inspect(tfrecord_dir: str, split: str = "TRAIN", num_records: int = 5, outpu
         rows.append(row)
     storage.write_bytes(storage.join(output_dir, CSV_FILE), _csv_bytes(rows))
     storage.write_bytes(storage.join(output_dir, CONTACT_SHEET), contact_sheet(tiles))
-    return output_dir
+    from tfrecorder.html import InspectedPath
 
-
-def example_values(record: bytes) -> dict[str, list]:
-    """A serialized tf.train.Example as feature name → list of values (bytes, int or float)."""
-    from tensorflow.core.example import example_pb2
-
-    example = example_pb2.Example.FromString(record)
-    values = {}
-    for name, feature in example.features.feature.items():
-        kind = feature.WhichOneof("kind")
-        values[name] = list(getattr(feature, kind).value) if kind else []
-    return values
+    return InspectedPath(output_dir)
 
 
 def _scalar(values: Optional[list]) -> Any:

@@ -45,6 +45,11 @@ class ConversionResult(Mapping[str, Any]):
         except KeyError:
             raise AttributeError(name) from None
 
+    def _repr_html_(self) -> str:
+        from tfrecorder.html import result_html
+
+        return result_html(self._fields)
+
     def __repr__(self) -> str:
         f = self._fields
         counts = ", ".join(f"{split}={n}" for split, n in f.get("written", {}).items()) or "none"

@@ -1,0 +1,91 @@
+"""HTML views for Jupyter: a conversion result and an inspected sample, with image thumbnails.
+
+Thumbnails come from the first records of a split, read through tfrecorder.storage and parsed
+without TensorFlow; they are embedded as small PNG data URIs so the notebook stays self-contained.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import itertools
+from typing import Any, Mapping
+
+from tfrecorder.example_decoder import parse_example
+from tfrecorder.job_info import JobInfo
+
+THUMBNAIL = 96
+THUMBNAILS = 8
+REASONS_SHOWN = 3
+
+
+def _thumbnail_uri(data: bytes) -> str:
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        thumb = image.convert("RGB")
+        thumb.thumbnail((THUMBNAIL, THUMBNAIL))
+    out = io.BytesIO()
+    thumb.save(out, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(out.getvalue()).decode("ascii")
+
+
+def thumbnails_html(tfrecord_dir: str, count: int = THUMBNAILS) -> str:
+    """A row of the first `count` training images with their label text ('' when there are none)."""
+    job = JobInfo.read(tfrecord_dir)
+    if not job.image_prefixes or not job.splits:
+        return ""
+    split = "TRAIN" if "TRAIN" in job.splits else job.splits[0]
+    prefix = job.image_prefixes[0]
+    cells = []
+    for record in itertools.islice(job.iter_records(split), count):
+        example = parse_example(record)
+        data = (example.get(prefix) or [None])[0]
+        if data is None:
+            continue
+        labels = ", ".join(job.label_name(c, int(example[c][0])) for c in job.label_columns if example.get(c))
+        try:
+            source = _thumbnail_uri(data)
+        except (OSError, ValueError):
+            continue
+        cells.append(f'<figure style="display:inline-block;margin:4px;text-align:center">'
+                     f'<img src="{source}" alt="{html.escape(labels)}"/><figcaption>{html.escape(labels)}</figcaption></figure>')
+    return f"<div><b>{split.lower()} samples</b><br/>{''.join(cells)}</div>" if cells else ""
+
+
+def result_html(fields: Mapping[str, Any]) -> str:
+    """Per-split counts, discards with the first reasons, output path, bytes, time, rate, thumbnails."""
+    metadata = fields.get("metadata") or {}
+    splits = metadata.get("splits", {})
+    rows = "".join(
+        f"<tr><td>{html.escape(split)}</td><td>{info['records']:,}</td><td>{len(info['shards'])}</td>"
+        f"<td>{info['bytes']:,}</td></tr>" for split, info in splits.items()
+    )
+    reasons = list(fields.get("discard_reasons", {}).items())[:REASONS_SHOWN]
+    reason_text = "; ".join(f"{html.escape(str(r))} ({n})" for r, n in reasons)
+    elapsed = fields.get("elapsed_seconds") or 0
+    rate = f"{fields.get('rows_in', 0) / elapsed:,.0f} rows/s" if elapsed else ""
+    parts = [
+        f"<div><b>tfrecorder</b> · {html.escape(str(fields.get('job_id')))} · "
+        f"<code>{html.escape(str(fields.get('tfrecord_dir')))}</code></div>",
+        "<table><tr><th>split</th><th>records</th><th>shards</th><th>bytes</th></tr>" + rows + "</table>",
+        f"<div>rows in: {fields.get('rows_in', 0):,} · discarded: {fields.get('discarded', 0):,}"
+        + (f" — {reason_text}" if reason_text else "") + "</div>",
+    ]
+    if "bytes_written" in fields:
+        parts.append(f"<div>{fields['bytes_written']:,} bytes in {elapsed:.1f} s {('· ' + rate) if rate else ''}</div>")
+    if splits:
+        parts.append(thumbnails_html(str(fields["tfrecord_dir"])))
+    return "<div>" + "".join(parts) + "</div>"
+
+
+class InspectedPath(str):
+    """The directory `inspect()` wrote (a plain path string) that also shows its contact sheet in Jupyter."""
+
+    def _repr_html_(self) -> str:
+        from tfrecorder import storage
+        from tfrecorder.inspection import CONTACT_SHEET
+
+        sheet = base64.b64encode(storage.read_bytes(storage.join(str(self), CONTACT_SHEET))).decode("ascii")
+        return (f"<div><code>{html.escape(str(self))}</code><br/>"
+                f'<img src="data:image/png;base64,{sheet}" alt="contact sheet"/></div>')
