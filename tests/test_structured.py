@@ -194,3 +194,43 @@ def test_images_and_structured_columns_together_with_inferred_uri_roles(tmp_path
     assert (first["weight"], first["weight_missing"], second["weight_missing"]) == (1.5, False, True)
     assert (first["tags"], second["tags"], first["label"], second["label"]) == ([b"x"], [], 0, 1)
     assert second["source_uri"] == b"gs://b/2.csv"
+
+
+def test_load_returns_every_column_of_a_mixed_dataframe_as_it_went_in(tmp_path):
+    """The issue's acceptance test: a mixed DataFrame → convert → tfrecorder.load → equal values."""
+    frame = pd.DataFrame({
+        "id": np.arange(6, dtype=np.int64),
+        "big": np.array([2**63 - 1, -(2**63), 0, 1, -1, 42], dtype=np.int64),
+        "count": pd.array([1, None, 3, 4, None, 6], dtype="Int64"),
+        "ratio": np.array([0.5, np.nan, -1.25, np.inf, 3.0, 1e-3], dtype=np.float32),
+        "price": np.array([0.1, 2.2, 1e300, -5.5, 7.0, 0.3], dtype=np.float64),
+        "flag": [True, False, True, True, False, True],
+        "text": ["a,b", 'quote "q"', "line\nbreak\ttab", "ünïcødé", "", None],
+        "kind": pd.Categorical(["x", "y", "x", "z", "y", "x"]),
+        "when": pd.to_datetime(["2024-01-01T00:00:00Z", None, "1999-12-31T23:59:59.123456789Z",
+                                "2030-06-01T12:00:00Z", "1970-01-01T00:00:00Z", "2024-02-29T10:00:00Z"], format="ISO8601"),
+        "vec": [np.array([1.0, 2.0], np.float32), np.array([np.nan, np.inf], np.float32), np.zeros(2, np.float32),
+                np.ones(2, np.float32), np.array([-1.0, 0.5], np.float32), np.array([3.0, 4.0], np.float32)],
+        "tags": [["a"], [], ["b", "c"], None, ["d,e", "f"], ["g"]],
+    })
+    schema = tfrecorder.Schema({**tfrecorder.Schema.infer(frame), "price": "DoubleInput"})
+    result = tfrecorder.convert(frame, tmp_path / "out", schema=schema, split_ratios=(1.0, 0.0, 0.0))
+    back = {int(ex["id"]): ex for ex in tfrecorder.load(result["tfrecord_dir"], "train", deterministic=True)}
+    assert sorted(back) == list(range(6))
+    for row in frame.itertuples():
+        ex = back[row.id]
+        assert ex["big"].numpy() == row.big
+        assert bool(ex["count_missing"]) == (row.count is pd.NA)
+        assert row.count is pd.NA or ex["count"].numpy() == row.count
+        assert bool(ex["ratio_missing"]) == bool(np.isnan(row.ratio))
+        assert np.isnan(row.ratio) or ex["ratio"].numpy() == row.ratio
+        assert ex["price"].numpy() == row.price  # float64, bit-exact
+        assert ex["flag"].numpy() == int(row.flag)
+        assert bool(ex["text_missing"]) == (row.text is None)
+        assert row.text is None or ex["text"].numpy().decode() == row.text
+        assert ex["kind"].numpy().decode() == row.kind
+        assert bool(ex["when_missing"]) == pd.isna(row.when)
+        assert pd.isna(row.when) or ex["when"].numpy() == row.when.value
+        np.testing.assert_array_equal(ex["vec"].numpy(), row.vec)
+        assert bool(ex["tags_missing"]) == (row.tags is None)
+        assert [t.decode() for t in ex["tags"].numpy().tolist()] == (row.tags or [])

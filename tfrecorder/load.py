@@ -136,10 +136,16 @@ def _wire_dtype(tf, feature: Mapping[str, Any]):
     return {"string": tf.string, "int64": tf.int64, "float32": tf.float32, "float64": tf.float32}[feature["dtype"]]
 
 
-def finish_features(parsed: Mapping[str, Any], features: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """Turn a parsed batch into logical values: float64 restored, missing values filled + flagged."""
+def finish_features(parsed: Mapping[str, Any], features: Mapping[str, Mapping[str, Any]], records=None) -> dict[str, Any]:
+    """Turn a parsed batch into logical values: float64 restored, missing values filled + flagged.
+
+    `records` (the serialized batch) lets a variable-length list that is present but empty be told
+    apart from an absent one; parsing alone sees both as no values.
+    """
     import tensorflow as tf
 
+    nullable_lists = [n for n, f in features.items() if f["allow_missing"] and f["shape"] is None]
+    present = _present_features(tf, records, nullable_lists) if records is not None and nullable_lists else {}
     out = {}
     for name, feature in features.items():
         value = parsed[name]
@@ -148,18 +154,29 @@ def finish_features(parsed: Mapping[str, Any], features: Mapping[str, Mapping[st
         elif feature["dtype"] == "float64":
             value = _map_values(tf, value, lambda v: tf.cast(v, tf.float64))
         if feature["allow_missing"]:
-            value, out[f"{name}_missing"] = _fill_missing(tf, value, feature)
+            value, out[f"{name}_missing"] = _fill_missing(tf, value, feature, present.get(name))
         out[name] = value
     return out
+
+
+def _present_features(tf, records, names: list[str]) -> dict[str, Any]:
+    """name → [batch] bool: does each serialized Example contain the feature at all?"""
+    example = tf.io.decode_proto(records, "tensorflow.Example", ["features"], [tf.string]).values[0]
+    entries = tf.io.decode_proto(tf.reshape(example, [-1]), "tensorflow.Features", ["feature"], [tf.string])
+    entry_bytes = entries.values[0]  # [batch, most entries], padded with empty messages
+    keys = tf.io.decode_proto(tf.reshape(entry_bytes, [-1]), "tensorflow.Features.FeatureEntry", ["key"],
+                              [tf.string]).values[0]
+    keys = tf.reshape(keys, tf.shape(entry_bytes))
+    return {name: tf.reduce_any(tf.equal(keys, name), axis=1) for name in names}
 
 
 def _map_values(tf, value, fn):
     return tf.ragged.map_flat_values(fn, value) if isinstance(value, tf.RaggedTensor) else fn(value)
 
 
-def _fill_missing(tf, ragged, feature: Mapping[str, Any]):
+def _fill_missing(tf, ragged, feature: Mapping[str, Any], present=None):
     """(value, missing) for a ragged [batch, (n)] parse of a feature that may be absent."""
-    missing = tf.equal(ragged.row_lengths(), 0)
+    missing = tf.logical_not(present) if present is not None else tf.equal(ragged.row_lengths(), 0)
     default = feature.get("default")
     dtype = ragged.dtype
     shape = feature["shape"]
@@ -233,7 +250,7 @@ def _dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, repeat, de
         return (features[job.image_prefixes[0]], features[label]) if as_supervised else features
 
     def parse(records):
-        return finish_features(tf.io.parse_example(records, spec), job.features)
+        return finish_features(tf.io.parse_example(records, spec), job.features, records)
 
     paths = tf.data.Dataset.from_tensor_slices(files)
     if shuffle_buffer:
