@@ -143,14 +143,19 @@ def read_bytes(url: str) -> bytes:
         return _blob(url).download_as_bytes(retry=RETRY)
 
 
-def open_read(url: str) -> BinaryIO:
-    """A seekable reader; a missing object raises FileNotFoundError here, not on first read."""
+def _existing_blob(url: str) -> gcs_storage.Blob:
+    """The object's blob with its metadata loaded; FileNotFoundError when there is none."""
     bucket, name = split_url(url)
     with os_errors(url):
         blob = client().bucket(bucket).get_blob(name, retry=RETRY)
         if blob is None:
             raise api_exceptions.NotFound(url)
-        return _Reader(blob, url)
+        return blob
+
+
+def open_read(url: str) -> BinaryIO:
+    """A seekable reader; a missing object raises FileNotFoundError here, not on first read."""
+    return _Reader(_existing_blob(url), url)
 
 
 def open_write(url: str) -> BinaryIO:
@@ -166,12 +171,7 @@ def exists(url: str) -> bool:
 
 
 def size(url: str) -> int:
-    bucket, name = split_url(url)
-    with os_errors(url):
-        blob = client().bucket(bucket).get_blob(name, retry=RETRY)
-        if blob is None:
-            raise api_exceptions.NotFound(url)
-        return int(blob.size)
+    return int(_existing_blob(url).size)
 
 
 def list_files(prefix_url: str) -> list[str]:
