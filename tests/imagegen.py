@@ -1,4 +1,4 @@
-"""Generate real image files of many kinds (and broken ones) for tests and the demo dataset.
+"""Generate real image files of many kinds (and broken ones) for the tests.
 
 Each odd image comes with the format and channel count TensorFlow reports for it.
 """

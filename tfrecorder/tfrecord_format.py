@@ -28,11 +28,6 @@ def masked_crc32c(data: bytes) -> int:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-def framed_size(data_length: int) -> int:
-    """Bytes a record of `data_length` bytes takes in a file (16 bytes of framing)."""
-    return data_length + 16
-
-
 def write_record(stream: BinaryIO, data: bytes) -> int:
     """Append one framed record to `stream`; return the bytes written."""
     length = struct.pack("<Q", len(data))
