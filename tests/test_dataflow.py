@@ -15,7 +15,6 @@ import pytest
 
 import imagegen
 from dataflow_stub import DataflowStub
-from gcs_emulator import start_emulator
 
 import tfrecorder
 from tfrecorder import dataflow
@@ -28,11 +27,10 @@ OFFLINE = {"no_auth": True}  # anonymous Cloud Storage (the emulator); no creden
 
 
 @pytest.fixture(scope="module")
-def emulator():
-    emulator = start_emulator()
-    emulator.bucket(BUCKET)
-    yield emulator
-    emulator.stop()
+def emulator(gcs):
+    """The session's GCS emulator, with this module's bucket."""
+    gcs.bucket(BUCKET)
+    return gcs
 
 
 @pytest.fixture(scope="module")

@@ -65,27 +65,22 @@ def test_csv_shows_float64_lists_and_missing(tmp_path):
     assert Image.open(Path(out) / CONTACT_SHEET).format == "PNG"  # no images: an empty sheet, still valid
 
 
-def test_inspect_and_verify_on_gcs_emulator(converted, tmp_path):
+def test_inspect_and_verify_on_gcs_emulator(converted, gcs, tmp_path):
     """A job copied to the GCS emulator: verify reads it, inspect writes its output to gs:// too."""
-    from gcs_emulator import start_emulator
-
-    emulator = start_emulator()
-    try:
-        local = Path(converted["tfrecord_dir"])
-        remote = f"gs://tfr-inspect/jobs/{local.name}"
-        for path in local.iterdir():
-            emulator.upload(f"{remote}/{path.name}", path.read_bytes())
-        report = tfrecorder.verify(remote)
-        assert report.ok, report
-        assert sum(s.records for s in report.shards) == json.loads((local / "metadata.json").read_text())["records_written"]
-        out = tfrecorder.inspect(remote, num_records=2, output_dir="gs://tfr-inspect/look")
-        assert out == "gs://tfr-inspect/look"
-        written = emulator.list("gs://tfr-inspect/look/")
-        assert f"{out}/{CSV_FILE}" in written and f"{out}/{CONTACT_SHEET}" in written
-        rows = list(csv.DictReader(io.StringIO(emulator.download(f"{out}/{CSV_FILE}").decode())))
-        for row in rows:
-            assert emulator.download(f"{out}/{row['image_file']}") == Path(row["image_uri"]).read_bytes()
-        emulator.upload(f"{remote}/train-00009-of-00010.tfrecord", b"junk")
-        assert not tfrecorder.verify(remote).ok
-    finally:
-        emulator.stop()
+    emulator = gcs
+    local = Path(converted["tfrecord_dir"])
+    remote = f"gs://tfr-inspect/jobs/{local.name}"
+    for path in local.iterdir():
+        emulator.upload(f"{remote}/{path.name}", path.read_bytes())
+    report = tfrecorder.verify(remote)
+    assert report.ok, report
+    assert sum(s.records for s in report.shards) == json.loads((local / "metadata.json").read_text())["records_written"]
+    out = tfrecorder.inspect(remote, num_records=2, output_dir="gs://tfr-inspect/look")
+    assert out == "gs://tfr-inspect/look"
+    written = emulator.list("gs://tfr-inspect/look/")
+    assert f"{out}/{CSV_FILE}" in written and f"{out}/{CONTACT_SHEET}" in written
+    rows = list(csv.DictReader(io.StringIO(emulator.download(f"{out}/{CSV_FILE}").decode())))
+    for row in rows:
+        assert emulator.download(f"{out}/{row['image_file']}") == Path(row["image_uri"]).read_bytes()
+    emulator.upload(f"{remote}/train-00009-of-00010.tfrecord", b"junk")
+    assert not tfrecorder.verify(remote).ok
