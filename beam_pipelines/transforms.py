@@ -5,7 +5,7 @@ import collections
 import csv
 import io
 import itertools
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindow
@@ -44,9 +44,18 @@ def read_image(uri: str) -> bytes:
         raise RowError(f"unreadable file: {uri}: {exc.strerror or exc}") from None
 
 
-def progress_reporter(config: JobConfig) -> Optional[ProgressReporter]:
-    """Rows-done reporting for the local progress bar (only when one is shown)."""
-    return ProgressReporter(config.progress_dir) if config.progress_dir else None
+class RowsDone:
+    """Counts rows finished (written or discarded) for progress: the Beam counter Dataflow's `wait()`
+    reads, and the local progress bar's file when one is shown."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self._local = ProgressReporter(config.progress_dir) if config.progress_dir else None
+
+    def add(self, rows: int) -> None:
+        if rows:
+            rows_processed_counter.inc(rows)
+            if self._local:
+                self._local.add(rows)
 
 
 class PrepareRows(beam.DoFn):
@@ -61,7 +70,7 @@ class PrepareRows(beam.DoFn):
 
     def setup(self) -> None:
         self.schema = Schema.from_json(self.config.schema)
-        self._progress = progress_reporter(self.config)
+        self._rows_done = RowsDone(self.config)
 
     def process(self, batch: list[dict[str, Any]]):
         prepared = []
@@ -70,8 +79,7 @@ class PrepareRows(beam.DoFn):
                 prepared.append((prepare_row(row, self.schema, self.config.split_ratios), row))
             except RowError as exc:
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
-        if self._progress and len(prepared) < len(batch):
-            self._progress.add(len(batch) - len(prepared))  # discarded rows are done
+        self._rows_done.add(len(batch) - len(prepared))  # discarded rows are done
         if prepared:
             yield prepared
 
@@ -123,7 +131,7 @@ class EncodeAndWritePieces(beam.DoFn):
         self.schema = Schema.from_json(self.config.schema)
         self._encoder = None
         self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
-        self._progress = progress_reporter(self.config)
+        self._rows_done = RowsDone(self.config)
 
     def teardown(self) -> None:
         self._fetcher.close()
@@ -154,9 +162,7 @@ class EncodeAndWritePieces(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
             yield from self._write(split, data, unknown)
-        rows_processed_counter.inc(len(batch))
-        if self._progress:
-            self._progress.add(len(batch))
+        self._rows_done.add(len(batch))
 
     def _write(self, split: str, data: bytes, unknown: int):
         num_shards = self.config.num_shards
