@@ -101,27 +101,25 @@ def _scan_table(table: tables.Table, schema: Schema, split_ratios) -> tuple[int,
     """Count rows, make sure some reach TRAIN, and find the columns holding a missing value.
 
     Returns (row count, nullable columns): only those columns get allow_missing in metadata.json.
-    Rows are checked for TRAIN only until the first one reaches it. A DataFrame's missing values are
-    found column-wise (no row dicts); a CSV is streamed once.
+    A DataFrame is checked column-wise (no row dicts); a CSV is streamed once.
     """
-    rows = 0
-    train_found = False
-    nullable: set[str] = set()
+
+    def reaches_train(row: Mapping[str, Any]) -> bool:
+        try:
+            return prepare_row(row, schema, split_ratios) == TRAIN
+        except RowError:
+            return False
+
     if table.frame is not None:
         rows = len(table.frame)
-        present = [c for c in schema if c in table.frame.columns]
-        nullable = {c for c in present if table.frame[c].isna().any()}
-    for row in table.iter_rows():
-        if table.frame is None:
+        nullable = {c for c in schema if c in table.frame.columns and table.frame[c].isna().any()}
+        train_found = any(reaches_train(row) for row in table.iter_rows())  # stops at the first
+    else:
+        rows, train_found, nullable = 0, False, set()
+        for row in table.iter_rows():
             rows += 1
             nullable.update(column for column in schema if row.get(column) is None)
-        if not train_found:
-            try:
-                train_found = prepare_row(row, schema, split_ratios) == TRAIN
-            except RowError:
-                pass
-        elif table.frame is not None:
-            break
+            train_found = train_found or reaches_train(row)
     if rows == 0:
         raise ValueError("the table is empty: there are no rows to convert")
     if not train_found:
