@@ -12,6 +12,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from beam_pipelines.decode_pool import DecodePool, decode_threads
 from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from beam_pipelines.progress import rows_processed_counter
@@ -119,7 +120,8 @@ def _global(value: Any) -> WindowedValue:
 class EncodeAndWritePieces(beam.DoFn):
     """Encode batches of rows into Examples and append them to piece files; emits one Piece per file.
 
-    A batch's images are fetched together (concurrently when `fetch_concurrency` > 1). Each bundle
+    A batch's images are fetched together (concurrently when `fetch_concurrency` > 1) and, with
+    validate="decode", decoded by TensorFlow on a thread per core while this thread encodes. Each bundle
     keeps at most one open piece per (split, shard index) and rolls over at max_shard_bytes, so
     memory does not grow with the dataset.
     """
@@ -131,10 +133,13 @@ class EncodeAndWritePieces(beam.DoFn):
         self.schema = Schema.from_json(self.config.schema)
         self._encoder = None
         self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
+        self._decoder = DecodePool(decode_threads()) if self.config.validate == "decode" else None
         self._rows_done = RowsDone(self.config)
 
     def teardown(self) -> None:
         self._fetcher.close()
+        if self._decoder:
+            self._decoder.close()
 
     def start_bundle(self) -> None:
         self.writers: dict[tuple[str, int], PieceWriter] = {}
@@ -147,21 +152,25 @@ class EncodeAndWritePieces(beam.DoFn):
                 vocabularies,
                 base_dir=self.config.base_dir,
                 image_size=self.config.image_size,
-                full_decode=self.config.validate == "decode",
+                validate=self.config.validate,
             )
         return self._encoder
 
     def process(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
         encoder = self._encoder_for(vocabularies)
         uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
-        read = reader_for(self._fetcher.fetch(uris))
+        fetched = self._fetcher.fetch(uris)
+        read = reader_for(fetched)
+        pending = self._decoder.submit(fetched) if self._decoder else None  # decoded on every core meanwhile
         for split, row in batch:
             try:
-                data, unknown = encoder.encode(row, read)
+                data, unknown = encoder.encode(row, read, pending.verdict if pending else None)
             except RowError as exc:
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
             yield from self._write(split, data, unknown)
+        if pending:
+            pending.wait()
         self._rows_done.add(len(batch))
 
     def _write(self, split: str, data: bytes, unknown: int):

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import pandas as pd
 
 from tfrecorder import dataflow, jobdir, runners, staging, storage, tables
+from tfrecorder.decode_check import DEFAULT_VALIDATION, VALIDATIONS
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show
@@ -27,7 +28,6 @@ from tfrecorder.splits import DEFAULT_SPLIT_RATIOS, TRAIN, validate_split_ratios
 logger = logging.getLogger("tfrecorder")
 
 COMPRESSIONS = (None, "gzip")
-VALIDATIONS = ("header", "decode")
 MAX_FETCH_CONCURRENCY = 128
 REMOTE_FETCH_CONCURRENCY = 16  # default when images live in an object store (tens of ms per read)
 LOCAL_FETCH_CONCURRENCY = 1  # default for local files: reads are fast, threads would only add overhead
@@ -149,7 +149,7 @@ def convert(
     job_label: Optional[str] = None,
     image_size: Optional[Sequence[int]] = None,
     split_ratios: Sequence[float] = DEFAULT_SPLIT_RATIOS,
-    validate: str = "header",
+    validate: str = DEFAULT_VALIDATION,
     fetch_concurrency: Optional[int] = None,
     dataflow_options: Optional[Mapping[str, Any]] = None,
     project: Optional[str] = None,
@@ -160,6 +160,8 @@ def convert(
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
 
+    `validate="decode"` (default) writes an image only if `tf.io.decode_image` decodes it and discards
+    it only if it does not; `validate="header"` is the fast opt-in with cheap structural checks only.
     `fetch_concurrency` bounds how many images each worker reads at once (default: 16 when images are
     on gs:// or another object store, 1 for local files).
 
