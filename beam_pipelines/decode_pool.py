@@ -8,20 +8,11 @@ flight, and `Pending.wait()` at the end of a batch makes sure none outlives it.
 """
 from __future__ import annotations
 
-import os
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Optional
 
 from beam_pipelines.fetch import Fetched
 from tfrecorder import decode_check
-
-
-def decode_threads() -> int:
-    """One decoding thread per core this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 class Pending:

@@ -12,7 +12,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from beam_pipelines.decode_pool import DecodePool, decode_threads
+from beam_pipelines.decode_pool import DecodePool
 from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from beam_pipelines.progress import rows_processed_counter
@@ -21,6 +21,7 @@ from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter
 from tfrecorder.metadata import build_metadata, reason_category
 from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
+from tfrecorder.runners import usable_cores
 from tfrecorder.schema import Schema
 from tfrecorder.splits import TRAIN
 
@@ -133,7 +134,7 @@ class EncodeAndWritePieces(beam.DoFn):
         self.schema = Schema.from_json(self.config.schema)
         self._encoder = None
         self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
-        self._decoder = DecodePool(decode_threads()) if self.config.validate == "decode" else None
+        self._decoder = DecodePool(usable_cores()) if self.config.validate == "decode" else None
         self._rows_done = RowsDone(self.config)
 
     def teardown(self) -> None:

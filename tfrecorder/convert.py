@@ -200,7 +200,8 @@ def convert(
                 fetch_concurrency=concurrency, progress_dir=progress_dir,
                 nullable_columns=tuple(sorted(nullable_columns)),
             )
-            options = dataflow.pipeline_options(request, config.job_name) if request else dataflow_options
+            options = (dataflow.pipeline_options(request, config.job_name) if request
+                       else runners.local_options(total_rows, dataflow_options))
             source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
             config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)
             from beam_pipelines.pipeline import build_pipeline

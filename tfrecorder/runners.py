@@ -6,12 +6,17 @@ Prism runner binary from the internet. DataflowRunner pipelines get Beam's Dataf
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping, Optional
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
 KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
+# Local jobs of at least this many rows run on one worker process per core: below it, starting the
+# worker processes (~1–2 s) costs more than the second core saves (benchmarks/convert_bench.py).
+MULTI_PROCESS_MIN_ROWS = 10_000
+_WORKER_OPTIONS = ("direct_num_workers", "direct_running_mode")
 
 
 def check_runner(runner: str) -> str:
@@ -33,6 +38,28 @@ def make_pipeline(runner: str, options: Optional[Mapping[str, Any]] = None) -> b
     from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
 
     return beam.Pipeline(runner=DataflowRunner(), options=pipeline_options)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def local_options(rows: int, options: Optional[Mapping[str, Any]] = None, cores: Optional[int] = None) -> dict[str, Any]:
+    """Beam options for a local (DirectRunner) job of `rows` rows: one worker process per core when
+    the job is large and the machine has several cores, the in-process worker otherwise.
+
+    Beam's own `direct_num_workers` / `direct_running_mode`, when the caller passes either, decide
+    instead (e.g. `direct_num_workers=1` keeps a large job in-process).
+    """
+    chosen = dict(options or {})
+    cores = usable_cores() if cores is None else cores
+    if any(name in chosen for name in _WORKER_OPTIONS) or rows < MULTI_PROCESS_MIN_ROWS or cores < 2:
+        return chosen
+    return {**chosen, "direct_running_mode": "multi_processing", "direct_num_workers": cores}
 
 
 def connect_anonymously() -> None:
