@@ -1,19 +1,26 @@
 """Conversion speed and memory: tfrecorder.convert against the raw-copy floor and hand-written loops.
 
     .venv/bin/python benchmarks/convert_bench.py            # N=5000 images, 5 repeats (make bench)
-    .venv/bin/python benchmarks/convert_bench.py --images 500 --repeats 1 --memory-images 200   # quick
+    .venv/bin/python benchmarks/convert_bench.py --images 500 --repeats 1 --large-repeats 1 --memory-images 200
 
-Variants, timed interleaved (the order rotates every repeat) and reported as the median of wall-clock
-and of process CPU time (all four run in this process; CPU time is the steadier figure on a shared
+Variants, timed interleaved (the order rotates every repeat) and reported as the median of wall clock
+and of CPU time (this process plus its finished worker processes; the steadier figure on a shared
 machine):
-  (1) copy     - read every image file, write its bytes once into one output file (the floor);
-  (2) naive    - the loop a user writes: one thread, tf.io.TFRecordWriter, one tf.train.Example per
-                 row with the bytes, height/width from the PIL header and the label index;
-  (3) beam     - a plain hand-written Beam pipeline: ReadFromText -> Map(row -> Example) -> WriteToTFRecord;
-  (4) convert  - tfrecorder.convert(csv, out) with default options.
-Library imports are excluded from every timing; pipeline construction and start-up are included.
-Peak RSS of (4) is measured in fresh processes at M and 5xM images (smaller images), and a 100-image
-conversion is timed in fresh processes right after `import tfrecorder`.
+  copy            - read every image file, write its bytes once into one output file (the floor);
+  naive           - the loop a user writes: one thread, tf.io.TFRecordWriter, one tf.train.Example per
+                    row with the bytes, height/width from the PIL header and the label index;
+  careful         - the naive loop plus tf.io.decode_image on every image to skip undecodable ones
+                    (the guarantee of convert's default mode);
+  beam            - a plain hand-written Beam pipeline: ReadFromText -> Map(row -> Example) -> WriteToTFRecord;
+  convert         - tfrecorder.convert(csv, out) with default options (validate="decode");
+  convert-header  - tfrecorder.convert(csv, out, validate="header");
+  convert-header-processes - the same on a worker process per core, forced (4xN rows only).
+All run on the N-row table; copy, naive, convert-header and convert-header-processes again on a
+4xN-row table cycling over the same files. Library imports are excluded from every timing; pipeline
+construction and start-up are included. Peak RSS of convert is measured in fresh processes at M and
+5xM rows (small images), and a 100-image conversion is timed in fresh processes right after
+`import tfrecorder` (header mode, default mode, default mode with TensorFlow already imported).
+The load average before and after is printed: wall-clock ratios are only meaningful on a quiet machine.
 
 The corpus (photo-like JPEGs, ~500x375, ~80 KB) is generated once and cached in benchmarks/.corpus/.
 """
@@ -188,9 +195,19 @@ def run_convert_header(csv_path: Path, out: Path) -> None:
     tfrecorder.convert(str(csv_path), str(out), validate="header", progress=False)
 
 
+def run_convert_header_processes(csv_path: Path, out: Path) -> None:
+    """Header mode on a worker process per core, whatever the automatic choice would be."""
+    import tfrecorder
+    from tfrecorder.runners import usable_cores
+
+    tfrecorder.convert(str(csv_path), str(out), validate="header", progress=False, dataflow_options={
+        "direct_running_mode": "multi_processing", "direct_num_workers": usable_cores()})
+
+
 VARIANTS = {"copy": run_copy, "naive": run_naive, "careful": run_careful, "beam": run_beam, "convert": run_convert,
-            "convert-header": run_convert_header}
-LARGE_VARIANTS = ("copy", "naive", "convert-header")  # timed again on the 4xN-row table
+            "convert-header": run_convert_header, "convert-header-processes": run_convert_header_processes}
+SMALL_VARIANTS = ("copy", "naive", "careful", "beam", "convert", "convert-header")  # timed on the N-row table
+LARGE_VARIANTS = ("copy", "naive", "convert-header", "convert-header-processes")  # timed on the 4xN-row table
 
 
 def cpu_seconds() -> float:
@@ -277,6 +294,7 @@ def main() -> None:
                         help="M for the peak-RSS pair (M and 5xM small images; default 2000)")
     parser.add_argument("--small-runs", type=int, default=3, help="fresh-process 100-image conversions (median)")
     parser.add_argument("--only", choices=sorted(VARIANTS), action="append", help="time only these variants")
+    parser.add_argument("--large-only", action="store_true", help="skip the N-row timings")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--child", nargs=4, metavar=("CSV", "OUT", "VALIDATE", "PRELOAD_TF"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -285,15 +303,15 @@ def main() -> None:
         child_convert(*args.child)
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    names = [name for name in VARIANTS if not args.only or name in args.only]
+    names = [name for name in SMALL_VARIANTS if not args.only or name in args.only]
     load_before = os.getloadavg()
 
     print(f"corpus: {args.images} photo-like JPEGs {PHOTO_SIZE[1]}x{PHOTO_SIZE[0]}", file=sys.stderr, flush=True)
     csv_path = make_corpus("photos", args.images, PHOTO_SIZE, PHOTO_QUALITY)
     input_bytes = sum(os.path.getsize(r[1]) for r in read_rows(csv_path))
-    results = time_variants(csv_path, args.repeats, names)
+    results = {} if args.large_only else time_variants(csv_path, args.repeats, names)
     large = {}
-    large_names = [name for name in LARGE_VARIANTS if name in names]
+    large_names = [name for name in LARGE_VARIANTS if not args.only or name in args.only]
     if args.large_repeats and large_names:
         large_csv = make_corpus("photos", args.images, PHOTO_SIZE, PHOTO_QUALITY, rows=4 * args.images)
         large = time_variants(large_csv, args.large_repeats, large_names)

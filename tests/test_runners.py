@@ -11,7 +11,7 @@ MULTI = {"direct_running_mode": "multi_processing", "direct_num_workers": 2}
 
 
 def test_large_jobs_on_several_cores_get_a_worker_process_per_core():
-    rows = runners.MULTI_PROCESS_MIN_ROWS
+    rows = 10 ** 6
     assert runners.local_options(rows, None, cores=4) == {"direct_running_mode": "multi_processing",
                                                            "direct_num_workers": 4}
     assert runners.local_options(rows, {"direct_runner_bundle_repeat": 1}, cores=2) == {
@@ -19,8 +19,14 @@ def test_large_jobs_on_several_cores_get_a_worker_process_per_core():
 
 
 def test_small_jobs_and_single_cores_stay_in_process():
-    assert runners.local_options(runners.MULTI_PROCESS_MIN_ROWS - 1, None, cores=8) == {}
+    assert runners.local_options(10_000, None, cores=8) == {}  # start-up would cost more than it saves
     assert runners.local_options(10 ** 6, None, cores=1) == {}
+
+
+def test_more_cores_pay_off_sooner():
+    smallest = {cores: next(rows for rows in range(1000, 10 ** 6, 1000) if runners.worker_processes_pay_off(rows, cores))
+                for cores in (2, 4, 16)}
+    assert smallest[2] > smallest[4] > smallest[16]
 
 
 def test_beams_own_options_override_the_choice():

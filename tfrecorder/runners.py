@@ -13,9 +13,13 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
 KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
-# Local jobs of at least this many rows run on one worker process per core: below it, starting the
-# worker processes (~1–2 s) costs more than the second core saves (benchmarks/convert_bench.py).
-MULTI_PROCESS_MIN_ROWS = 10_000
+# When a local job runs on a worker process per core (Beam's multi_processing FnApiRunner), measured on
+# 2 cores with benchmarks/convert_bench.py: each worker process spends ~2.7 s of CPU starting (importing
+# Beam and tfrecorder's modules) and the runner adds ~1 s, while the per-row work (~170 µs in header
+# mode) is shared by the workers. Worker processes are chosen when the time they save beats twice that
+# start-up cost (a margin for the measurement's noise).
+ROW_SECONDS = 170e-6
+WORKER_START_SECONDS = 4.0
 _WORKER_OPTIONS = ("direct_num_workers", "direct_running_mode")
 
 
@@ -48,16 +52,21 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def worker_processes_pay_off(rows: int, cores: int) -> bool:
+    """Whether a worker process per core finishes `rows` rows sooner than the in-process worker."""
+    return cores > 1 and rows * ROW_SECONDS * (1 - 1 / cores) > 2 * WORKER_START_SECONDS
+
+
 def local_options(rows: int, options: Optional[Mapping[str, Any]] = None, cores: Optional[int] = None) -> dict[str, Any]:
     """Beam options for a local (DirectRunner) job of `rows` rows: one worker process per core when
-    the job is large and the machine has several cores, the in-process worker otherwise.
+    that pays off (large jobs on several cores), the in-process worker otherwise.
 
     Beam's own `direct_num_workers` / `direct_running_mode`, when the caller passes either, decide
     instead (e.g. `direct_num_workers=1` keeps a large job in-process).
     """
     chosen = dict(options or {})
     cores = usable_cores() if cores is None else cores
-    if any(name in chosen for name in _WORKER_OPTIONS) or rows < MULTI_PROCESS_MIN_ROWS or cores < 2:
+    if any(name in chosen for name in _WORKER_OPTIONS) or not worker_processes_pay_off(rows, cores):
         return chosen
     return {**chosen, "direct_running_mode": "multi_processing", "direct_num_workers": cores}
 
