@@ -38,6 +38,7 @@ class DecodePool:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.threads = threads
         self._pool: Optional[ThreadPoolExecutor] = None
+        decode_check.load_tensorflow()  # here, not racing in several decoding threads
 
     def submit(self, fetched: Fetched) -> Pending:
         """Start decoding every fetched image (read failures are the fetcher's to report)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 from typing import Optional, Union
 
 from PIL import Image
@@ -62,11 +63,18 @@ def declared_pixels(data: bytes) -> Optional[int]:
         return None
 
 
-def _tensorflow():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before the first import only; TF reads it once
-    import tensorflow as tf
-
-    return tf
+def load_tensorflow():
+    """Import TensorFlow (once per process, ~4 s of CPU), its C++ start-up logs muted unless the caller
+    chose a level; the environment is left as it was."""
+    if "tensorflow" not in sys.modules:
+        chosen = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        try:
+            import tensorflow  # noqa: F401
+        finally:
+            if chosen is None:
+                os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    return sys.modules["tensorflow"]
 
 
 def rejection_reason(data: bytes, message: str) -> str:
@@ -87,7 +95,7 @@ def decode(data: bytes) -> Verdict:
     pixels = declared_pixels(data)
     if pixels is not None and pixels > MAX_PIXELS:
         return f"image too large: {pixels} pixels exceeds {MAX_PIXELS}"
-    tf = _tensorflow()
+    tf = load_tensorflow()
     try:
         if fmt == "jpeg":
             channels = int(tf.io.decode_jpeg(data, ratio=8).shape[-1])
