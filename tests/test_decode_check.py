@@ -17,7 +17,7 @@ import tfrecorder
 from mutations import random_mutation, tf_decodes
 from readers import read_job
 from tfrecorder import decode_check
-from tfrecorder.images import MAX_PIXELS, ImageInfo
+from tfrecorder.images import MAX_PIXELS, ImageInfo, parse_header
 from tfrecorder.sample_data import encode_image, photo_array
 
 PHOTO = Image.fromarray(photo_array(40, 56, 5))
@@ -53,11 +53,25 @@ def test_sound_files_decode_to_tensorflows_shape(tf):
         assert (verdict.height, verdict.width, verdict.channels) == oracle(tf, data), name
 
 
+def test_a_decompression_bomb_is_refused_before_any_pixels_are_allocated():
+    import struct
+    import zlib
+
+    png = bytearray(SOURCES["rgb.png"])
+    png[16:24] = struct.pack(">II", 60_000, 60_000)  # 3.6 G pixels declared, with a valid header CRC
+    png[29:33] = struct.pack(">I", zlib.crc32(png[12:29]))
+    jpeg = bytearray(SOURCES["baseline.jpg"])
+    sof = jpeg.index(b"\xff\xc0")
+    jpeg[sof + 5 : sof + 9] = struct.pack(">HH", 20_000, 20_000)  # 400 M pixels: over the limit
+    for data in (bytes(png), bytes(jpeg)):
+        assert decode_check.decode(data).startswith("image too large"), data[:4]
+
+
 def test_verdict_is_tensorflows_on_mutated_files_of_every_format(tf):
     files = mutated_files(seed=13, per_source=50)  # 400 files
     accepted = refused = 0
     for name, data in files:
-        declared = decode_check.declared_pixels(data)
+        declared = decode_check.declared_pixels(data, parse_header(data))
         verdict = decode_check.decode(data)
         if declared is not None and declared > MAX_PIXELS:  # a bomb: refused before any decode
             assert verdict.startswith("image too large"), (name, verdict)

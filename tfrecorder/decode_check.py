@@ -51,14 +51,16 @@ def tensorflow_format(data: bytes) -> Optional[str]:
     return None
 
 
-def declared_pixels(data: bytes) -> Optional[int]:
-    """Width × height as the header declares it, read without decoding (None when unreadable)."""
-    info = parse_header(data)
-    if info is not None:
-        return info.width * info.height
+def declared_pixels(data: bytes, header: Optional[ImageInfo]) -> Optional[int]:
+    """Width × height as the header declares it (`header`: the byte parser's reading, when it had one),
+    read without decoding; None when Pillow cannot read the header either."""
+    if header is not None:
+        return header.width * header.height
     try:
         with Image.open(io.BytesIO(data)) as image:  # lazy: reads the header only
             return image.width * image.height
+    except Image.DecompressionBombError:  # Pillow's own refusal: more than twice its limit
+        return 2 * MAX_PIXELS + 1
     except Exception:  # noqa: BLE001 - Pillow refusing the header is TensorFlow's call to make, not ours
         return None
 
@@ -92,14 +94,14 @@ def decode(data: bytes) -> Verdict:
     fmt = tensorflow_format(data)
     if fmt is None:
         return rejection_reason(data, "unknown image format")
-    pixels = declared_pixels(data)
+    header = parse_header(data)
+    pixels = declared_pixels(data, header)
     if pixels is not None and pixels > MAX_PIXELS:
         return f"image too large: {pixels} pixels exceeds {MAX_PIXELS}"
     tf = load_tensorflow()
     try:
         if fmt == "jpeg":
             channels = int(tf.io.decode_jpeg(data, ratio=8).shape[-1])
-            header = parse_header(data)
             if header is not None and header.format == "jpeg":
                 return ImageInfo("jpeg", header.height, header.width, channels)
         shape = tf.io.decode_image(data, expand_animations=False).shape  # not JPEG, or an unusual JPEG header
