@@ -1,31 +1,64 @@
 """Does tf.io.decode_image release the GIL? The main thread counts pure-Python loop iterations per
 second while a second thread runs (a) nothing, (b) TensorFlow decodes, (c) sorted() of a big list, a C
 call known to hold the GIL. If decoding held the GIL, (b) would starve the counter like (c) does."""
-import os, sys, threading, time, random
-os.environ["TF_CPP_MIN_LOG_LEVEL"]="2"
-sys.path.insert(0, "/work/wt/i13")
-import tensorflow as tf
-from PIL import Image
-from tfrecorder.sample_data import encode_image, photo_array
-imgs=[encode_image(Image.fromarray(photo_array(375,500,i)),"JPEG",quality=87) for i in range(20)]
-big=[random.random() for _ in range(60000)]
-t=time.perf_counter(); sorted(big); print(f"one sorted() call {1000*(time.perf_counter()-t):.2f} ms; one decode ", end="")
-t=time.perf_counter(); tf.io.decode_image(imgs[0], expand_animations=False); print(f"{1000*(time.perf_counter()-t):.2f} ms")
-def work(kind, stop):
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import tensorflow as tf  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from tfrecorder.sample_data import encode_image, photo_array  # noqa: E402
+
+IMAGES = [encode_image(Image.fromarray(photo_array(375, 500, i)), "JPEG", quality=87) for i in range(20)]
+BIG_LIST = [random.random() for _ in range(60_000)]
+
+
+def work(kind: str, stop: threading.Event) -> None:
     i = 0
     while not stop.is_set():
-        if kind == "decode": tf.io.decode_image(imgs[i % 20], expand_animations=False)
-        elif kind == "sort": sorted(big)
-        else: time.sleep(0.01)
+        if kind == "decode":
+            tf.io.decode_image(IMAGES[i % len(IMAGES)], expand_animations=False)
+        elif kind == "sort":
+            sorted(BIG_LIST)
+        else:
+            time.sleep(0.01)
         i += 1
-def count(seconds=1.5):
-    n = 0; end = time.perf_counter() + seconds
-    while time.perf_counter() < end: n += 1
+
+
+def count(seconds: float = 1.5) -> float:
+    """Pure-Python loop iterations per second of wall clock."""
+    n, end = 0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        n += 1
     return n / seconds
-res = {k: [] for k in ("idle", "decode", "sort")}
-for rep in range(4):
-    for kind in res:
-        stop = threading.Event(); th = threading.Thread(target=work, args=(kind, stop)); th.start()
-        res[kind].append(count()); stop.set(); th.join()
-for k, v in res.items(): print(f"counter with {k:6s} thread: {sorted(v)[len(v)//2]/1e6:.2f} M iterations/s (all: {', '.join(f'{x/1e6:.2f}' for x in v)})")
-print("load", os.getloadavg())
+
+
+def main() -> None:
+    results: dict[str, list[float]] = {"idle": [], "decode": [], "sort": []}
+    for _ in range(4):
+        for kind, found in results.items():
+            stop = threading.Event()
+            thread = threading.Thread(target=work, args=(kind, stop))
+            thread.start()
+            found.append(count())
+            stop.set()
+            thread.join()
+    idle = statistics.median(results["idle"])
+    for kind, found in results.items():
+        print(f"counter while another thread runs {kind:6s}: {statistics.median(found) / 1e6:.2f} M iterations/s "
+              f"({statistics.median(found) / idle:.0%} of idle)")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
