@@ -23,6 +23,10 @@ def test_small_jobs_and_single_cores_stay_in_process():
     assert runners.local_options(10 ** 6, None, cores=1) == {}
 
 
+def test_decode_mode_stays_in_process_its_threads_use_every_core():
+    assert runners.local_options(10 ** 7, None, cores=8, threads_use_every_core=True) == {}
+
+
 def test_more_cores_pay_off_sooner():
     smallest = {cores: next(rows for rows in range(1000, 10 ** 6, 1000) if runners.worker_processes_pay_off(rows, cores))
                 for cores in (2, 4, 16)}

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import pandas as pd
 
 from tfrecorder import dataflow, jobdir, runners, staging, storage, tables
-from tfrecorder.decode_check import DEFAULT_VALIDATION, VALIDATIONS
+from tfrecorder.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show
@@ -201,7 +201,8 @@ def convert(
                 nullable_columns=tuple(sorted(nullable_columns)),
             )
             options = (dataflow.pipeline_options(request, config.job_name) if request
-                       else runners.local_options(total_rows, dataflow_options))
+                       else runners.local_options(total_rows, dataflow_options,
+                                                  threads_use_every_core=validate == DECODE))
             source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
             config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)
             from beam_pipelines.pipeline import build_pipeline

@@ -57,16 +57,20 @@ def worker_processes_pay_off(rows: int, cores: int) -> bool:
     return cores > 1 and rows * ROW_SECONDS * (1 - 1 / cores) > 2 * WORKER_START_SECONDS
 
 
-def local_options(rows: int, options: Optional[Mapping[str, Any]] = None, cores: Optional[int] = None) -> dict[str, Any]:
+def local_options(rows: int, options: Optional[Mapping[str, Any]] = None, cores: Optional[int] = None,
+                  threads_use_every_core: bool = False) -> dict[str, Any]:
     """Beam options for a local (DirectRunner) job of `rows` rows: one worker process per core when
-    that pays off (large jobs on several cores), the in-process worker otherwise.
+    that pays off (large jobs on several cores), the in-process worker otherwise — always when the
+    job's heavy work already runs on a thread per core (`threads_use_every_core`: validate="decode",
+    where each worker process would also pay TensorFlow's import).
 
     Beam's own `direct_num_workers` / `direct_running_mode`, when the caller passes either, decide
     instead (e.g. `direct_num_workers=1` keeps a large job in-process).
     """
     chosen = dict(options or {})
     cores = usable_cores() if cores is None else cores
-    if any(name in chosen for name in _WORKER_OPTIONS) or not worker_processes_pay_off(rows, cores):
+    if (threads_use_every_core or any(name in chosen for name in _WORKER_OPTIONS)
+            or not worker_processes_pay_off(rows, cores)):
         return chosen
     return {**chosen, "direct_running_mode": "multi_processing", "direct_num_workers": cores}
 
