@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import pandas as pd
 
 from tfrecorder import dataflow, jobdir, runners, staging, storage, tables
-from tfrecorder.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS
+from tfrecorder.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS, load_tensorflow
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show
@@ -206,6 +206,9 @@ def convert(
             source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
             config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)
             from beam_pipelines.pipeline import build_pipeline
+
+            if validate == DECODE and request is None:
+                load_tensorflow(quiet=not verbose)  # the decoding threads' TensorFlow, imported once, here
 
             with quiet_libraries(verbose):
                 pipeline = runners.make_pipeline(runner, options)

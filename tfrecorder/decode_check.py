@@ -19,10 +19,11 @@ TensorFlow's eager decode ops release the GIL, so callers spread `decode()` over
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sys
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 from PIL import Image
 
@@ -65,14 +66,36 @@ def declared_pixels(data: bytes, header: Optional[ImageInfo]) -> Optional[int]:
         return None
 
 
-def load_tensorflow():
-    """Import TensorFlow (once per process, ~4 s of CPU), its C++ start-up logs muted unless the caller
-    chose a level; the environment is left as it was."""
+@contextlib.contextmanager
+def _stderr_discarded() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null for the duration, then restore it."""
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def load_tensorflow(quiet: bool = True):
+    """Import TensorFlow (once per process, ~4 s of CPU) and return it.
+
+    `quiet`: TensorFlow's native start-up lines (absl, oneDNN, CUDA notices, from the import and the
+    first op) go to /dev/null — they ignore TF_CPP_MIN_LOG_LEVEL — and that variable defaults to 2
+    meanwhile. The environment and stderr are left as they were.
+    """
     if "tensorflow" not in sys.modules:
         chosen = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        if quiet:
+            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         try:
-            import tensorflow  # noqa: F401
+            with _stderr_discarded() if quiet else contextlib.nullcontext():
+                import tensorflow
+
+                tensorflow.constant(0)  # the first op initialises devices, with notices of its own
         finally:
             if chosen is None:
                 os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
