@@ -182,15 +182,21 @@ def list_files(prefix_url: str) -> list[str]:
         return sorted(f"{SCHEME}{bucket}/{b.name}" for b in blobs if not b.name.endswith("/"))
 
 
-def rename(source_url: str, destination_url: str) -> None:
-    """Server-side copy (rewrite, resumable for large objects), then delete the source."""
+def copy(source_url: str, destination_url: str) -> None:
+    """Server-side copy (rewrite: one request unless the object is large or changes location)."""
     source = _blob(source_url)
     destination = _blob(destination_url)
     with os_errors(source_url):
         token, _, _ = destination.rewrite(source, retry=RETRY)
         while token is not None:
             token, _, _ = destination.rewrite(source, token=token, retry=RETRY)
-        source.delete(retry=RETRY)
+
+
+def rename(source_url: str, destination_url: str) -> None:
+    """Server-side copy, then delete the source."""
+    copy(source_url, destination_url)
+    with os_errors(source_url):
+        _blob(source_url).delete(retry=RETRY)
 
 
 def delete(urls: list[str]) -> None:
