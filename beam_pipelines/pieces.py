@@ -90,7 +90,7 @@ def _copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int) -> None:
 def _write_shard(plan: ShardPlan, destination: str, compression: Optional[str]) -> None:
     """Concatenate the plan's byte ranges into `destination` (whole: objects appear on close)."""
     with storage.open_write(destination) as raw:
-        out = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) if compression == "gzip" else raw
+        out = gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=6, mtime=0) if compression == "gzip" else raw
         for piece_range in plan.ranges:
             start, end = byte_range(piece_range)
             with storage.open_read(piece_range.piece.path) as source:

@@ -17,7 +17,6 @@ import pytest
 from google.api_core import exceptions as api_exceptions
 
 import tfrecorder
-from gcs_proxy import FaultProxy
 from readers import read_job
 from tfrecorder import gcs, jobdir, storage
 from tfrecorder.sample_data import make_sample_dataset
@@ -159,15 +158,6 @@ def test_gs_image_directory_source_to_gzip_gs_output(gcs, gs_images, tmp_path):
 def test_nonexistent_output_bucket_is_a_clear_error(gs_images, sample):
     with pytest.raises(ValueError, match="bucket 'no-such-bucket' does not exist"):
         tfrecorder.convert(sample.head(3), "gs://no-such-bucket/out")
-
-
-@pytest.fixture
-def proxy(gcs, monkeypatch):
-    """A fault-injecting proxy in front of the emulator; tfrecorder talks to the proxy."""
-    fault_proxy = FaultProxy(gcs.host, delay_seconds=0.01).start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", fault_proxy.url)
-    yield fault_proxy
-    fault_proxy.stop()
 
 
 def test_output_bucket_that_refuses_writes_is_a_clear_error(proxy, gcs, sample):

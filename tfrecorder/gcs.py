@@ -98,6 +98,9 @@ def os_errors(url: str) -> Iterator[None]:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, api_exceptions.GoogleAPICallError) and exc.code:
         return f"HTTP {int(exc.code)} {type(exc).__name__}"
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(exc, InvalidResponse) and status:  # downloads report HTTP errors this way
+        return f"HTTP {int(status)} {type(api_exceptions.from_http_status(int(status), '')).__name__}"
     return type(exc).__name__
 
 
