@@ -235,8 +235,7 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
         for scratch in config.scratch_dirs:
             storage.delete_tree(scratch)
         jobdir.write_metadata(config.temp_dir, metadata)
-        jobdir.publish(config.temp_dir, config.final_dir)
-    jobdir.remove_temp(config.temp_dir)
+    jobdir.finalize(config.temp_dir, config.final_dir)
     yield config.final_dir
 
 

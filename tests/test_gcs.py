@@ -233,6 +233,29 @@ def test_finalize_on_gs_moves_everything_and_metadata_last(gcs):
     assert storage.list_files(final) == []
 
 
+def test_publishing_on_gs_is_parallel_constant_requests_per_shard_metadata_last_and_repeatable(gcs, proxy):
+    gcs.bucket("tfr-publish")
+    final, temp = jobdir.reserve_job_dir("gs://tfr-publish/jobs", "pub")
+    shards = [f"train-{i:05d}-of-00060.tfrecord" for i in range(60)]
+    for name in [*shards, jobdir.DISCARD_FILE]:
+        gcs.upload(f"{temp}/{name}", name.encode())
+    gcs.upload(f"{temp}/{jobdir.METADATA_FILE}", b"{}")
+    proxy.clear()
+    proxy.delay_seconds = 0.02
+    jobdir.finalize(temp, final)
+    objects = len(shards) + 2
+    assert sum(proxy.requests.values()) <= 2 * objects + 8  # one copy and one delete per object, a few listings
+    copies = proxy.answered("/rewriteTo/")
+    assert len(copies) == objects and copies[-1][0].split("?")[0].endswith(f"/{jobdir.METADATA_FILE}")
+    assert copies[-1][1] >= max(end for _path, _start, end in copies[:-1])  # metadata.json after all the rest
+    assert proxy.peak_in_flight("/rewriteTo/") > 4  # in parallel
+    assert gcs.list(temp + "/") == []
+    assert sorted(url.rsplit("/", 1)[1] for url in gcs.list(final + "/")) == sorted(
+        [*shards, jobdir.DISCARD_FILE, jobdir.METADATA_FILE])
+    jobdir.finalize(temp, final)  # a retried finalize finds the job published and only cleans up
+    assert gcs.download(f"{final}/{shards[7]}") == shards[7].encode()
+
+
 @pytest.mark.parametrize("error, expected_type, message", [
     (api_exceptions.NotFound("x"), FileNotFoundError, "no such object"),
     (api_exceptions.Forbidden("x"), PermissionError, "permission denied"),

@@ -102,8 +102,10 @@ def remove_temp(temp_dir: str) -> None:
 
 
 def finalize(temp_dir: str, final_dir: str) -> None:
-    """Publish the job directory, then remove what is left of the temporary one."""
-    publish(temp_dir, final_dir)
+    """Publish the job directory (unless an earlier attempt already did), then remove what is left of
+    the temporary one. Safe to run again after it failed or finished."""
+    if not is_published(final_dir):
+        publish(temp_dir, final_dir)
     remove_temp(temp_dir)
 
 
