@@ -109,3 +109,20 @@ def test_replayed_discard_file_lists_each_discarded_row_once(table, csv_source, 
     assert len(lines) == 1 + 4
     assert json.loads(Path(result["tfrecord_dir"], jobdir.METADATA_FILE).read_text())["discard_reasons"] == {
         "missing file": 2, "unknown split": 1, "malformed CSV row": 1}
+
+
+def test_replaying_every_bundle_of_a_gs_job_gives_the_same_job(gcs, table, tmp_path):
+    """gs:// output: assembly, discard merge and the parallel publish, each run twice."""
+    gcs.bucket("tfr-retries")
+    jobs = {}
+    for name, options in (("normal", {}), ("replayed", {"dataflow_options": REPLAY})):
+        result = tfrecorder.convert(table, "gs://tfr-retries/out", job_label=name, progress=False, num_shards=2,
+                                    compression="gzip", **options)
+        local = tmp_path / name
+        for url in gcs.list(result["tfrecord_dir"] + "/"):
+            (local / url.rsplit("/", 1)[1]).parent.mkdir(parents=True, exist_ok=True)
+            (local / url.rsplit("/", 1)[1]).write_bytes(gcs.download(url))
+        jobs[name] = snapshot(str(local))
+    assert jobs["replayed"] == jobs["normal"]
+    assert jobs["normal"]["metadata"]["discarded"] == 3
+    assert [url for url in gcs.list("gs://tfr-retries/out/") if "/.incomplete-" in url] == []
