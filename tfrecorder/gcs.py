@@ -195,13 +195,6 @@ def copy(source_url: str, destination_url: str) -> None:
             token, _, _ = destination.rewrite(source, token=token, retry=RETRY)
 
 
-def rename(source_url: str, destination_url: str) -> None:
-    """Server-side copy, then delete the source."""
-    copy(source_url, destination_url)
-    with os_errors(source_url):
-        _blob(source_url).delete(retry=RETRY)
-
-
 def delete(urls: list[str]) -> None:
     """Delete objects; already missing ones are fine."""
     for url in urls:

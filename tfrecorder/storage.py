@@ -103,16 +103,6 @@ def list_files(prefix: str) -> list[str]:
     return sorted(found)
 
 
-def rename(source: str, destination: str) -> None:
-    if gcs.is_gcs(source) and gcs.is_gcs(destination):
-        gcs.rename(source, destination)
-    elif is_remote(source) or is_remote(destination):
-        _filesystems().rename([source], [destination])
-    else:
-        os.makedirs(os.path.dirname(destination) or ".", exist_ok=True)
-        os.replace(source, destination)
-
-
 def copy(source: str, destination: str) -> None:
     """Copy a file or object, leaving the source in place (gs:// to gs://: server-side)."""
     if gcs.is_gcs(source) and gcs.is_gcs(destination):
