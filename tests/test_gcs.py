@@ -256,6 +256,19 @@ def test_publishing_on_gs_is_parallel_constant_requests_per_shard_metadata_last_
     assert gcs.download(f"{final}/{shards[7]}") == shards[7].encode()
 
 
+def test_a_failed_run_removes_its_temporary_objects_and_a_half_published_directory(gcs):
+    gcs.bucket("tfr-publish")
+    for published in (False, True):
+        final, temp = jobdir.reserve_job_dir("gs://tfr-publish/failed", "fail")
+        gcs.upload(f"{temp}/_pieces/train-1.part", b"piece")
+        gcs.upload(f"{final}/train-00000-of-00001.tfrecord", b"copied before the failure")
+        if published:
+            gcs.upload(f"{final}/{jobdir.METADATA_FILE}", b"{}")
+        jobdir.abandon(temp, final)
+        assert gcs.list(temp + "/") == []
+        assert len(gcs.list(final + "/")) == (2 if published else 0)
+
+
 @pytest.mark.parametrize("error, expected_type, message", [
     (api_exceptions.NotFound("x"), FileNotFoundError, "no such object"),
     (api_exceptions.Forbidden("x"), PermissionError, "permission denied"),

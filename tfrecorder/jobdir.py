@@ -101,6 +101,14 @@ def remove_temp(temp_dir: str) -> None:
     storage.delete_tree(temp_dir)
 
 
+def abandon(temp_dir: str, final_dir: str) -> None:
+    """After a failed run: remove the temporary directory, and a job directory whose publishing
+    started but never reached metadata.json (its name was reserved for this run alone)."""
+    remove_temp(temp_dir)
+    if not is_published(final_dir):
+        storage.delete_tree(final_dir)
+
+
 def finalize(temp_dir: str, final_dir: str) -> None:
     """Publish the job directory (unless an earlier attempt already did), then remove what is left of
     the temporary one. Safe to run again after it failed or finished."""
