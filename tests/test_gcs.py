@@ -6,6 +6,7 @@ google-cloud-storage and read back with plain tf.data from local files.
 from __future__ import annotations
 
 import csv
+import errno
 import gzip
 import io
 import json
@@ -283,3 +284,5 @@ def test_gcs_failures_become_os_errors_naming_the_url(error, expected_type, mess
         with gcs.os_errors("gs://bucket/a.jpg"):
             raise error
     assert (type(raised.value), raised.value.strerror, raised.value.filename) == (expected_type, message, "gs://bucket/a.jpg")
+    io_errno = errno.EINVAL if isinstance(error, api_exceptions.BadRequest) else errno.EIO  # a bad name is the row's
+    assert raised.value.errno == {FileNotFoundError: errno.ENOENT, PermissionError: errno.EACCES}.get(expected_type, io_errno)

@@ -81,13 +81,16 @@ def _make_client(emulator_host: Optional[str]) -> gcs_storage.Client:
 
 @contextlib.contextmanager
 def os_errors(url: str) -> Iterator[None]:
-    """Raise GCS failures as FileNotFoundError (404), PermissionError (401/403) or OSError (others)."""
+    """Raise GCS failures as FileNotFoundError (404), PermissionError (401/403) or OSError (EINVAL for
+    400, EIO for the others)."""
     try:
         yield
     except api_exceptions.NotFound:
         raise FileNotFoundError(errno.ENOENT, "no such object", url) from None
     except (api_exceptions.Forbidden, api_exceptions.Unauthorized):
         raise PermissionError(errno.EACCES, "permission denied", url) from None
+    except api_exceptions.BadRequest as exc:  # e.g. an object name GCS does not accept
+        raise OSError(errno.EINVAL, _describe(exc), url) from None
     except api_exceptions.RetryError as exc:
         raise OSError(errno.EIO, f"gave up retrying: {_describe(exc.cause or exc)}", url) from None
     except (api_exceptions.GoogleAPIError, auth_exceptions.TransportError, InvalidResponse, DataCorruption,
