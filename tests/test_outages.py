@@ -69,3 +69,17 @@ def test_a_404_is_a_missing_file_discard(proxy, images, short_retries, tmp_path)
     assert (result["written"], result["discarded"]) == ({"TRAIN": 3}, 1)
     with open(os.path.join(result["tfrecord_dir"], jobdir.DISCARD_FILE), newline="") as stream:
         assert [(r["image_uri"], r["reason"]) for r in csv.DictReader(stream)] == [(gone, f"missing file: {gone}")]
+
+
+def test_an_outage_reported_only_as_text_by_a_worker_process_is_recognised():
+    from tfrecorder.errors import translate_pipeline_error
+
+    text = ("Error received from SDK harness for instruction 7: Traceback (most recent call last):\n  ...\n"
+            "RuntimeError: tfrecorder.errors.StorageReadError: [Errno 5] could not read gs://b/x.jpg: gave up "
+            "retrying: HTTP 503 ServiceUnavailable [while running 'EncodeAndWrite']\n")
+    translated = translate_pipeline_error(RuntimeError(text), "/out")
+    assert isinstance(translated, StorageReadError)
+    assert translated.strerror == ("could not read gs://b/x.jpg: gave up retrying: HTTP 503 ServiceUnavailable; "
+                                   "the conversion stopped and nothing was published")
+    other = RuntimeError("ValueError: something else")
+    assert translate_pipeline_error(other, "/out") is other
