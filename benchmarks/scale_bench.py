@@ -199,7 +199,7 @@ def publish(quick: bool) -> list[Figure]:
 
         gcs_storage.Client(project="bench", credentials=AnonymousCredentials()).create_bucket("scale-bench")
         per_shard = {}
-        for shards in ((20, 100) if quick else (100, 1000)):
+        for shards in ((20, 100) if quick else (100, 400)):
             final, temp = jobdir.reserve_job_dir("gs://scale-bench/jobs", "publish")
             names = [f"train-{i:05d}-of-{shards:05d}.tfrecord" for i in range(shards)]
             for name in names:
