@@ -5,6 +5,9 @@ name, with an offsets sidecar (each record's end offset, little-endian uint64). 
 self-delimiting, so a shard made of record ranges is just the concatenation of their byte ranges
 (compressed on the way when gzip is asked for). No image bytes are ever grouped by key.
 
+Every record's place is known at assembly: the sidecar slice [first, last] of a range gives each
+record's (offset, length) in its piece, shifted by where the range lands in the shard.
+
 Retry safety: a piece is never renamed, changed or deleted once written; only pieces emitted by
 committed bundles are planned, and the whole pieces directory (orphans of failed attempts included)
 is removed when the job is finalized. Assembly only ever (re)creates its destination, so running it

@@ -42,7 +42,7 @@ class Figure:
     met: bool
 
     def line(self) -> str:
-        return f"{self.name:<46} {self.value:>10.3f} {self.unit:<14} goal: {self.goal:<34} {'ok' if self.met else 'MISSED'}"
+        return f"{self.name:<58} {self.value:>9.3f} {self.unit:<9} goal: {self.goal:<44} {'ok' if self.met else 'MISSED'}"
 
 
 def peak_rss_mb() -> float:
