@@ -83,3 +83,23 @@ def test_an_outage_reported_only_as_text_by_a_worker_process_is_recognised():
                                    "the conversion stopped and nothing was published")
     other = RuntimeError("ValueError: something else")
     assert translate_pipeline_error(other, "/out") is other
+
+
+def test_the_cli_reports_an_outage_on_one_line(proxy, images, tmp_path):
+    import subprocess
+    import sys
+
+    down = sorted(images)[3]
+    proxy.fail(down[len("gs://tfr-outage/"):], 503, times=10**6)
+    source = tmp_path / "rows.csv"
+    table(images).to_csv(source, index=False)
+    script = ("import sys; from tfrecorder import cli, gcs; "
+              f"gcs.RETRY = gcs.RETRY.with_timeout({RETRY_WINDOW_SECONDS}); sys.exit(cli.main(sys.argv[1:]))")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": os.getcwd()}
+    done = subprocess.run([sys.executable, "-c", script, "convert", "--source", str(source), "--output_dir",
+                           str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"tfrecorder: error: could not read {down}: gave up retrying: HTTP 503 ServiceUnavailable; "
+        "the conversion stopped and nothing was published"]
+    assert os.listdir(tmp_path / "out") == []
