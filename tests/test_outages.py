@@ -76,7 +76,7 @@ def test_an_outage_reported_only_as_text_by_a_worker_process_is_recognised():
 
     text = ("Error received from SDK harness for instruction 7: Traceback (most recent call last):\n  ...\n"
             "RuntimeError: tfrecorder.errors.StorageReadError: [Errno 5] could not read gs://b/x.jpg: gave up "
-            "retrying: HTTP 503 ServiceUnavailable [while running 'EncodeAndWrite']\n")
+            "retrying: HTTP 503 ServiceUnavailable [while running 'EncodeAndWrite'] [while running 'Fused']\n")
     translated = translate_pipeline_error(RuntimeError(text), "/out")
     assert isinstance(translated, StorageReadError)
     assert translated.strerror == ("could not read gs://b/x.jpg: gave up retrying: HTTP 503 ServiceUnavailable; "

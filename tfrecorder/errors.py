@@ -25,7 +25,7 @@ class StorageReadError(OSError):
     """
 
 
-_STORAGE_READ = re.compile(r"StorageReadError: \[Errno (\d+)\] (could not read .*?)(?: \[while running '[^']*'\])?$",
+_STORAGE_READ = re.compile(r"StorageReadError: \[Errno (\d+)\] (could not read .*?)(?: \[while running '[^']*'\])*$",
                            re.MULTILINE)
 
 
