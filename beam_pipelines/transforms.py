@@ -10,7 +10,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from beam_pipelines.discards import DiscardPartWriter, reason_counts, write_discard_file
+from beam_pipelines.discards import DiscardPart, DiscardPartWriter, reason_counts, write_discard_file
 from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from beam_pipelines.progress import rows_processed_counter
@@ -216,7 +216,7 @@ class WriteDiscardParts(beam.DoFn):
             self.writer = None
 
 
-def write_discards(parts, config: JobConfig) -> dict[str, int]:
+def write_discards(parts: list[DiscardPart], config: JobConfig) -> dict[str, int]:
     """Write discarded.csv (original columns + reason) from the committed parts; returns counts per reason."""
     write_discard_file(parts, config.columns, storage.join(config.temp_dir, jobdir.DISCARD_FILE))
     return reason_counts(parts)
