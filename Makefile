@@ -15,8 +15,9 @@ $(VENV)/.installed: setup.py $(BIN)/python
 	$(BIN)/python -m pip install -e .
 	touch $@
 
+# --upgrade pandas: the suite runs under the newest pandas setup.py allows, even in an existing .venv.
 $(VENV)/.installed-test: setup.py $(BIN)/python
-	$(BIN)/python -m pip install -e '.[test]'
+	$(BIN)/python -m pip install -e '.[test]' --upgrade pandas
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
