@@ -8,16 +8,26 @@ import sys
 import imagegen
 
 
-def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "tfrecorder", *args], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
+# As a user runs it: no TF_CPP_MIN_LOG_LEVEL, so TensorFlow's start-up lines would show if they leaked.
+USER_ENV = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+# Runs the CLI like `python -m tfrecorder`, then fails (exit 99) if TensorFlow was imported.
+WITHOUT_TENSORFLOW = ("import sys; from tfrecorder.cli import main; code = main(sys.argv[1:]); "
+                      "sys.exit(99 if 'tensorflow' in sys.modules else code)")
+
+
+def run(*args, cwd=None, entry=("-m", "tfrecorder")):
+    return subprocess.run([sys.executable, *entry, *args], capture_output=True, text=True, cwd=cwd,
+                          env=USER_ENV, timeout=300)
 
 
 def test_convert_csv(tmp_path):
     imagegen.write_files(tmp_path / "img", {"a.jpg": imagegen.odd_images()["rgb.jpg"][0]})
     (tmp_path / "t.csv").write_text("split,image_uri,label\nTRAIN,img/a.jpg,cat\nTRAIN,img/zzz.jpg,cat\n")
-    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"), "--job_label", "cli")
-    assert done.returncode == 0, done.stderr
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"), "--job_label", "cli",
+               entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 0, done.stderr  # 99: the conversion imported TensorFlow
+    assert done.stderr == ""
+    assert done.stdout.splitlines()[0] == "ConversionResult(DirectRunner)"
     assert "TRAIN=1" in done.stdout and "discarded: 1" in done.stdout
     jobs = os.listdir(tmp_path / "out")
     assert len(jobs) == 1 and jobs[0].startswith("cli-")

@@ -15,16 +15,17 @@ it is their TensorFlow and their output.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 import tempfile
 import threading
 from types import ModuleType
+from typing import Iterator
 
-# One pattern per known start-up message; an absl/glog prefix ("I0000 00:00:17... 123 port.cc:153] ") may precede it.
-_START_UP_MESSAGES = (
-    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR",
+# TensorFlow's known start-up messages, as logged by absl/glog ("I0000 00:00:17... 123 port.cc:153] message").
+_LOGGED_AT_START_UP = (
     r"oneDNN custom operations are on\. .*",
     r"Could not find cuda drivers on your machine, GPU will not be used\.",
     r"failed call to cuInit: .*",
@@ -32,11 +33,16 @@ _START_UP_MESSAGES = (
     r"computation placer already registered\. .*",
     r"TF-TRT Warning: Could not find TensorRT",
     r"This TensorFlow binary is optimized to use available CPU instructions in performance-critical operations\.",
-    r"To enable the following instructions: .* rebuild TensorFlow with the appropriate compiler flags\.",
-    r"(retrieving CUDA diagnostic information for host|hostname|libcuda reported version is|kernel reported version is"
-    r"|kernel driver does not appear to be running on this host).*",
+    r"(retrieving CUDA diagnostic information for host|hostname|libcuda reported version is"
+    r"|kernel reported version is|kernel driver does not appear to be running on this host).*",
 )
-START_UP_LINE = re.compile(r"(?:[IWEF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] )?(?:" + "|".join(_START_UP_MESSAGES) + r")\s*")
+# ... and the lines printed without that prefix.
+_PRINTED_AT_START_UP = (
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR",
+    r"To enable the following instructions: .* rebuild TensorFlow with the appropriate compiler flags\.",
+)
+START_UP_LINE = re.compile(r"(?:[IWEF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] (?:" + "|".join(_LOGGED_AT_START_UP) + ")"
+                           + "|" + "|".join(_PRINTED_AT_START_UP) + r")\s*")
 
 INFO_HIDDEN = "1"  # TF_CPP_MIN_LOG_LEVEL that hides INFO lines, keeps warnings and errors
 _lock = threading.Lock()
@@ -51,37 +57,43 @@ def import_tensorflow() -> ModuleType:
     """`import tensorflow`, the first time without TensorFlow's start-up lines (see the module docstring)."""
     with _lock:
         if "tensorflow" not in sys.modules:
-            _import_with_stderr_filtered()
+            with _info_level_unless_set(), stderr_without_start_up_lines():
+                import tensorflow as tf
+
+                tf.config.list_physical_devices()  # loads the GPU platform: the cuInit lines come now, not later
     import tensorflow
 
     return tensorflow
 
 
-def _import_with_stderr_filtered() -> None:
-    set_level = "TF_CPP_MIN_LOG_LEVEL" not in os.environ
-    if set_level:
-        os.environ["TF_CPP_MIN_LOG_LEVEL"] = INFO_HIDDEN
+@contextlib.contextmanager
+def _info_level_unless_set() -> Iterator[None]:
+    """TF_CPP_MIN_LOG_LEVEL=1 for the duration, unless the user has set it."""
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+        yield
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = INFO_HIDDEN
     try:
-        _import_and_filter()
+        yield
     finally:
-        if set_level and os.environ.get("TF_CPP_MIN_LOG_LEVEL") == INFO_HIDDEN:
+        if os.environ.get("TF_CPP_MIN_LOG_LEVEL") == INFO_HIDDEN:
             del os.environ["TF_CPP_MIN_LOG_LEVEL"]
 
 
-def _import_and_filter() -> None:
+@contextlib.contextmanager
+def stderr_without_start_up_lines() -> Iterator[None]:
+    """Send file descriptor 2 to a temporary file for the duration; then write it to the real stderr,
+    minus TensorFlow's known start-up lines."""
     try:
         saved_fd = os.dup(2)
     except OSError:  # no stderr to protect
-        import tensorflow  # noqa: F401
-
+        yield
         return
     with tempfile.TemporaryFile() as captured:
         _flush_stderr()
         os.dup2(captured.fileno(), 2)
         try:
-            import tensorflow as tf
-
-            tf.config.list_physical_devices()  # loads the GPU platform: the cuInit lines come now, not later
+            yield
         finally:
             _flush_stderr()
             os.dup2(saved_fd, 2)
