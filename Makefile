@@ -21,7 +21,7 @@ $(VENV)/.installed-test: setup.py $(BIN)/python
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
-	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m tfrecorder.demo
+	$(BIN)/python -m tfrecorder.demo
 
 test: $(VENV)/.installed-test
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q tests
