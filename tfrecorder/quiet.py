@@ -4,7 +4,8 @@
 runs. `leaves_logging_alone` wraps the public calls (convert, load, inspect, verify): whatever they or
 the libraries they use change in the root, `tensorflow`, `apache_beam` or `absl` loggers — Beam's
 `PipelineOptions()` calls `logging.basicConfig()`, TensorFlow's first log call adds a handler to its
-logger when the root has none — is put back as it was when the call returns or raises.
+logger when the root has none — is put back as it was when the call returns or raises. (A change
+another thread makes to those loggers while such a call runs is undone too; configure logging first.)
 """
 from __future__ import annotations
 
