@@ -59,3 +59,19 @@ def test_schema_file_parsing_and_errors(tmp_path):
             read_schema_file(str(tmp_path / name))
     with pytest.raises(ValueError, match="cannot read schema file"):
         read_schema_file(str(tmp_path / "absent.json"))
+
+
+def test_readme_exit_codes_match_the_cli():
+    import re
+    from pathlib import Path
+
+    from tfrecorder import cli
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    paragraph = " ".join(readme.split("Exit codes: ", 1)[1].split("\n\n", 1)[0].split())
+    for code, meaning in [(cli.EXIT_OK, "success"), (cli.EXIT_FAILURE, "unexpected failure"),
+                          (cli.EXIT_INPUT_ERROR, "bad input"), (cli.EXIT_VERIFY_FAILED, "`verify` found a mismatch"),
+                          (cli.EXIT_OUTPUT_ERROR, "output could not be written")]:
+        assert re.search(rf"\b{code} (an? |the )?{re.escape(meaning)}", paragraph), (code, meaning)
+    disk_lines = [line for line in readme.splitlines() if "disk" in line and "exit" in line]
+    assert disk_lines and all(re.findall(r"exit (\d)", line) == [str(cli.EXIT_OUTPUT_ERROR)] for line in disk_lines)
