@@ -136,6 +136,7 @@ def test_installed_wheel_converts_and_loads_with_pandas_3_kept(fresh_env, tmp_pa
     assert sorted(report["loaded"]) == ["cli", "dataframe"]
     site_packages = str(fresh_env.parent.parent / "lib")
     assert all(module.startswith(site_packages) for module in report["modules"]), report["modules"]
+    assert report["pandas"] == pandas_before
     assert report["column_dtype"] == "str"  # pandas 3's string dtype went through the DataFrame path
     assert "rows in: 12" in report["cli_stdout"]
     for name, (got, expected) in report["loaded"].items():
@@ -147,6 +148,6 @@ def test_installed_wheel_works_with_the_oldest_supported_pandas_major(fresh_env,
     _run(fresh_env, "-m", "pip", "install", "--quiet", "--no-compile", "pandas>=2.0,<3", cwd=tmp_path)
     assert _pandas_version(fresh_env).startswith("2.")
     report = _convert_and_load(fresh_env, tmp_path / "run", with_cli=False)  # the console script: tested above
-    assert report["column_dtype"] == "object"
+    assert report["pandas"].startswith("2.") and report["column_dtype"] == "object"
     for name, (got, expected) in report["loaded"].items():
         assert got == expected and sum(got.values()) == 12, name
