@@ -13,6 +13,7 @@ from typing import Optional
 
 from beam_pipelines.fetch import Fetched
 from tfrecorder import decode_check
+from tfrecorder.tensorflow_import import import_tensorflow
 
 
 class Pending:
@@ -38,7 +39,7 @@ class DecodePool:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.threads = threads
         self._pool: Optional[ThreadPoolExecutor] = None
-        decode_check.load_tensorflow()  # here, not racing in several decoding threads
+        import_tensorflow()  # once, here, before the decoding threads need it
 
     def submit(self, fetched: Fetched) -> Pending:
         """Start decoding every fetched image (read failures are the fetcher's to report)."""

@@ -14,16 +14,17 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import pandas as pd
 
 from tfrecorder import dataflow, jobdir, runners, staging, storage, tables
-from tfrecorder.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS, load_tensorflow
+from tfrecorder.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show
-from tfrecorder.quiet import quiet_libraries
+from tfrecorder.quiet import leaves_logging_alone, quiet_libraries
 from tfrecorder.result import ConversionResult
 from tfrecorder.row_encoder import RowError, check_sample, is_missing, prepare_row
 from tfrecorder.schema import Schema, check_column_names, infer_schema
 from tfrecorder.sharding import DEFAULT_MAX_SHARD_BYTES
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS, TRAIN, validate_split_ratios
+from tfrecorder.tensorflow_import import import_tensorflow
 
 logger = logging.getLogger("tfrecorder")
 
@@ -137,6 +138,7 @@ def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> tuple[str
     return "parquet", path
 
 
+@leaves_logging_alone
 def convert(
     source: Union[pd.DataFrame, str, os.PathLike],
     output_dir: Union[str, os.PathLike],
@@ -208,7 +210,7 @@ def convert(
             from beam_pipelines.pipeline import build_pipeline
 
             if validate == DECODE and request is None:
-                load_tensorflow(quiet=not verbose)  # the decoding threads' TensorFlow, imported once, here
+                import_tensorflow()  # the decoding threads' TensorFlow, imported once, here
 
             with quiet_libraries(verbose):
                 pipeline = runners.make_pipeline(runner, options)

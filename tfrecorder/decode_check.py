@@ -19,15 +19,13 @@ TensorFlow's eager decode ops release the GIL, so callers spread `decode()` over
 """
 from __future__ import annotations
 
-import contextlib
 import io
-import os
-import sys
-from typing import Iterator, Optional, Union
+from typing import Optional, Union
 
 from PIL import Image
 
 from tfrecorder.images import MAX_PIXELS, ImageInfo, InvalidImage, parse_header, probe_image
+from tfrecorder.tensorflow_import import import_tensorflow
 
 DECODE = "decode"  # every written image decodes with TensorFlow (the default)
 HEADER = "header"  # cheap structural checks only (the fast opt-in)
@@ -66,42 +64,6 @@ def declared_pixels(data: bytes, header: Optional[ImageInfo]) -> Optional[int]:
         return None
 
 
-@contextlib.contextmanager
-def _stderr_discarded() -> Iterator[None]:
-    """Send file descriptor 2 to /dev/null for the duration, then restore it."""
-    sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
-def load_tensorflow(quiet: bool = True):
-    """Import TensorFlow (once per process, ~4 s of CPU) and return it.
-
-    `quiet`: TensorFlow's native start-up lines (absl, oneDNN, CUDA notices, from the import and the
-    first op) go to /dev/null — they ignore TF_CPP_MIN_LOG_LEVEL — and that variable defaults to 2
-    meanwhile. The environment and stderr are left as they were.
-    """
-    if "tensorflow" not in sys.modules:
-        chosen = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
-        if quiet:
-            os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        try:
-            with _stderr_discarded() if quiet else contextlib.nullcontext():
-                import tensorflow
-
-                tensorflow.constant(0)  # the first op initialises devices, with notices of its own
-        finally:
-            if chosen is None:
-                os.environ.pop("TF_CPP_MIN_LOG_LEVEL", None)
-    return sys.modules["tensorflow"]
-
-
 def rejection_reason(data: bytes, message: str) -> str:
     """The discard reason for bytes TensorFlow refuses: the structural checks' reason when they name the
     damage (empty, not an image, truncated, ...), else TensorFlow's own message."""
@@ -121,7 +83,7 @@ def decode(data: bytes) -> Verdict:
     pixels = declared_pixels(data, header)
     if pixels is not None and pixels > MAX_PIXELS:
         return f"image too large: {pixels} pixels exceeds {MAX_PIXELS}"
-    tf = load_tensorflow()
+    tf = import_tensorflow()
     try:
         if fmt == "jpeg":
             channels = int(tf.io.decode_jpeg(data, ratio=8).shape[-1])
