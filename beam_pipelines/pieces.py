@@ -11,7 +11,7 @@ import shutil
 import uuid
 from typing import Optional
 
-from tfrecorder import storage
+from tfrecorder import record_index, storage
 from tfrecorder.sharding import Piece, ShardPlan
 from tfrecorder.tfrecord_format import write_record
 
@@ -43,21 +43,30 @@ class PieceWriter:
 def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) -> dict:
     """Create the final shard file from its pieces; returns its summary for metadata.json."""
     destination = storage.join(directory, plan.file_name(compression))
+    entries = None  # issue 15: the record index of an uncompressed shard, taken from the bytes written
     if len(plan.pieces) == 1 and compression is None:
         storage.rename(plan.pieces[0].path, destination)
+        with storage.open_read(destination) as written:  # issue 15: headers only (seeks over record data)
+            entries = list(record_index.scan_index(written))
     else:
         with storage.open_write(destination) as raw:
             out = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) if compression == "gzip" else raw
+            out = record_index.IndexingWriter(out) if compression is None else out  # issue 15
             for piece in plan.pieces:
                 with storage.open_read(piece.path) as source:
                     shutil.copyfileobj(source, out, _COPY_CHUNK)
-            if out is not raw:
+            if isinstance(out, record_index.IndexingWriter):  # issue 15
+                entries = out.entries()
+            elif out is not raw:
                 out.close()
         storage.delete_files(p.path for p in plan.pieces)
-    return {
+    summary = {
         "split": plan.split,
         "index": plan.index,
         "file": plan.file_name(compression),
         "records": plan.records,
         "bytes": storage.size(destination),
     }
+    if entries is not None:  # issue 15: index/<shard file>.index, listed in metadata.json
+        summary["index_file"] = record_index.write_index(directory, summary["file"], entries)
+    return summary

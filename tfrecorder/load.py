@@ -62,12 +62,15 @@ def load(
     Elements are dicts of tensors named as in metadata.json's "features" (images decoded to uint8
     `[H, W, C]`, C as stored unless `channels` is 1, 3 or 4; labels int64; a feature that may be
     missing comes with a boolean `<name>_missing`), or `(image, label)` with `as_supervised=True`.
-    `image_size=(h, w)` resizes every image so batches have a static shape; `drop_remainder=True`
+    `image_size=(h, w)` resizes every image so batches have a static shape (an image column whose
+    split mixes channel counts, e.g. gray and RGB, is then converted to the widest one seen, as recorded
+    in metadata.json's "images"); `drop_remainder=True`
     also makes the batch dimension static. `seed` makes shuffling reproducible (with
     `deterministic=True`).
     """
     job = JobInfo.read(tfrecord_dir)
     image_size = _check_options(job, batch_size, shuffle_buffer, image_size, channels, as_supervised)
+    channels = {prefix: decode_channels(job, prefix, channels, image_size) for prefix in job.image_prefixes}
     build = functools.partial(_dataset, job, batch_size=batch_size, shuffle_buffer=shuffle_buffer, repeat=repeat,
                               decode_images=decode_images, image_size=image_size, as_supervised=as_supervised,
                               deterministic=deterministic, channels=channels, drop_remainder=drop_remainder, seed=seed)
@@ -99,6 +102,19 @@ def _check_options(job: JobInfo, batch_size, shuffle_buffer, image_size, channel
     for name, feature in job.features.items():
         _check_feature(name, feature)
     return image_size
+
+
+def decode_channels(job: JobInfo, prefix: str, channels: Optional[int], image_size) -> Optional[int]:
+    """The channel count to decode an image feature to: `channels` if given; with `image_size`, the widest
+    count metadata.json says the column holds when it holds several (gray + RGB + RGBA → 4; gray + alpha
+    only as RGBA), so every element has one static shape; otherwise None (as stored)."""
+    if channels or image_size is None:
+        return channels
+    seen = job.metadata.get("images", {}).get(prefix, {}).get("channels", [])
+    if len(seen) < 2:
+        return None
+    widest = max(seen)
+    return 4 if widest == 2 else widest
 
 
 def _check_feature(name: str, feature: Mapping[str, Any]) -> None:
@@ -228,10 +244,10 @@ def decode_image(data: "tf.Tensor", image_format: "tf.Tensor", height: "tf.Tenso
     return image
 
 
-def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels) -> dict:
+def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels: Mapping[str, Optional[int]]) -> dict:
     for prefix in prefixes:
         features[prefix] = decode_image(features[prefix], features[f"{prefix}_format"], features[f"{prefix}_height"],
-                                        features[f"{prefix}_width"], image_size, channels)
+                                        features[f"{prefix}_width"], image_size, channels[prefix])
     return features
 
 

@@ -1,0 +1,111 @@
+"""Index sidecars: derived from the bytes as they are written, in the DALI / `tfrecord` text format."""
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfrecorder.record_index import (IndexingWriter, RecordIndexer, format_index, index_file_name, parse_index,
+                                     scan_index)
+from tfrecorder.tfrecord_format import write_record
+
+
+def framed(records: list[bytes]) -> bytes:
+    stream = io.BytesIO()
+    for record in records:
+        write_record(stream, record)
+    return stream.getvalue()
+
+
+def expected_entries(records: list[bytes]) -> list[tuple[int, int]]:
+    entries, offset = [], 0
+    for record in records:
+        entries.append((offset, len(record) + 16))
+        offset += len(record) + 16
+    return entries
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=st.lists(st.binary(max_size=300), max_size=20), cuts=st.lists(st.integers(0, 10_000), max_size=12))
+def test_indexer_follows_framing_across_any_chunking(records, cuts):
+    data = framed(records)
+    indexer = RecordIndexer()
+    bounds = sorted({0, len(data), *[c % (len(data) + 1) for c in cuts]})
+    for start, end in zip(bounds, bounds[1:]):
+        indexer.feed(data[start:end])
+    assert indexer.finish() == expected_entries(records)
+    assert list(scan_index(io.BytesIO(data))) == expected_entries(records)
+
+
+def test_writer_passes_bytes_through_and_rejects_a_cut_record():
+    records = [b"a" * 5, b"", b"b" * 70_000]
+    sink = io.BytesIO()
+    writer = IndexingWriter(sink)
+    data = framed(records)
+    writer.write(data[:7])
+    writer.write(data[7:])
+    assert sink.getvalue() == data and writer.entries() == expected_entries(records)
+    cut = IndexingWriter(io.BytesIO())
+    cut.write(data[:-3])
+    with pytest.raises(ValueError, match="ends inside the record starting at byte 37"):
+        cut.entries()
+
+
+def test_text_format_round_trips_and_names_bad_lines():
+    entries = [(0, 21), (21, 16), (37, 70_016)]
+    text = format_index(entries)
+    assert text == b"0 21\n21 16\n37 70016\n"
+    assert parse_index(text) == entries
+    with pytest.raises(ValueError, match="index line 2"):
+        parse_index(b"0 21\n21\n")
+    assert index_file_name("train-00000-of-00004.tfrecord") == "index/train-00000-of-00004.tfrecord.index"
+
+
+def test_converted_job_lists_an_index_per_shard_matching_its_records(converted):
+    job = Path(converted["tfrecord_dir"])
+    metadata = json.loads((job / "metadata.json").read_text())
+    assert metadata["record_index"]["written"] is True
+    for info in metadata["splits"].values():
+        for shard in info["shards"]:
+            assert shard["index_file"] == index_file_name(shard["file"])
+            entries = parse_index((job / shard["index_file"]).read_bytes())
+            with open(job / shard["file"], "rb") as stream:
+                assert entries == list(scan_index(stream))
+            assert len(entries) == shard["records"]
+            assert sum(length for _offset, length in entries) == shard["bytes"]
+
+
+def test_multi_piece_shards_are_indexed_while_copied(image_table, tmp_path):
+    """num_shards=1 over several bundles concatenates pieces: the index comes from the copy stream."""
+    import tfrecorder
+
+    table = image_table[~image_table["image_uri"].str.contains("missing|directory|truncated|empty|text")]
+    result = tfrecorder.convert(pd_concat(table, 8), tmp_path, num_shards=1)
+    job = Path(result["tfrecord_dir"])
+    metadata = json.loads((job / "metadata.json").read_text())
+    for info in metadata["splits"].values():
+        (shard,) = info["shards"]
+        with open(job / shard["file"], "rb") as stream:
+            assert parse_index((job / shard["index_file"]).read_bytes()) == list(scan_index(stream))
+    assert tfrecorder.verify(str(job)).ok
+
+
+def pd_concat(table, times: int):
+    import pandas as pd
+
+    return pd.concat([table] * times, ignore_index=True)
+
+
+def test_gzip_jobs_write_no_index_and_say_so(image_table, tmp_path):
+    import tfrecorder
+
+    result = tfrecorder.convert(image_table.head(6), tmp_path, compression="gzip")
+    job = Path(result["tfrecord_dir"])
+    metadata = json.loads((job / "metadata.json").read_text())
+    assert metadata["record_index"]["written"] is False and "gzip" in metadata["record_index"]["reason"]
+    assert not (job / "index").exists()
+    assert all("index_file" not in s for info in metadata["splits"].values() for s in info["shards"])
