@@ -9,8 +9,8 @@ Pure Python (TFDS is not imported at conversion time): from metadata.json this w
 
 Mapping (what TFDS cannot express is left out of features.json; the records are unchanged):
 - image columns → `Image` (uint8; a static channel count when the job saw one, else None: decoded as
-  stored, as `load()` does; encoding format kept when the job saw one; a column holding GIFs stays
-  encoded bytes, a string `Tensor`, as TFDS decodes GIFs to 4-D frames), plus `<image>_format`,
+  stored, as `load()` does; encoding format kept when the job saw one; a column holding GIF or WebP
+  images stays encoded bytes, a string `Tensor`, as TFDS decodes those to 4-D frames), plus `<image>_format`,
   `_uri` as `Text` and `_height`, `_width`, `_channels` as int64 `Tensor`s;
 - string labels → `ClassLabel` (names = vocabulary); integer labels → int64 `Tensor` scalar;
 - integer, float32 and datetime (int64 ns) inputs → `Tensor` of their dtype and shape ([n] lists
@@ -40,6 +40,7 @@ _TENSOR = _CLASSES + "tensor_feature.Tensor"
 _TEXT = _CLASSES + "text_feature.Text"
 _CLASS_LABEL = _CLASSES + "class_label_feature.ClassLabel"
 _DICT = _CLASSES + "features_dict.FeaturesDict"
+_FRAMES_FORMATS = {"gif", "webp"}  # tf.image.decode_image (which TFDS calls) returns 4-D frames for these
 
 
 def tfds_name(job_name: str) -> str:
@@ -65,8 +66,10 @@ def _text(description: str = "") -> dict:
 def _image(kinds: Mapping[str, list]) -> dict:
     channels = kinds.get("channels", [])
     formats = kinds.get("formats", [])
-    if "gif" in formats:  # TFDS decodes GIFs as [frames, H, W, 3], which breaks its Image shape: keep bytes
-        return _tensor("string", [], "encoded image bytes (includes GIF, which TFDS's Image cannot decode)")
+    animated = sorted(set(formats) & _FRAMES_FORMATS)
+    if animated:  # TFDS's Image decoder returns [frames, H, W, C] for these, breaking its shape: keep bytes
+        return _tensor("string", [], f"encoded image bytes (includes {', '.join(animated)}, which TFDS's Image "
+                                     "decodes to 4-D frames)")
     # One channel count seen: a static channel dimension. Several: None, which TFDS decodes as stored
     # (tf.image.decode_image with channels=0), like load() does.
     content = {"shape": _shape([None, None, channels[0] if len(channels) == 1 else None]), "dtype": "uint8"}
