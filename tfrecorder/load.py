@@ -223,25 +223,48 @@ def decode_image(data: "tf.Tensor", image_format: "tf.Tensor", height: "tf.Tenso
     import tensorflow as tf
 
     wanted = channels or 0
+    # Every decoder accepts 0 (as stored) and 3; others (1 for GIF, 4 for JPEG and GIF) fail, so other
+    # counts are decoded as stored and converted after (`_convert_channels`).
+    decode_as = 3 if wanted == 3 else 0
 
     def full():
-        return tf.io.decode_image(data, channels=wanted, dtype=tf.uint8, expand_animations=False)
+        return tf.io.decode_image(data, channels=decode_as, dtype=tf.uint8, expand_animations=False)
 
     if image_size is None:
-        image = full()
+        image = _convert_channels(tf, full(), wanted)
         image.set_shape([None, None, channels])
         return image
     target_h, target_w = image_size
-    branches = [full] + [lambda r=r: tf.io.decode_jpeg(data, channels=wanted, ratio=r) for r in JPEG_RATIOS]
+    branches = [full] + [lambda r=r: tf.io.decode_jpeg(data, channels=decode_as, ratio=r) for r in JPEG_RATIOS]
     branch = tf.constant(0)
     for index, ratio in enumerate(JPEG_RATIOS, start=1):
         fits = tf.logical_and(height >= target_h * ratio, width >= target_w * ratio)
         branch = tf.where(tf.logical_and(tf.equal(image_format, "jpeg"), fits), index, branch)
     image = tf.switch_case(branch, branches)
     resized = tf.image.resize(image, [target_h, target_w])
-    image = tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8)
+    image = _convert_channels(tf, tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8), wanted)
     image.set_shape([target_h, target_w, channels])
     return image
+
+
+def _convert_channels(tf, image, wanted: int):
+    """uint8 [H, W, 1|2|3|4] → [H, W, wanted] (gray ↔ RGB, alpha added opaque or dropped); 0 = unchanged."""
+    if not wanted or image.shape[-1] == wanted:
+        return image
+
+    def from_layout(stored: int):
+        def convert():
+            color = image[..., :1] if stored <= 2 else image[..., :3]
+            if wanted == 1:
+                return color if stored <= 2 else tf.cast(tf.round(tf.image.rgb_to_grayscale(tf.cast(color, tf.float32))), tf.uint8)
+            rgb = tf.tile(color, [1, 1, 3]) if stored <= 2 else color
+            if wanted == 3:
+                return rgb
+            alpha = image[..., stored - 1:] if stored in (2, 4) else tf.fill(tf.shape(image[..., :1]), tf.constant(255, tf.uint8))
+            return tf.concat([rgb, alpha], axis=-1)
+        return convert
+
+    return tf.switch_case(tf.shape(image)[-1] - 1, [from_layout(n) for n in (1, 2, 3, 4)])
 
 
 def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels: Mapping[str, Optional[int]]) -> dict:
