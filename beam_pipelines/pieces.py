@@ -43,21 +43,20 @@ class PieceWriter:
 def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) -> dict:
     """Create the final shard file from its pieces; returns its summary for metadata.json."""
     destination = storage.join(directory, plan.file_name(compression))
-    entries = None  # issue 15: the record index of an uncompressed shard, taken from the bytes written
+    # issue 15: an uncompressed shard's record index, index/<shard file>.index, written as the shard is
+    index = record_index.ShardIndexWriter(directory, plan.file_name(compression)) if compression is None else None
     if len(plan.pieces) == 1 and compression is None:
         storage.rename(plan.pieces[0].path, destination)
-        with storage.open_read(destination) as written:  # issue 15: headers only (seeks over record data)
-            entries = list(record_index.scan_index(written))
+        with storage.open_read(destination) as written:  # issue 15: record headers only (seeks over the data)
+            index.scan(written)
     else:
         with storage.open_write(destination) as raw:
             out = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) if compression == "gzip" else raw
-            out = record_index.IndexingWriter(out) if compression is None else out  # issue 15
+            target = index.wrap(out) if index else out  # issue 15
             for piece in plan.pieces:
                 with storage.open_read(piece.path) as source:
-                    shutil.copyfileobj(source, out, _COPY_CHUNK)
-            if isinstance(out, record_index.IndexingWriter):  # issue 15
-                entries = out.entries()
-            elif out is not raw:
+                    shutil.copyfileobj(source, target, _COPY_CHUNK)
+            if out is not raw:
                 out.close()
         storage.delete_files(p.path for p in plan.pieces)
     summary = {
@@ -67,6 +66,7 @@ def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) 
         "records": plan.records,
         "bytes": storage.size(destination),
     }
-    if entries is not None:  # issue 15: index/<shard file>.index, listed in metadata.json
-        summary["index_file"] = record_index.write_index(directory, summary["file"], entries)
+    if index:  # issue 15
+        index.close()
+        summary["index_file"] = index.name
     return summary

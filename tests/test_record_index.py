@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfrecorder.record_index import (IndexingWriter, RecordIndexer, format_index, index_file_name, parse_index,
+from tfrecorder.record_index import (RecordIndexer, ShardIndexWriter, format_index, index_file_name, parse_index,
                                      scan_index)
 from tfrecorder.tfrecord_format import write_record
 
@@ -35,24 +35,34 @@ def test_indexer_follows_framing_across_any_chunking(records, cuts):
     data = framed(records)
     indexer = RecordIndexer()
     bounds = sorted({0, len(data), *[c % (len(data) + 1) for c in cuts]})
+    found = []
     for start, end in zip(bounds, bounds[1:]):
-        indexer.feed(data[start:end])
-    assert indexer.finish() == expected_entries(records)
+        found.extend(indexer.feed(data[start:end]))
+    indexer.finish()
+    assert found == expected_entries(records) and indexer.records == len(records)
     assert list(scan_index(io.BytesIO(data))) == expected_entries(records)
 
 
-def test_writer_passes_bytes_through_and_rejects_a_cut_record():
+def test_shard_index_writer_wraps_a_stream_or_scans_a_shard(tmp_path):
     records = [b"a" * 5, b"", b"b" * 70_000]
-    sink = io.BytesIO()
-    writer = IndexingWriter(sink)
     data = framed(records)
-    writer.write(data[:7])
-    writer.write(data[7:])
-    assert sink.getvalue() == data and writer.entries() == expected_entries(records)
-    cut = IndexingWriter(io.BytesIO())
-    cut.write(data[:-3])
+    sink = io.BytesIO()
+    wrapped = ShardIndexWriter(str(tmp_path), "train-00000-of-00001.tfrecord")
+    stream = wrapped.wrap(sink)
+    stream.write(data[:7])
+    stream.write(data[7:])
+    wrapped.close()
+    index = tmp_path / "index" / "train-00000-of-00001.tfrecord.index"
+    assert sink.getvalue() == data and wrapped.name == "index/train-00000-of-00001.tfrecord.index"
+    assert parse_index(index.read_bytes()) == expected_entries(records)
+    scanned = ShardIndexWriter(str(tmp_path), "test-00000-of-00001.tfrecord")
+    scanned.scan(io.BytesIO(data))
+    scanned.close()
+    assert (tmp_path / scanned.name).read_bytes() == index.read_bytes()
+    cut = ShardIndexWriter(str(tmp_path), "cut.tfrecord")
+    cut.wrap(io.BytesIO()).write(data[:-3])
     with pytest.raises(ValueError, match="ends inside the record starting at byte 37"):
-        cut.entries()
+        cut.close()
 
 
 def test_text_format_round_trips_and_names_bad_lines():
@@ -109,3 +119,13 @@ def test_gzip_jobs_write_no_index_and_say_so(image_table, tmp_path):
     assert metadata["record_index"]["written"] is False and "gzip" in metadata["record_index"]["reason"]
     assert not (job / "index").exists()
     assert all("index_file" not in s for info in metadata["splits"].values() for s in info["shards"])
+
+
+def test_index_array_is_compact_and_rejects_bad_files():
+    from tfrecorder.record_index import index_array
+
+    assert index_array(b"0 21\n21 16\n").tolist() == [[0, 21], [21, 16]]
+    assert index_array(b"").shape == (0, 2)
+    for bad in (b"0 21\n21\n", b"0 x\n", b"-1 5\n"):
+        with pytest.raises(ValueError, match="index"):
+            index_array(bad)

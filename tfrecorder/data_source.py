@@ -52,7 +52,7 @@ class DataSource:
         self._reset()
 
     def _reset(self) -> None:
-        self._indexes: dict[int, list[tuple[int, int]]] = {}
+        self._indexes: dict[int, np.ndarray] = {}
         self._files: dict[int, Any] = {}
         self._gzip_shard: tuple[int, list[bytes]] = (-1, [])
         self._lock = threading.Lock()
@@ -116,7 +116,7 @@ class DataSource:
     def _record(self, shard: int, position: int) -> bytes:
         if self._job.compression == "gzip":
             return self._gzip_records(shard)[position]
-        offset, length = self._index(shard)[position]
+        offset, length = (int(v) for v in self._index(shard)[position])
         framed = self._read(shard, offset, length)
         return unframe_record(framed, offset)
 
@@ -130,7 +130,7 @@ class DataSource:
                 handle = self._files.setdefault(shard, open(path, "rb"))
         return os.pread(handle.fileno(), length, offset)
 
-    def _index(self, shard: int) -> list[tuple[int, int]]:
+    def _index(self, shard: int) -> np.ndarray:
         entries = self._indexes.get(shard)
         if entries is None:
             entries = self._load_index(shard)
@@ -140,14 +140,14 @@ class DataSource:
             self._indexes[shard] = entries
         return entries
 
-    def _load_index(self, shard: int) -> list[tuple[int, int]]:
+    def _load_index(self, shard: int) -> np.ndarray:
         name = self._shards[shard].get("index_file")
         if name:
             path = storage.join(self._job.tfrecord_dir, *name.split("/"))
             if storage.exists(path):
-                return record_index.parse_index(storage.read_bytes(path))
+                return record_index.index_array(storage.read_bytes(path))
         with storage.open_read(self._paths[shard]) as stream:  # no index file: read the record headers once
-            return list(record_index.scan_index(stream))
+            return np.array(list(record_index.scan_index(stream)), dtype=np.int64).reshape(-1, 2)
 
     def _gzip_records(self, shard: int) -> list[bytes]:
         if self._gzip_shard[0] != shard:

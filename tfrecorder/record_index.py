@@ -10,6 +10,7 @@ to index it. Gzip shards get no index: there is no random access into a gzip str
 """
 from __future__ import annotations
 
+import itertools
 import posixpath
 import struct
 from typing import BinaryIO, Iterable, Iterator
@@ -26,20 +27,22 @@ def index_file_name(shard_file: str) -> str:
 
 
 class RecordIndexer:
-    """Follows TFRecord framing through bytes fed in any chunking; collects (offset, length) per record.
+    """Follows TFRecord framing through bytes fed in any chunking; `feed` returns the (offset, length)
+    of each record whose header it completed, so nothing accumulates per record.
 
     Only record headers are looked at (the 8 length bytes); record data is skipped over by counting.
     `finish()` raises ValueError if the bytes stopped in the middle of a record.
     """
 
     def __init__(self) -> None:
-        self.entries: list[tuple[int, int]] = []
+        self.records = 0
         self._position = 0  # bytes fed so far
         self._record_start = 0
         self._header = b""  # the part of the current header seen so far
         self._skip = 0  # data + footer bytes of the current record still to pass
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes) -> list[tuple[int, int]]:
+        found = []
         view = memoryview(data)
         while len(view):
             if self._skip:
@@ -50,36 +53,64 @@ class RecordIndexer:
                 continue
             if not self._header:
                 self._record_start = self._position
-            need = _HEADER - len(self._header)
-            self._header += bytes(view[:need])
-            taken = min(need, len(view))
+            taken = min(_HEADER - len(self._header), len(view))
+            self._header += bytes(view[:taken])
             view = view[taken:]
             self._position += taken
             if len(self._header) == _HEADER:
                 (length,) = struct.unpack("<Q", self._header[:8])
-                self.entries.append((self._record_start, _HEADER + length + _FOOTER))
+                found.append((self._record_start, _HEADER + length + _FOOTER))
                 self._header = b""
                 self._skip = length + _FOOTER
+        self.records += len(found)
+        return found
 
-    def finish(self) -> list[tuple[int, int]]:
+    def finish(self) -> None:
         if self._header or self._skip:
             raise ValueError(f"record stream ends inside the record starting at byte {self._record_start}")
-        return self.entries
 
 
 class IndexingWriter:
-    """A write-only stream wrapper: passes bytes to `stream` and indexes the records in them."""
+    """A write-only stream wrapper: passes bytes on to `stream` and the index lines of the records in
+    them to `index_stream`, as they go."""
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: BinaryIO, index_stream: BinaryIO) -> None:
         self.stream = stream
+        self.index_stream = index_stream
         self.indexer = RecordIndexer()
 
     def write(self, data: bytes) -> int:
-        self.indexer.feed(data)
+        found = self.indexer.feed(data)
+        if found:
+            self.index_stream.write(format_index(found))
         return self.stream.write(data)
 
-    def entries(self) -> list[tuple[int, int]]:
-        return self.indexer.finish()
+
+class ShardIndexWriter:
+    """Writes `index/<shard file>.index` of one shard of `job_dir`: from the shard's bytes as they are
+    written (`wrap` its output stream), or from a finished shard's record headers (`scan`).
+    `close()` checks the bytes ended on a record boundary; `name` is the file's path in the job."""
+
+    def __init__(self, job_dir: str, shard_file: str) -> None:
+        from tfrecorder import storage
+
+        self.name = index_file_name(shard_file)
+        self._out = storage.open_write(storage.join(job_dir, *self.name.split("/")))
+        self._writer: IndexingWriter | None = None
+
+    def wrap(self, stream: BinaryIO) -> IndexingWriter:
+        self._writer = IndexingWriter(stream, self._out)
+        return self._writer
+
+    def scan(self, shard: BinaryIO) -> None:
+        entries = scan_index(shard)
+        while block := list(itertools.islice(entries, 4096)):
+            self._out.write(format_index(block))
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.indexer.finish()
+        self._out.close()
 
 
 def format_index(entries: Iterable[tuple[int, int]]) -> bytes:
@@ -99,6 +130,20 @@ def parse_index(text: bytes) -> list[tuple[int, int]]:
     return entries
 
 
+def index_array(text: bytes) -> "numpy.ndarray":
+    """An index file as an int64 array [records, 2] of (offset, length): 16 bytes a record in memory."""
+    import numpy as np
+
+    try:
+        values = np.array(text.split(), dtype=np.int64)
+    except ValueError:
+        values = None
+    if values is None or values.size % 2 or (values < 0).any():
+        parse_index(text)  # names the first bad line
+        raise ValueError("index file is not 'offset length' lines")
+    return values.reshape(-1, 2)
+
+
 def scan_index(stream: BinaryIO) -> Iterator[tuple[int, int]]:
     """(offset, length) of each record of a seekable uncompressed shard, reading only the headers."""
     offset = 0
@@ -113,11 +158,3 @@ def scan_index(stream: BinaryIO) -> Iterator[tuple[int, int]]:
         offset += _HEADER + length + _FOOTER
         stream.seek(offset)
 
-
-def write_index(job_dir: str, shard_file: str, entries: Iterable[tuple[int, int]]) -> str:
-    """Write a shard's index file under `job_dir`; returns its name relative to the job directory."""
-    from tfrecorder import storage
-
-    name = index_file_name(shard_file)
-    storage.write_bytes(storage.join(job_dir, *name.split("/")), format_index(entries))
-    return name
