@@ -256,12 +256,15 @@ def _convert_channels(tf, image, wanted: int):
         def convert():
             color = image[..., :1] if stored <= 2 else image[..., :3]
             if wanted == 1:
-                return color if stored <= 2 else tf.cast(tf.round(tf.image.rgb_to_grayscale(tf.cast(color, tf.float32))), tf.uint8)
+                if stored <= 2:
+                    return color
+                gray = tf.image.rgb_to_grayscale(tf.cast(color, tf.float32))
+                return tf.cast(tf.clip_by_value(tf.round(gray), 0.0, 255.0), tf.uint8)
             rgb = tf.tile(color, [1, 1, 3]) if stored <= 2 else color
             if wanted == 3:
                 return rgb
-            alpha = image[..., stored - 1:] if stored in (2, 4) else tf.fill(tf.shape(image[..., :1]), tf.constant(255, tf.uint8))
-            return tf.concat([rgb, alpha], axis=-1)
+            opaque = tf.fill(tf.shape(image[..., :1]), tf.constant(255, tf.uint8))
+            return tf.concat([rgb, image[..., stored - 1:] if stored in (2, 4) else opaque], axis=-1)
         return convert
 
     return tf.switch_case(tf.shape(image)[-1] - 1, [from_layout(n) for n in (1, 2, 3, 4)])

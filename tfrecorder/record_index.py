@@ -5,8 +5,10 @@ is where a framed record starts in the shard, `length` its whole framed size (12
 4-byte footer). `tfrecorder.data_source` uses it for random access.
 
 The index is derived from the bytes as they are written (`IndexingWriter` wraps the shard's output
-stream and follows the record framing across arbitrary chunk boundaries), so no pass re-reads a shard
-to index it. Gzip shards get no index: there is no random access into a gzip stream.
+stream and follows the record framing across arbitrary chunk boundaries) and streamed to the index
+file, so no pass re-reads a shard's data to index it and nothing accumulates per record. (A shard that
+is one piece renamed into place was never copied: `ShardIndexWriter.scan` reads its record headers
+only, seeking over the data.) Gzip shards get no index: there is no random access into a gzip stream.
 """
 from __future__ import annotations
 
