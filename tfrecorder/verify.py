@@ -17,7 +17,7 @@ from typing import Iterable, Optional
 from tfrecorder import storage
 from tfrecorder.job_info import JobInfo
 from tfrecorder.jobdir import DISCARD_FILE, METADATA_FILE
-from tfrecorder.record_index import INDEX_DIR, parse_index
+from tfrecorder.record_index import INDEX_DIR, index_array
 from tfrecorder.tfrecord_format import CorruptRecordError, read_records
 
 PARSE_BLOCK = 256
@@ -143,7 +143,7 @@ class _IndexCheck:
     def __init__(self, job: JobInfo, shard: dict, problems: list[str]) -> None:
         self.problems = problems
         self.name = shard.get("index_file")
-        self.entries: Optional[list[tuple[int, int]]] = None
+        self.entries = None  # int64 [records, 2] of (offset, length)
         self.offset = self.position = self.mismatches = 0
         if not self.name:
             return
@@ -152,7 +152,7 @@ class _IndexCheck:
             problems.append(f"index file {self.name} is missing")
             return
         try:
-            self.entries = parse_index(storage.read_bytes(path))
+            self.entries = index_array(storage.read_bytes(path))
         except ValueError as exc:
             problems.append(f"index file {self.name}: {exc}")
 
@@ -160,7 +160,7 @@ class _IndexCheck:
         if self.entries is None:
             return
         actual = (self.offset, data_length + 16)
-        expected = self.entries[self.position] if self.position < len(self.entries) else None
+        expected = tuple(int(v) for v in self.entries[self.position]) if self.position < len(self.entries) else None
         if expected != actual and self.mismatches < self.MAX_REPORTED:
             self.mismatches += 1
             self.problems.append(f"index file {self.name} line {self.position + 1} says "
