@@ -129,3 +129,19 @@ def test_index_array_is_compact_and_rejects_bad_files():
     for bad in (b"0 21\n21\n", b"0 x\n", b"-1 5\n"):
         with pytest.raises(ValueError, match="index"):
             index_array(bad)
+
+
+def test_the_tfrecord_package_shards_our_files_by_our_index(converted):
+    """The `tfrecord` PyPI reader (the DALI index format) splits a shard among workers by our index file."""
+    reader = pytest.importorskip("tfrecord.reader")
+    import tfrecorder
+
+    job = Path(converted["tfrecord_dir"])
+    shard = json.loads((job / "metadata.json").read_text())["splits"]["TRAIN"]["shards"][0]
+    description = {"image_uri": "byte", "label": "int"}
+    parts = [list(reader.tfrecord_loader(str(job / shard["file"]), str(job / shard["index_file"]), description,
+                                         shard=(worker, 3))) for worker in range(3)]
+    assert all(parts) and sum(len(p) for p in parts) == shard["records"]
+    read = [(bytes(r["image_uri"]), int(r["label"][0])) for part in parts for r in part]
+    ds = tfrecorder.data_source(str(job), "train")
+    assert read == [(ds[i]["image_uri"], int(ds[i]["label"])) for i in range(shard["records"])]
