@@ -145,3 +145,14 @@ def test_the_tfrecord_package_shards_our_files_by_our_index(converted):
     read = [(bytes(r["image_uri"]), int(r["label"][0])) for part in parts for r in part]
     ds = tfrecorder.data_source(str(job), "train")
     assert read == [(ds[i]["image_uri"], int(ds[i]["label"])) for i in range(shard["records"])]
+
+
+def test_entries_from_piece_end_offsets_shift_into_the_shard():
+    from tfrecorder.record_index import entries_from_ends
+
+    records = [b"a" * 5, b"", b"b" * 700, b"c"]
+    ends = [offset + length for offset, length in expected_entries(records)]
+    # records 1..3 of a piece (starting at byte ends[0]) land at byte 100 of a shard
+    assert list(entries_from_ends(ends[1:], ends[0], 100)) == [
+        (100 + offset - ends[0], length) for offset, length in expected_entries(records)[1:]]
+    assert list(entries_from_ends(ends, 0, 0)) == expected_entries(records)

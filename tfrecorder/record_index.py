@@ -105,7 +105,11 @@ class ShardIndexWriter:
         return self._writer
 
     def scan(self, shard: BinaryIO) -> None:
-        entries = scan_index(shard)
+        self.extend(scan_index(shard))
+
+    def extend(self, entries: Iterable[tuple[int, int]]) -> None:
+        """Append entries known without reading the shard (e.g. `entries_from_ends` of piece offsets)."""
+        entries = iter(entries)
         while block := list(itertools.islice(entries, 4096)):
             self._out.write(format_index(block))
 
@@ -113,6 +117,19 @@ class ShardIndexWriter:
         if self._writer is not None:
             self._writer.indexer.finish()
         self._out.close()
+
+
+def entries_from_ends(ends: Iterable[int], start: int, shard_offset: int) -> Iterator[tuple[int, int]]:
+    """(offset, length) in the shard of consecutive records of a piece, from their end offsets in the piece.
+
+    `start` is the piece offset where the first of them begins, `shard_offset` where that byte lands in
+    the shard. For writers that record each record's end as they write a piece: the index of a shard
+    assembled from piece ranges then needs no read of record bytes at all.
+    """
+    previous = start
+    for end in ends:
+        yield shard_offset + previous - start, end - previous
+        previous = end
 
 
 def format_index(entries: Iterable[tuple[int, int]]) -> bytes:
