@@ -54,6 +54,7 @@ def test_indexing_slices_lists_and_errors(converted):
     assert [r["image_uri"] for r in ds[::-2]] == uris[::-2]
     assert [r["image_uri"] for r in ds[[3, 0, 3]]] == [uris[3], uris[0], uris[3]]
     assert [r["image_uri"] for r in ds[np.array([2, 1])]] == [uris[2], uris[1]]
+    assert [r["image_uri"] for r in ds.__getitems__([4, 1])] == [uris[4], uris[1]]
     assert ds[-1]["image_uri"] == uris[-1] and [r["image_uri"] for r in ds] == uris
     with pytest.raises(IndexError):
         ds[len(ds)]

@@ -88,8 +88,12 @@ class DataSource:
         if isinstance(key, (int, np.integer)):
             return self._get(int(key))
         if isinstance(key, (list, tuple, np.ndarray)):
-            return [self._get(int(i)) for i in key]
+            return self.__getitems__(key)
         raise TypeError(f"data source indices must be integers, slices or lists of integers, not {type(key).__name__}")
+
+    def __getitems__(self, indices: Sequence[int]) -> list[dict[str, Any]]:
+        """A batch of records at once (PyTorch's DataLoader calls this when it exists)."""
+        return [self._get(int(i)) for i in indices]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Every record in order, read sequentially (much faster than indexing one by one)."""
