@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfrecorder.record_index import (RecordIndexer, ShardIndexWriter, format_index, index_file_name, parse_index,
-                                     scan_index)
+from tfrecorder.record_index import format_index, index_file_name, parse_index, scan_index, write_index
 from tfrecorder.tfrecord_format import write_record
 
 
@@ -30,39 +29,28 @@ def expected_entries(records: list[bytes]) -> list[tuple[int, int]]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(records=st.lists(st.binary(max_size=300), max_size=20), cuts=st.lists(st.integers(0, 10_000), max_size=12))
-def test_indexer_follows_framing_across_any_chunking(records, cuts):
+@given(records=st.lists(st.binary(max_size=300), max_size=20), cut=st.integers(0, 20), landing=st.integers(0, 10**6))
+def test_index_from_end_offsets_equals_a_scan_of_the_bytes(records, cut, landing):
+    """A range of a piece's records (from its end offsets) lands anywhere in a shard: same lines as a scan."""
+    from tfrecorder.record_index import entries_from_ends
+
     data = framed(records)
-    indexer = RecordIndexer()
-    bounds = sorted({0, len(data), *[c % (len(data) + 1) for c in cuts]})
-    found = []
-    for start, end in zip(bounds, bounds[1:]):
-        found.extend(indexer.feed(data[start:end]))
-    indexer.finish()
-    assert found == expected_entries(records) and indexer.records == len(records)
-    assert list(scan_index(io.BytesIO(data))) == expected_entries(records)
+    scanned = list(scan_index(io.BytesIO(data)))
+    assert scanned == expected_entries(records)
+    ends = [offset + length for offset, length in scanned]
+    cut = min(cut, len(records))
+    start = ends[cut - 1] if cut else 0
+    shifted = [(landing + offset - start, length) for offset, length in scanned[cut:]]
+    assert list(entries_from_ends(ends[cut:], start, landing)) == shifted
 
 
-def test_shard_index_writer_wraps_a_stream_or_scans_a_shard(tmp_path):
-    records = [b"a" * 5, b"", b"b" * 70_000]
-    data = framed(records)
-    sink = io.BytesIO()
-    wrapped = ShardIndexWriter(str(tmp_path), "train-00000-of-00001.tfrecord")
-    stream = wrapped.wrap(sink)
-    stream.write(data[:7])
-    stream.write(data[7:])
-    wrapped.close()
-    index = tmp_path / "index" / "train-00000-of-00001.tfrecord.index"
-    assert sink.getvalue() == data and wrapped.name == "index/train-00000-of-00001.tfrecord.index"
-    assert parse_index(index.read_bytes()) == expected_entries(records)
-    scanned = ShardIndexWriter(str(tmp_path), "test-00000-of-00001.tfrecord")
-    scanned.scan(io.BytesIO(data))
-    scanned.close()
-    assert (tmp_path / scanned.name).read_bytes() == index.read_bytes()
-    cut = ShardIndexWriter(str(tmp_path), "cut.tfrecord")
-    cut.wrap(io.BytesIO()).write(data[:-3])
-    with pytest.raises(ValueError, match="ends inside the record starting at byte 37"):
-        cut.close()
+def test_write_index_streams_lines_into_the_index_directory(tmp_path):
+    entries = expected_entries([b"a" * 5, b"", b"b" * 70_000])
+    name = write_index(str(tmp_path), "train-00000-of-00001.tfrecord", iter(entries))
+    assert name == "index/train-00000-of-00001.tfrecord.index"
+    assert parse_index((tmp_path / name).read_bytes()) == entries
+    write_index(str(tmp_path), "train-00000-of-00001.tfrecord", iter(entries[:1]))  # a retry replaces it whole
+    assert parse_index((tmp_path / name).read_bytes()) == entries[:1]
 
 
 def test_text_format_round_trips_and_names_bad_lines():
@@ -89,8 +77,8 @@ def test_converted_job_lists_an_index_per_shard_matching_its_records(converted):
             assert sum(length for _offset, length in entries) == shard["bytes"]
 
 
-def test_multi_piece_shards_are_indexed_while_copied(image_table, tmp_path):
-    """num_shards=1 over several bundles concatenates pieces: the index comes from the copy stream."""
+def test_shards_of_piece_ranges_are_indexed_from_offsets_sidecars(image_table, tmp_path):
+    """num_shards=1 over several bundles concatenates piece ranges: the index comes from their offsets sidecars."""
     import tfrecorder
 
     table = image_table[~image_table["image_uri"].str.contains("missing|directory|truncated|empty|text")]
@@ -161,14 +149,3 @@ def test_the_tfrecord_package_shards_our_files_by_our_index(converted):
     ds = tfrecorder.data_source(str(job), "train")
     expected = [[ds[i]["image_uri"].decode(), int(ds[i]["label"])] for i in range(shard["records"])]
     assert [row for part in parts for row in part] == expected
-
-
-def test_entries_from_piece_end_offsets_shift_into_the_shard():
-    from tfrecorder.record_index import entries_from_ends
-
-    records = [b"a" * 5, b"", b"b" * 700, b"c"]
-    ends = [offset + length for offset, length in expected_entries(records)]
-    # records 1..3 of a piece (starting at byte ends[0]) land at byte 100 of a shard
-    assert list(entries_from_ends(ends[1:], ends[0], 100)) == [
-        (100 + offset - ends[0], length) for offset, length in expected_entries(records)[1:]]
-    assert list(entries_from_ends(ends, 0, 0)) == expected_entries(records)

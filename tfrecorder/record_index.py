@@ -4,11 +4,11 @@ This is the index format NVIDIA DALI's TFRecord reader and the `tfrecord` PyPI p
 is where a framed record starts in the shard, `length` its whole framed size (12-byte header + data +
 4-byte footer). `tfrecorder.data_source` uses it for random access.
 
-The index is derived from the bytes as they are written (`IndexingWriter` wraps the shard's output
-stream and follows the record framing across arbitrary chunk boundaries) and streamed to the index
-file, so no pass re-reads a shard's data to index it and nothing accumulates per record. (A shard that
-is one piece renamed into place was never copied: `ShardIndexWriter.scan` reads its record headers
-only, seeking over the data.) Gzip shards get no index: there is no random access into a gzip stream.
+Shard assembly knows every record's place without reading record bytes: pieces carry an offsets
+sidecar (each record's end offset), and `entries_from_ends` turns a range of those into the shard's
+index lines, which `write_index` streams to the file (nothing accumulates per record). `scan_index`
+indexes an existing shard from its record headers (readers' fallback for shards without an index).
+Gzip shards get no index: there is no random access into a gzip stream.
 """
 from __future__ import annotations
 
@@ -28,95 +28,16 @@ def index_file_name(shard_file: str) -> str:
     return posixpath.join(INDEX_DIR, posixpath.basename(shard_file) + INDEX_SUFFIX)
 
 
-class RecordIndexer:
-    """Follows TFRecord framing through bytes fed in any chunking; `feed` returns the (offset, length)
-    of each record whose header it completed, so nothing accumulates per record.
+def write_index(job_dir: str, shard_file: str, entries: Iterable[tuple[int, int]]) -> str:
+    """Stream a shard's index file into `job_dir` (replaced whole if it exists); returns its name there."""
+    from tfrecorder import storage
 
-    Only record headers are looked at (the 8 length bytes); record data is skipped over by counting.
-    `finish()` raises ValueError if the bytes stopped in the middle of a record.
-    """
-
-    def __init__(self) -> None:
-        self.records = 0
-        self._position = 0  # bytes fed so far
-        self._record_start = 0
-        self._header = b""  # the part of the current header seen so far
-        self._skip = 0  # data + footer bytes of the current record still to pass
-
-    def feed(self, data: bytes) -> list[tuple[int, int]]:
-        found = []
-        view = memoryview(data)
-        while len(view):
-            if self._skip:
-                step = min(self._skip, len(view))
-                self._skip -= step
-                view = view[step:]
-                self._position += step
-                continue
-            if not self._header:
-                self._record_start = self._position
-            taken = min(_HEADER - len(self._header), len(view))
-            self._header += bytes(view[:taken])
-            view = view[taken:]
-            self._position += taken
-            if len(self._header) == _HEADER:
-                (length,) = struct.unpack("<Q", self._header[:8])
-                found.append((self._record_start, _HEADER + length + _FOOTER))
-                self._header = b""
-                self._skip = length + _FOOTER
-        self.records += len(found)
-        return found
-
-    def finish(self) -> None:
-        if self._header or self._skip:
-            raise ValueError(f"record stream ends inside the record starting at byte {self._record_start}")
-
-
-class IndexingWriter:
-    """A write-only stream wrapper: passes bytes on to `stream` and the index lines of the records in
-    them to `index_stream`, as they go."""
-
-    def __init__(self, stream: BinaryIO, index_stream: BinaryIO) -> None:
-        self.stream = stream
-        self.index_stream = index_stream
-        self.indexer = RecordIndexer()
-
-    def write(self, data: bytes) -> int:
-        found = self.indexer.feed(data)
-        if found:
-            self.index_stream.write(format_index(found))
-        return self.stream.write(data)
-
-
-class ShardIndexWriter:
-    """Writes `index/<shard file>.index` of one shard of `job_dir`: from the shard's bytes as they are
-    written (`wrap` its output stream), or from a finished shard's record headers (`scan`).
-    `close()` checks the bytes ended on a record boundary; `name` is the file's path in the job."""
-
-    def __init__(self, job_dir: str, shard_file: str) -> None:
-        from tfrecorder import storage
-
-        self.name = index_file_name(shard_file)
-        self._out = storage.open_write(storage.join(job_dir, *self.name.split("/")))
-        self._writer: IndexingWriter | None = None
-
-    def wrap(self, stream: BinaryIO) -> IndexingWriter:
-        self._writer = IndexingWriter(stream, self._out)
-        return self._writer
-
-    def scan(self, shard: BinaryIO) -> None:
-        self.extend(scan_index(shard))
-
-    def extend(self, entries: Iterable[tuple[int, int]]) -> None:
-        """Append entries known without reading the shard (e.g. `entries_from_ends` of piece offsets)."""
-        entries = iter(entries)
+    name = index_file_name(shard_file)
+    entries = iter(entries)
+    with storage.open_write(storage.join(job_dir, *name.split("/"))) as out:
         while block := list(itertools.islice(entries, 4096)):
-            self._out.write(format_index(block))
-
-    def close(self) -> None:
-        if self._writer is not None:
-            self._writer.indexer.finish()
-        self._out.close()
+            out.write(format_index(block))
+    return name
 
 
 def entries_from_ends(ends: Iterable[int], start: int, shard_offset: int) -> Iterator[tuple[int, int]]:
