@@ -50,9 +50,12 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         | "SpreadRows" >> beam.Reshuffle()
         | "EncodeAndWrite"
         >> beam.ParDo(transforms.EncodeAndWritePieces(config), vocabulary_side).with_outputs(
-            transforms.DISCARD, main="pieces"
+            transforms.DISCARD, transforms.IMAGE_KINDS, main="pieces"
         )
     )
+    image_kinds = encoded[transforms.IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(
+        transforms.ImageKindsFn()
+    ).without_defaults()
     start = pipeline | "Start" >> beam.Create([None])
     shards = (
         start
@@ -77,4 +80,5 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         AsSingleton(rows_in, default_value=0),
         AsSingleton(discard_reasons),
         AsList(encoded.pieces),
+        image_kinds=AsSingleton(image_kinds, default_value={}),
     )
