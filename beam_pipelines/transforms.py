@@ -10,6 +10,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from beam_pipelines.decode_pool import DecodePool
 from beam_pipelines.discards import DiscardPart, DiscardPartWriter, reason_counts, write_discard_file
 from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
@@ -20,6 +21,7 @@ from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter
 from tfrecorder.metadata import build_metadata
 from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
+from tfrecorder.runners import usable_cores
 from tfrecorder.schema import Schema
 from tfrecorder.splits import TRAIN
 
@@ -130,7 +132,8 @@ def _global(value: Any) -> WindowedValue:
 class EncodeAndWritePieces(beam.DoFn):
     """Encode batches of rows into Examples and append them to piece files; emits one Piece per file.
 
-    A batch's images are fetched together (concurrently when `fetch_concurrency` > 1). Each bundle
+    A batch's images are fetched together (concurrently when `fetch_concurrency` > 1) and, with
+    validate="decode", decoded by TensorFlow on a thread per core while this thread encodes. Each bundle
     keeps at most one open piece per split and rolls over at max_shard_bytes, so open files and memory
     do not grow with the dataset or with num_shards (shards are cut from the pieces afterwards).
     """
@@ -142,10 +145,13 @@ class EncodeAndWritePieces(beam.DoFn):
         self.schema = Schema.from_json(self.config.schema)
         self._encoder = None
         self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
+        self._decoder = DecodePool(usable_cores()) if self.config.validate == "decode" else None
         self._rows_done = RowsDone(self.config)
 
     def teardown(self) -> None:
         self._fetcher.close()
+        if self._decoder:
+            self._decoder.close()
 
     def start_bundle(self) -> None:
         self.writers: dict[str, PieceWriter] = {}
@@ -157,21 +163,25 @@ class EncodeAndWritePieces(beam.DoFn):
                 vocabularies,
                 base_dir=self.config.base_dir,
                 image_size=self.config.image_size,
-                full_decode=self.config.validate == "decode",
+                validate=self.config.validate,
             )
         return self._encoder
 
     def process(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
         encoder = self._encoder_for(vocabularies)
         uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
-        read = reader_for(self._fetcher.fetch(uris))
+        fetched = self._fetcher.fetch(uris)
+        read = reader_for(fetched)
+        pending = self._decoder.submit(fetched) if self._decoder else None  # decoded on every core meanwhile
         for split, row in batch:
             try:
-                data, unknown = encoder.encode(row, read)
+                data, unknown = encoder.encode(row, read, pending.verdict if pending else None)
             except RowError as exc:
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
             yield from self._write(split, data, unknown)
+        if pending:
+            pending.wait()
         self._rows_done.add(len(batch))
 
     def _write(self, split: str, data: bytes, unknown: int):

@@ -1,19 +1,26 @@
 """Conversion speed and memory: tfrecorder.convert against the raw-copy floor and hand-written loops.
 
     .venv/bin/python benchmarks/convert_bench.py            # N=5000 images, 5 repeats (make bench)
-    .venv/bin/python benchmarks/convert_bench.py --images 500 --repeats 1 --memory-images 200   # quick
+    .venv/bin/python benchmarks/convert_bench.py --images 500 --repeats 1 --large-repeats 1 --memory-images 200
 
-Variants, timed interleaved (the order rotates every repeat) and reported as the median of wall-clock
-and of process CPU time (all four run in this process; CPU time is the steadier figure on a shared
+Variants, timed interleaved (the order rotates every repeat) and reported as the median of wall clock
+and of CPU time (this process plus its finished worker processes; the steadier figure on a shared
 machine):
-  (1) copy     - read every image file, write its bytes once into one output file (the floor);
-  (2) naive    - the loop a user writes: one thread, tf.io.TFRecordWriter, one tf.train.Example per
-                 row with the bytes, height/width from the PIL header and the label index;
-  (3) beam     - a plain hand-written Beam pipeline: ReadFromText -> Map(row -> Example) -> WriteToTFRecord;
-  (4) convert  - tfrecorder.convert(csv, out) with default options.
-Library imports are excluded from every timing; pipeline construction and start-up are included.
-Peak RSS of (4) is measured in fresh processes at M and 5xM images (smaller images), and a 100-image
-conversion is timed in fresh processes right after `import tfrecorder`.
+  copy            - read every image file, write its bytes once into one output file (the floor);
+  naive           - the loop a user writes: one thread, tf.io.TFRecordWriter, one tf.train.Example per
+                    row with the bytes, height/width from the PIL header and the label index;
+  careful         - the naive loop plus tf.io.decode_image on every image to skip undecodable ones
+                    (the guarantee of convert's default mode);
+  beam            - a plain hand-written Beam pipeline: ReadFromText -> Map(row -> Example) -> WriteToTFRecord;
+  convert         - tfrecorder.convert(csv, out) with default options (validate="decode");
+  convert-header  - tfrecorder.convert(csv, out, validate="header");
+  convert-header-processes - the same on a worker process per core, forced (4xN rows only).
+All run on the N-row table; copy, naive, convert-header and convert-header-processes again on a
+4xN-row table cycling over the same files. Library imports are excluded from every timing; pipeline
+construction and start-up are included. Peak RSS of convert is measured in fresh processes at M and
+5xM rows (small images), and a 100-image conversion is timed in fresh processes right after
+`import tfrecorder` (header mode, default mode, default mode with TensorFlow already imported).
+The load average before and after is printed: wall-clock ratios are only meaningful on a quiet machine.
 
 The corpus (photo-like JPEGs, ~500x375, ~80 KB) is generated once and cached in benchmarks/.corpus/.
 """
@@ -124,6 +131,33 @@ def run_naive(csv_path: Path, out: Path) -> None:
             writer.write(naive_example(tf, Image, io, uri, vocabulary.get(label, -1)))
 
 
+def run_careful(csv_path: Path, out: Path) -> None:
+    """The naive loop plus the check a careful user adds: tf.io.decode_image on every image, skipping
+    the ones TensorFlow cannot decode (what convert's default mode guarantees)."""
+    import io
+
+    import tensorflow as tf
+    from PIL import Image
+
+    rows = read_rows(csv_path)
+    vocabulary = {label: i for i, label in enumerate(sorted({r[2] for r in rows if r[0] == "TRAIN"}))}
+    with tf.io.TFRecordWriter(str(out / "all.tfrecord")) as writer:
+        for _split, uri, label in rows:
+            with open(uri, "rb") as stream:
+                data = stream.read()
+            try:
+                height, width, _channels = tf.io.decode_image(data, expand_animations=False).shape
+            except tf.errors.InvalidArgumentError:
+                continue
+            feature = {
+                "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
+                "image_height": tf.train.Feature(int64_list=tf.train.Int64List(value=[height])),
+                "image_width": tf.train.Feature(int64_list=tf.train.Int64List(value=[width])),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[vocabulary.get(label, -1)])),
+            }
+            writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
+
+
 def _beam_row_to_example(line: str, vocabulary: dict) -> bytes:
     import io
 
@@ -152,37 +186,60 @@ def run_beam(csv_path: Path, out: Path) -> None:
 def run_convert(csv_path: Path, out: Path) -> None:
     import tfrecorder
 
-    tfrecorder.convert(str(csv_path), str(out))
+    tfrecorder.convert(str(csv_path), str(out), progress=False)
 
 
-VARIANTS = {"copy": run_copy, "naive": run_naive, "beam": run_beam, "convert": run_convert}
+def run_convert_header(csv_path: Path, out: Path) -> None:
+    import tfrecorder
+
+    tfrecorder.convert(str(csv_path), str(out), validate="header", progress=False)
 
 
-def time_variants(csv_path: Path, repeats: int) -> dict[str, dict]:
+def run_convert_header_processes(csv_path: Path, out: Path) -> None:
+    """Header mode on a worker process per core, whatever the automatic choice would be."""
+    import tfrecorder
+    from tfrecorder.runners import usable_cores
+
+    tfrecorder.convert(str(csv_path), str(out), validate="header", progress=False, dataflow_options={
+        "direct_running_mode": "multi_processing", "direct_num_workers": usable_cores()})
+
+
+VARIANTS = {"copy": run_copy, "naive": run_naive, "careful": run_careful, "beam": run_beam, "convert": run_convert,
+            "convert-header": run_convert_header, "convert-header-processes": run_convert_header_processes}
+SMALL_VARIANTS = ("copy", "naive", "careful", "beam", "convert", "convert-header")  # timed on the N-row table
+LARGE_VARIANTS = ("copy", "naive", "convert-header", "convert-header-processes")  # timed on the 4xN-row table
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (multi-worker conversions run workers)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def time_variants(csv_path: Path, repeats: int, names: list[str]) -> dict[str, dict]:
     import apache_beam  # noqa: F401  library imports are excluded from the timings
     import tensorflow  # noqa: F401
 
     import tfrecorder  # noqa: F401
     from beam_pipelines import pipeline  # noqa: F401
 
-    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    cpu: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    times: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
     out_bytes: dict[str, int] = {}
-    names = list(VARIANTS)
     for rep in range(repeats):
         order = names[rep % len(names):] + names[: rep % len(names)]
         for name in order:
             out = OUT / f"{name}-{rep}"
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir(parents=True)
-            cpu_started, started = time.process_time(), time.perf_counter()
+            cpu_started, started = cpu_seconds(), time.perf_counter()
             VARIANTS[name](csv_path, out)
             times[name].append(time.perf_counter() - started)
-            cpu[name].append(time.process_time() - cpu_started)  # every variant runs in this process
+            cpu[name].append(cpu_seconds() - cpu_started)
             out_bytes[name] = dir_bytes(out)
             shutil.rmtree(out, ignore_errors=True)
-            print(f"  repeat {rep + 1}/{repeats} {name:8s} {times[name][-1]:7.2f} s  cpu {cpu[name][-1]:6.2f} s",
-                  file=sys.stderr, flush=True)
+            print(f"  repeat {rep + 1}/{repeats} {name:14s} {times[name][-1]:7.2f} s  cpu {cpu[name][-1]:6.2f} s  "
+                  f"load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
     return {name: {"seconds": statistics.median(times[name]), "cpu_seconds": statistics.median(cpu[name]),
                    "all_seconds": times[name], "all_cpu_seconds": cpu[name], "output_bytes": out_bytes[name]}
             for name in names}
@@ -201,22 +258,28 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # not Linux
 
 
-def child_convert(csv_path: str, out: str) -> None:
-    """Run in a fresh process: import, convert, print seconds and peak RSS as JSON."""
+def child_convert(csv_path: str, out: str, validate: str, preload_tf: str) -> None:
+    """Run in a fresh process: import tfrecorder (and TensorFlow when `preload_tf`), convert, print
+    seconds and peak RSS (this process's, and the largest finished worker process's) as JSON."""
     import tfrecorder
 
+    if preload_tf == "yes":
+        import tensorflow  # noqa: F401  as in a notebook that trains with TensorFlow
+
     started = time.perf_counter()
-    result = tfrecorder.convert(csv_path, out)
+    result = tfrecorder.convert(csv_path, out, validate=validate, progress=False)
     seconds = time.perf_counter() - started
-    print(json.dumps({"seconds": seconds, "rss_mb": peak_rss_mb(), "records": result.metadata["records_written"]}))
+    workers_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "rss_mb": peak_rss_mb(), "worker_rss_mb": workers_mb,
+                      "records": result.metadata["records_written"]}))
 
 
-def in_fresh_process(csv_path: Path, tag: str) -> dict:
+def in_fresh_process(csv_path: Path, tag: str, validate: str = "decode", preload_tf: bool = False) -> dict:
     out = OUT / f"child-{tag}"
     shutil.rmtree(out, ignore_errors=True)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, __file__, "--child", str(csv_path), str(out)], env=env, cwd=ROOT,
-                          check=True, capture_output=True, text=True)
+    command = [sys.executable, __file__, "--child", str(csv_path), str(out), validate, "yes" if preload_tf else "no"]
+    done = subprocess.run(command, env=env, cwd=ROOT, check=True, capture_output=True, text=True)
     shutil.rmtree(out, ignore_errors=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -225,61 +288,99 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--images", type=int, default=5000, help="corpus size N (default 5000)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats of each variant (median reported)")
+    parser.add_argument("--large-repeats", type=int, default=3,
+                        help="repeats of copy / naive / convert-header on the 4xN-row table (0: skip)")
     parser.add_argument("--memory-images", type=int, default=None,
-                        help="M for the peak-RSS pair (M and 5xM small images; default N)")
+                        help="M for the peak-RSS pair (M and 5xM small images; default 2000)")
     parser.add_argument("--small-runs", type=int, default=3, help="fresh-process 100-image conversions (median)")
     parser.add_argument("--only", choices=sorted(VARIANTS), action="append", help="time only these variants")
+    parser.add_argument("--large-only", action="store_true", help="skip the N-row timings")
     parser.add_argument("--json", type=Path, help="also write the results here")
-    parser.add_argument("--child", nargs=2, metavar=("CSV", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=4, metavar=("CSV", "OUT", "VALIDATE", "PRELOAD_TF"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     if args.child:
         child_convert(*args.child)
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    if args.only:
-        for name in set(VARIANTS) - set(args.only):
-            del VARIANTS[name]
+    names = [name for name in SMALL_VARIANTS if not args.only or name in args.only]
+    load_before = os.getloadavg()
 
     print(f"corpus: {args.images} photo-like JPEGs {PHOTO_SIZE[1]}x{PHOTO_SIZE[0]}", file=sys.stderr, flush=True)
     csv_path = make_corpus("photos", args.images, PHOTO_SIZE, PHOTO_QUALITY)
     input_bytes = sum(os.path.getsize(r[1]) for r in read_rows(csv_path))
-    results = time_variants(csv_path, args.repeats)
+    results = {} if args.large_only else time_variants(csv_path, args.repeats, names)
+    large = {}
+    large_names = [name for name in LARGE_VARIANTS if not args.only or name in args.only]
+    if args.large_repeats and large_names:
+        large_csv = make_corpus("photos", args.images, PHOTO_SIZE, PHOTO_QUALITY, rows=4 * args.images)
+        large = time_variants(large_csv, args.large_repeats, large_names)
 
-    memory_images = args.memory_images or args.images
+    memory_images = args.memory_images or 2000
     small_csv = make_corpus("small", memory_images, SMALL_SIZE, 90)
     small_csv_5x = make_corpus("small", memory_images, SMALL_SIZE, 90, rows=5 * memory_images)
     rss = {"rows": memory_images, "at_n": in_fresh_process(small_csv, "rss-n"),
            "at_5n": in_fresh_process(small_csv_5x, "rss-5n")}
     hundred_csv = make_corpus("photos", args.images, PHOTO_SIZE, PHOTO_QUALITY, rows=100)
-    hundred = [in_fresh_process(hundred_csv, f"100-{i}")["seconds"] for i in range(args.small_runs)]
-
-    report(args.images, input_bytes, results, rss, hundred, args.repeats)
+    hundred = {
+        "header": [in_fresh_process(hundred_csv, f"100h-{i}", "header")["seconds"] for i in range(args.small_runs)],
+        "decode": [in_fresh_process(hundred_csv, f"100d-{i}", "decode")["seconds"] for i in range(args.small_runs)],
+        "decode, TensorFlow imported": [in_fresh_process(hundred_csv, f"100t-{i}", "decode", preload_tf=True)["seconds"]
+                                        for i in range(args.small_runs)],
+    }
+    load = (load_before, os.getloadavg())
+    report(args.images, input_bytes, results, large, rss, hundred, args, load)
     if args.json:
         args.json.write_text(json.dumps({"images": args.images, "input_bytes": input_bytes, "variants": results,
-                                         "rss": rss, "hundred_seconds": hundred}, indent=2))
+                                         "large": large, "rss": rss, "hundred_seconds": hundred,
+                                         "load": load}, indent=2))
 
 
-def report(images: int, input_bytes: int, results: dict, rss: dict, hundred: list[float], repeats: int) -> None:
+def table(images: int, input_bytes: int, results: dict) -> None:
     mb = input_bytes / 1e6
-    print(f"\nmachine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end; "
-          f"N = {images} images, {mb:.0f} MB input; median of {repeats}")
     print("| variant | seconds | images/s | MB/s | CPU seconds | output / input bytes |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, r in results.items():
         print(f"| {name} | {r['seconds']:.2f} | {images / r['seconds']:.0f} | {mb / r['seconds']:.1f} | "
               f"{r['cpu_seconds']:.2f} | {r['output_bytes'] / input_bytes:.4f} |")
-    if "convert" in results:
-        for base in ("copy", "naive", "beam"):
-            if base in results:
-                wall = results[base]["seconds"] / results["convert"]["seconds"]
-                cpu = results[base]["cpu_seconds"] / results["convert"]["cpu_seconds"]
-                print(f"convert / {base} speed: {wall:.2f}x (wall clock), {cpu:.2f}x (CPU time)")
+
+
+def ratio(results: dict, fast: str, slow: str) -> tuple[float, float]:
+    """How many times faster `fast` is than `slow`: (wall clock, CPU time)."""
+    return (results[slow]["seconds"] / results[fast]["seconds"],
+            results[slow]["cpu_seconds"] / results[fast]["cpu_seconds"])
+
+
+def report(images: int, input_bytes: int, results: dict, large: dict, rss: dict, hundred: dict, args, load) -> None:
+    print(f"\nmachine: {os.cpu_count()} cores; load average (1, 5, 15 min) before "
+          f"{', '.join(f'{v:.1f}' for v in load[0])}, after {', '.join(f'{v:.1f}' for v in load[1])}; "
+          f"median of {args.repeats}")
+    print(f"\nN = {images} images, {input_bytes / 1e6:.0f} MB input:")
+    table(images, input_bytes, results)
+    if large:
+        print(f"\n{4 * images} rows (cycling over the {images} files), median of {args.large_repeats}:")
+        table(4 * images, 4 * input_bytes, large)
+    print("\n| target | wall clock | CPU time | met (wall clock)? |")
+    print("| --- | ---: | ---: | --- |")
+    targets = [(results, "convert", "careful", 1.6, f"convert (decode) ≥ 1.6× careful loop, {images} rows"),
+               (large, "convert-header", "naive", 1.5, f"convert-header ≥ 1.5× naive loop, {4 * images} rows"),
+               (large, "convert-header", "copy", 0.5, f"convert-header ≥ 0.5× copy floor, {4 * images} rows")]
+    for found, fast, slow, goal, label in targets:
+        if fast in found and slow in found:
+            wall, cpu = ratio(found, fast, slow)
+            print(f"| {label} | {wall:.2f}× | {cpu:.2f}× | {'yes' if wall >= goal else 'no'} |")
+    for fast, slow in (("convert", "naive"), ("convert", "copy"), ("convert-header", "naive"), ("convert", "beam")):
+        if fast in results and slow in results:
+            wall, cpu = ratio(results, fast, slow)
+            print(f"{fast} / {slow} at {images} rows: {wall:.2f}x (wall clock), {cpu:.2f}x (CPU time)")
     at_n, at_5n = rss["at_n"], rss["at_5n"]
-    print(f"peak RSS of convert: {at_n['rss_mb']:.0f} MB at {rss['rows']} rows, {at_5n['rss_mb']:.0f} MB at "
-          f"{5 * rss['rows']} rows (ratio {at_5n['rss_mb'] / at_n['rss_mb']:.2f})")
-    print(f"100-image conversion after import: median {statistics.median(hundred):.2f} s "
-          f"({', '.join(f'{s:.2f}' for s in hundred)})")
+    peak = {key: max(r["rss_mb"], r["worker_rss_mb"]) for key, r in (("n", at_n), ("5n", at_5n))}
+    print(f"peak RSS of convert (largest process): {peak['n']:.0f} MB at {rss['rows']} rows, {peak['5n']:.0f} MB at "
+          f"{5 * rss['rows']} rows (ratio {peak['5n'] / peak['n']:.2f}; main process {at_n['rss_mb']:.0f} → "
+          f"{at_5n['rss_mb']:.0f} MB)")
+    for mode, seconds in hundred.items():
+        print(f"100-image conversion after import tfrecorder, validate={mode}: median {statistics.median(seconds):.2f} s "
+              f"({', '.join(f'{s:.2f}' for s in seconds)})")
 
 
 if __name__ == "__main__":

@@ -23,14 +23,25 @@ def run(*args, cwd=None, entry=("-m", "tfrecorder")):
 def test_convert_csv(tmp_path):
     imagegen.write_files(tmp_path / "img", {"a.jpg": imagegen.odd_images()["rgb.jpg"][0]})
     (tmp_path / "t.csv").write_text("split,image_uri,label\nTRAIN,img/a.jpg,cat\nTRAIN,img/zzz.jpg,cat\n")
+    # validate="header" needs no TensorFlow; the default mode decodes with it (see test_convert_csv_default_mode).
     done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"), "--job_label", "cli",
-               entry=("-c", WITHOUT_TENSORFLOW))
+               "--validate", "header", entry=("-c", WITHOUT_TENSORFLOW))
     assert done.returncode == 0, done.stderr  # 99: the conversion imported TensorFlow
     assert done.stderr == ""
     assert done.stdout.splitlines()[0] == "ConversionResult(DirectRunner)"
     assert "TRAIN=1" in done.stdout and "discarded: 1" in done.stdout
     jobs = os.listdir(tmp_path / "out")
     assert len(jobs) == 1 and jobs[0].startswith("cli-")
+
+
+def test_convert_csv_default_mode_is_quiet_too(tmp_path):
+    """The default validate="decode" imports TensorFlow, without its start-up lines on stderr."""
+    imagegen.write_files(tmp_path / "img", {"a.jpg": imagegen.odd_images()["rgb.jpg"][0]})
+    (tmp_path / "t.csv").write_text("split,image_uri,label\nTRAIN,img/a.jpg,cat\n")
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "validate='decode'" in done.stdout
 
 
 def test_fatal_input_error_is_one_line_and_non_zero(tmp_path):

@@ -13,6 +13,7 @@ DEMO_LINES = (
     r"  tfrecord_dir: .*/demo_output/tfrecords/demo-\d{8}-\d{6}",
     r"  rows in: 60  written: TRAIN=\d+, VALIDATION=\d+, TEST=\d+  discarded: 0",
     r"  bytes written: [\d,]+  elapsed: [\d.]+ s",
+    r"  image check: validate='decode'",
     r"read back with tfrecorder.load:",
     r"  (TRAIN|VALIDATION|TEST): \d+ records decoded, image shapes \[.*\], labels \{.*\}",
 )

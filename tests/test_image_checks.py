@@ -10,8 +10,9 @@ from PIL import Image
 
 from mutations import mutate, mutations, tf_decodes
 
+from tfrecorder import decode_check
 from tfrecorder.image_checks import jpeg_structure_error, png_structure_error
-from tfrecorder.images import InvalidImage, probe_image
+from tfrecorder.images import probe_image
 from tfrecorder.sample_data import encode_image, photo_array
 
 PHOTO = Image.fromarray(photo_array(48, 64, 3))
@@ -43,17 +44,6 @@ def test_default_check_never_rejects_a_jpeg_tensorflow_decodes(tf, source, chang
         probe_image(data)  # raises InvalidImage on a rejection
 
 
-@FUZZ
-@given(st.sampled_from([JPEG, PROGRESSIVE, PNG]), mutations)
-def test_full_decode_never_accepts_what_tensorflow_rejects(tf, source, changes):
-    data = mutate(source, changes)
-    try:
-        probe_image(data, full_decode=True)
-    except InvalidImage:
-        return
-    assert tf_decodes(tf, data)
-
-
 @pytest.mark.parametrize("source", [JPEG, PROGRESSIVE, PNG], ids=["jpeg", "progressive", "png"])
 def test_every_truncation_is_caught(tf, source):
     check = png_structure_error if source is PNG else jpeg_structure_error
@@ -73,6 +63,5 @@ def test_jpeg_entropy_damage_needs_the_decode_check(tf):
         data = bytes(data)
         if jpeg_structure_error(data) is None and not tf_decodes(tf, data):
             found += 1
-            with pytest.raises(InvalidImage):
-                probe_image(data, full_decode=True)
+            assert isinstance(decode_check.decode(data), str)
     assert found > 0

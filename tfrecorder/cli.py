@@ -98,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--job_label", help="prefix of the job directory name")
     convert.add_argument("--image_size", type=_image_size, help="resize images to HEIGHTxWIDTH (re-encodes)")
     convert.add_argument("--split_ratios", type=_ratios, help="train,validation,test ratios for UNASSIGNED rows")
-    convert.add_argument("--validate", choices=["header", "decode"], help="image check: header (default) or full decode")
+    convert.add_argument("--validate", choices=["decode", "header"],
+                         help="decode (default): every written image decodes with TensorFlow; header: cheap checks only")
     convert.add_argument("--fetch_concurrency", type=int,
                          help="images read at once per worker (default 16 for gs:// images, 1 for local files)")
     convert.add_argument("--schema", type=str, help="JSON or YAML file mapping column → type name "

@@ -14,6 +14,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import pandas as pd
 
 from tfrecorder import dataflow, jobdir, runners, staging, storage, tables
+from tfrecorder.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show
@@ -23,11 +24,11 @@ from tfrecorder.row_encoder import RowError, check_sample, is_missing, prepare_r
 from tfrecorder.schema import Schema, check_column_names, infer_schema
 from tfrecorder.sharding import DEFAULT_MAX_SHARD_BYTES
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS, TRAIN, validate_split_ratios
+from tfrecorder.tensorflow_import import import_tensorflow
 
 logger = logging.getLogger("tfrecorder")
 
 COMPRESSIONS = (None, "gzip")
-VALIDATIONS = ("header", "decode")
 MAX_FETCH_CONCURRENCY = 128
 REMOTE_FETCH_CONCURRENCY = 16  # default when images live in an object store (tens of ms per read)
 LOCAL_FETCH_CONCURRENCY = 1  # default for local files: reads are fast, threads would only add overhead
@@ -150,7 +151,7 @@ def convert(
     job_label: Optional[str] = None,
     image_size: Optional[Sequence[int]] = None,
     split_ratios: Sequence[float] = DEFAULT_SPLIT_RATIOS,
-    validate: str = "header",
+    validate: str = DEFAULT_VALIDATION,
     fetch_concurrency: Optional[int] = None,
     dataflow_options: Optional[Mapping[str, Any]] = None,
     project: Optional[str] = None,
@@ -161,6 +162,8 @@ def convert(
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
 
+    `validate="decode"` (default) writes an image only if `tf.io.decode_image` decodes it and discards
+    it only if it does not; `validate="header"` is the fast opt-in with cheap structural checks only.
     `fetch_concurrency` bounds how many images each worker reads at once (default: 16 when images are
     on gs:// or another object store, 1 for local files).
 
@@ -199,10 +202,15 @@ def convert(
                 fetch_concurrency=concurrency, progress_dir=progress_dir,
                 nullable_columns=tuple(sorted(nullable_columns)),
             )
-            options = dataflow.pipeline_options(request, config.job_name) if request else dataflow_options
+            options = (dataflow.pipeline_options(request, config.job_name) if request
+                       else runners.local_options(total_rows, dataflow_options,
+                                                  threads_use_every_core=validate == DECODE))
             source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
             config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)
             from beam_pipelines.pipeline import build_pipeline
+
+            if validate == DECODE and request is None:
+                import_tensorflow()  # the decoding threads' TensorFlow, imported once, here
 
             with quiet_libraries(verbose):
                 pipeline = runners.make_pipeline(runner, options)

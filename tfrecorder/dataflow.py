@@ -24,9 +24,9 @@ from tfrecorder.row_encoder import is_missing, resolve_uri
 from tfrecorder.schema import Schema
 
 # What workers import from PyPI (beam_pipelines + the tfrecorder modules they use). Apache Beam and
-# google-cloud-storage come with Beam's SDK container; TensorFlow is not needed on workers (records
-# are encoded by hand, see tfrecorder.example_encoder), so it is deliberately left out: installing it
-# would add minutes to every worker's start-up. Keep in step with setup.py's install_requires.
+# google-cloud-storage come with Beam's SDK container; records are encoded by hand (see
+# tfrecorder.example_encoder), so TensorFlow is only needed to decode images. Keep in step with
+# setup.py's install_requires.
 WORKER_REQUIREMENTS = (
     "pandas>=2.0",
     "pillow>=10.0",
@@ -34,7 +34,9 @@ WORKER_REQUIREMENTS = (
     "pyarrow>=14",
     "numpy>=1.24",
 )
-# validate="decode" checks every image with TensorFlow's own decoder, so only then do workers need it.
+# validate="decode" (the default) checks every image with TensorFlow's own decoder (nothing lighter
+# gives its exact verdict, see tfrecorder.decode_check), so workers install it in that mode only; it adds
+# to each worker's start-up. validate="header" keeps workers free of TensorFlow.
 DECODE_REQUIREMENTS = ("tensorflow>=2.16",)
 WORKER_PACKAGES = ("tfrecorder", "beam_pipelines")
 STAGING_DIR = ".tfrecorder-dataflow"  # under output_dir: Beam's temp and staging files

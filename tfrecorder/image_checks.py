@@ -34,11 +34,10 @@ def _next_marker(data: bytes, pos: int) -> int:
     return found.start() if found else -1
 
 
-def jpeg_structure_error(data: bytes, strict: bool = False) -> Optional[str]:
+def jpeg_structure_error(data: bytes) -> Optional[str]:
     """Walk the JPEG's markers from SOI to EOI; None when TensorFlow can decode the structure.
 
-    By default a sequential JPEG passes once its scan ends (never rejecting what TensorFlow decodes);
-    `strict` also walks what follows up to EOI, which can refuse a few files TensorFlow would accept.
+    A sequential JPEG passes once its scan ends, so the walk never rejects what TensorFlow decodes.
     """
     if data[:2] != b"\xff\xd8":
         return "corrupt image: JPEG start-of-image marker missing"
@@ -81,7 +80,7 @@ def jpeg_structure_error(data: bytes, strict: bool = False) -> Optional[str]:
             pos = _next_marker(data, end)
             if pos < 0:
                 return JPEG_EOI_MISSING
-            if not progressive and not strict:
+            if not progressive:
                 # A sequential JPEG has one scan; TensorFlow stops once its blocks are decoded, so
                 # whatever follows the scan's terminating marker does not matter.
                 return None

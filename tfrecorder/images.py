@@ -4,8 +4,9 @@ Conversion keeps each image's original bytes, so a full decode is not needed to 
 JPEG and PNG headers (nearly every dataset) are parsed straight from the bytes; anything else, or any
 header the byte parser is unsure about, is read by Pillow (no pixel decode). Both map the header to
 the channel count that `tf.io.decode_image` returns. Cheap structural walks (JPEG markers, PNG chunk
-CRCs; see image_checks) catch truncated and damaged files; `validate="decode"` adds a decode by
-TensorFlow itself, which also catches damage inside JPEG entropy-coded data.
+CRCs; see image_checks) catch truncated and damaged files: that is `validate="header"`. The default,
+`validate="decode"`, decodes every image with TensorFlow itself instead (tfrecorder.decode_check),
+which also catches damage inside JPEG entropy-coded data.
 """
 from __future__ import annotations
 
@@ -61,19 +62,6 @@ def _channels(fmt: str, image: Image.Image) -> int:
     return 4 if mode in ("RGBA", "La") else 3
 
 
-def _check_tensorflow_decodes(data: bytes) -> None:
-    """validate="decode": TensorFlow's own decoder is the only exact test of "decodes in training"
-    (Pillow ignores some libjpeg warnings TensorFlow fails on), so workers import it for this mode."""
-    from tfrecorder.tensorflow_import import import_tensorflow
-
-    tf = import_tensorflow()
-
-    try:
-        tf.io.decode_image(data, expand_animations=False)
-    except tf.errors.OpError as exc:
-        raise InvalidImage(f"corrupt image: TensorFlow cannot decode it ({exc.message.splitlines()[0][:120]})") from None
-
-
 def _jpeg_decodes(data: bytes) -> bool:
     """libjpeg's 1/8-scale decode: reads every coded block, skips most of the pixel work."""
     try:
@@ -85,10 +73,10 @@ def _jpeg_decodes(data: bytes) -> bool:
         return False
 
 
-def _check_complete(fmt: str, data: bytes, strict: bool = False) -> None:
+def _check_complete(fmt: str, data: bytes) -> None:
     """Cheap checks that catch truncated and structurally damaged files without decoding pixels."""
-    error = jpeg_structure_error(data, strict) if fmt == "jpeg" else png_structure_error(data) if fmt == "png" else None
-    if error == JPEG_EOI_MISSING and not strict and _jpeg_decodes(data):
+    error = jpeg_structure_error(data) if fmt == "jpeg" else png_structure_error(data) if fmt == "png" else None
+    if error == JPEG_EOI_MISSING and _jpeg_decodes(data):
         error = None  # only the end-of-image marker was lost; every block decodes (as in TensorFlow)
     if error:
         raise InvalidImage(error)
@@ -195,18 +183,22 @@ def parse_header(data: bytes) -> Optional[ImageInfo]:
     return info
 
 
-def probe_image(data: bytes, full_decode: bool = False) -> ImageInfo:
-    """Identify `data` as an image and return its `ImageInfo`, or raise `InvalidImage(reason)`."""
+def probe_image(data: bytes) -> ImageInfo:
+    """Identify `data` as an image and return its `ImageInfo`, or raise `InvalidImage(reason)`.
+
+    The cheap checks of `validate="header"`; `validate="decode"` asks TensorFlow (see decode_check).
+    """
     if not data:
         raise InvalidImage("empty file (0 bytes)")
-    info = None if full_decode else parse_header(data)
+    info = parse_header(data)
     if info is not None:
         _check_complete(info.format, data)
         return info
-    return _probe_with_pillow(data, full_decode)
+    return probe_with_pillow(data)
 
 
-def _probe_with_pillow(data: bytes, full_decode: bool) -> ImageInfo:
+def probe_with_pillow(data: bytes) -> ImageInfo:
+    """`probe_image` without the byte-level header parser: Pillow reads the header."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -217,10 +209,8 @@ def _probe_with_pillow(data: bytes, full_decode: bool) -> ImageInfo:
                     raise InvalidImage(f"invalid image size {width}x{height}")
                 if width * height > MAX_PIXELS:
                     raise InvalidImage(f"image too large: {width}x{height} pixels exceeds {MAX_PIXELS}")
-                _check_complete(fmt, data, strict=full_decode)
+                _check_complete(fmt, data)
                 channels = _channels(fmt, image)
-                if full_decode:
-                    _check_tensorflow_decodes(data)
     except InvalidImage:
         raise
     except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
@@ -234,17 +224,23 @@ def _probe_with_pillow(data: bytes, full_decode: bool) -> ImageInfo:
 
 
 def resize_image(data: bytes, info: ImageInfo, size: tuple[int, int]) -> tuple[bytes, ImageInfo]:
-    """Resize to (height, width) and re-encode (PNG stays PNG to keep alpha, others become JPEG)."""
+    """Resize to (height, width) and re-encode (PNG stays PNG to keep alpha, others become JPEG).
+
+    Pillow does the resize; a damaged file TensorFlow decodes but Pillow cannot is InvalidImage.
+    """
     height, width = size
-    with Image.open(io.BytesIO(data)) as image:
-        image.load()
-        if info.format == "gif":
-            image = image.convert("RGB")
-        keep_png = info.format == "png" or info.channels in (2, 4)
-        if not keep_png:
-            image = image.convert("L" if info.channels == 1 else "RGB")
-        resized = image.resize((width, height), Image.Resampling.BILINEAR)
-        out = io.BytesIO()
-        resized.save(out, format="PNG" if keep_png else "JPEG", quality=95)
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+            if info.format == "gif":
+                image = image.convert("RGB")
+            keep_png = info.format == "png" or info.channels in (2, 4)
+            if not keep_png:
+                image = image.convert("L" if info.channels == 1 else "RGB")
+            resized = image.resize((width, height), Image.Resampling.BILINEAR)
+            out = io.BytesIO()
+            resized.save(out, format="PNG" if keep_png else "JPEG", quality=95)
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise InvalidImage(f"corrupt image: cannot be resized ({exc})") from None
     encoded = out.getvalue()
     return encoded, probe_image(encoded)

@@ -24,7 +24,7 @@ class JobConfig:
     max_shard_bytes: int
     compression: Optional[str]
     image_size: Optional[tuple[int, int]]
-    validate: str  # "header" (cheap checks) or "decode" (full decode)
+    validate: str  # "decode" (TensorFlow decodes every image: the default) or "header" (cheap checks)
     batch_size: int = 64  # rows per Beam element from the source on (amortises per-element overhead)
     fetch_concurrency: int = 1  # images of a batch read in parallel (raise for remote storage)
     progress_dir: Optional[str] = None  # local directory workers report rows done into (None: no bar)

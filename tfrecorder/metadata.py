@@ -55,6 +55,7 @@ def build_metadata(
         "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "runner": config.runner,
         "compression": config.compression,
+        "validate": config.validate,
         "schema": dict(config.schema),
         "features": feature_spec(Schema.from_json(config.schema), config.nullable_columns),
         "vocabularies": {k: list(v) for k, v in vocabularies.items()},

@@ -26,6 +26,7 @@ class ConversionResult(Mapping[str, Any]):
             discarded=metadata["discarded"],
             discard_reasons=dict(metadata.get("discard_reasons", {})),
             bytes_written=sum(info["bytes"] for info in splits.values()),
+            validate=metadata.get("validate"),
             elapsed_seconds=round(elapsed, 3),
             metadata=dict(metadata),
         )
@@ -63,6 +64,8 @@ class ConversionResult(Mapping[str, Any]):
             lines.append(f"  discard reasons: {reasons}")
         if "bytes_written" in f:
             lines.append(f"  bytes written: {f['bytes_written']:,}  elapsed: {f['elapsed_seconds']:.1f} s")
+        if f.get("validate"):
+            lines.append(f"  image check: validate={f['validate']!r}")
         return "\n".join(lines)
 
 

@@ -19,11 +19,12 @@ from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from tfrecorder import images, splits, types
+from tfrecorder import decode_check, images, splits, types
 from tfrecorder.example_encoder import Feature, encode_example
 from tfrecorder.schema import SAMPLE_VALUES, Schema
 
 ImageReader = Callable[[str], bytes]
+DecodeLookup = Callable[[str, bytes], decode_check.Verdict]  # (uri, bytes) → TensorFlow's verdict
 
 
 class RowError(ValueError):
@@ -191,23 +192,34 @@ class RowEncoder:
         vocabularies: Mapping[str, Sequence[str]],
         base_dir: str = "",
         image_size: Optional[tuple[int, int]] = None,
-        full_decode: bool = False,
+        validate: str = decode_check.DEFAULT_VALIDATION,
     ) -> None:
         self.schema = schema
         self.label_index = {col: {label: i for i, label in enumerate(v)} for col, v in vocabularies.items()}
         self.base_dir = base_dir
         self.image_size = tuple(image_size) if image_size else None
-        self.full_decode = full_decode
+        self.validate = validate
         self.image_kinds: set[tuple[str, str, int]] = set()  # (feature prefix, format, channels) written
 
     def image_uris(self, row: Mapping[str, Any]) -> list[str]:
         """The resolved URIs of the images `encode` will read for this row (for prefetching)."""
         return [resolve_uri(str(row.get(c)), self.base_dir) for c in self.schema.image_columns if not is_missing(row.get(c))]
 
-    def _image_features(self, column: str, uri: str, read_image: ImageReader) -> dict[str, Feature]:
-        data = read_image(resolve_uri(uri, self.base_dir))
+    def _probe(self, uri: str, data: bytes, decoded: Optional[DecodeLookup]) -> images.ImageInfo:
+        """The image's info under the validation mode; InvalidImage(reason) when it is refused."""
+        if self.validate == decode_check.HEADER:
+            return images.probe_image(data)
+        verdict = decoded(uri, data) if decoded else decode_check.decode(data)
+        if isinstance(verdict, str):
+            raise images.InvalidImage(verdict)
+        return verdict
+
+    def _image_features(self, column: str, uri: str, read_image: ImageReader,
+                        decoded: Optional[DecodeLookup]) -> dict[str, Feature]:
+        resolved = resolve_uri(uri, self.base_dir)
+        data = read_image(resolved)
         try:
-            info = images.probe_image(data, full_decode=self.full_decode)
+            info = self._probe(resolved, data, decoded)
             if self.image_size and (info.height, info.width) != self.image_size:
                 data, info = images.resize_image(data, info, self.image_size)
         except images.InvalidImage as exc:
@@ -223,10 +235,13 @@ class RowEncoder:
             f"{prefix}_uri": Feature("bytes", (uri.encode("utf-8"),)),
         }
 
-    def encode(self, row: Mapping[str, Any], read_image: ImageReader) -> tuple[bytes, int]:
+    def encode(self, row: Mapping[str, Any], read_image: ImageReader,
+               decoded: Optional[DecodeLookup] = None) -> tuple[bytes, int]:
         """Serialise one row, reading its images with `read_image`.
 
-        Returns (Example bytes, number of labels not in the vocabulary).
+        In decode mode `decoded(uri, bytes)` supplies TensorFlow's verdict when the caller decoded the
+        images already (in parallel); without it they are decoded here. Returns (Example bytes,
+        number of labels not in the vocabulary).
         """
         features: dict[str, Feature] = {}
         unknown_labels = 0
@@ -235,7 +250,7 @@ class RowEncoder:
             if role == types.SplitKey:
                 continue
             if role == types.ImageUri:
-                features.update(self._image_features(column, str(value), read_image))
+                features.update(self._image_features(column, str(value), read_image, decoded))
             elif role == types.StringLabel:
                 index = self.label_index.get(column, {}).get(str(value), -1)
                 unknown_labels += index < 0

@@ -7,6 +7,7 @@ PlainPipelines, built the same way inside Jupyter as in a script (tfrecorder.pla
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping, Optional
 
 import apache_beam as beam
@@ -15,6 +16,14 @@ from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOpt
 from tfrecorder.plain_pipeline import PlainPipeline
 
 KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
+# When a local job runs on a worker process per core (Beam's multi_processing FnApiRunner), measured on
+# 2 cores with benchmarks/convert_bench.py: each worker process spends ~2.7 s of CPU starting (importing
+# Beam and tfrecorder's modules) and the runner adds ~1 s, while the per-row work (~170 µs in header
+# mode) is shared by the workers. Worker processes are chosen when the time they save beats twice that
+# start-up cost (a margin for the measurement's noise).
+ROW_SECONDS = 170e-6
+WORKER_START_SECONDS = 4.0
+_WORKER_OPTIONS = ("direct_num_workers", "direct_running_mode")
 
 
 def check_runner(runner: str) -> str:
@@ -36,6 +45,37 @@ def make_pipeline(runner: str, options: Optional[Mapping[str, Any]] = None) -> b
     from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
 
     return PlainPipeline(runner=DataflowRunner(), options=pipeline_options)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def worker_processes_pay_off(rows: int, cores: int) -> bool:
+    """Whether a worker process per core finishes `rows` rows sooner than the in-process worker."""
+    return cores > 1 and rows * ROW_SECONDS * (1 - 1 / cores) > 2 * WORKER_START_SECONDS
+
+
+def local_options(rows: int, options: Optional[Mapping[str, Any]] = None, cores: Optional[int] = None,
+                  threads_use_every_core: bool = False) -> dict[str, Any]:
+    """Beam options for a local (DirectRunner) job of `rows` rows: one worker process per core when
+    that pays off (large jobs on several cores), the in-process worker otherwise — always when the
+    job's heavy work already runs on a thread per core (`threads_use_every_core`: validate="decode",
+    where each worker process would also pay TensorFlow's import).
+
+    Beam's own `direct_num_workers` / `direct_running_mode`, when the caller passes either, decide
+    instead (e.g. `direct_num_workers=1` keeps a large job in-process).
+    """
+    chosen = dict(options or {})
+    cores = usable_cores() if cores is None else cores
+    if (threads_use_every_core or any(name in chosen for name in _WORKER_OPTIONS)
+            or not worker_processes_pay_off(rows, cores)):
+        return chosen
+    return {**chosen, "direct_running_mode": "multi_processing", "direct_num_workers": cores}
 
 
 def connect_anonymously() -> None:
