@@ -1,0 +1,209 @@
+"""Detection jobs from box DataFrames: Object Detection API records, label map, metadata, box discards."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+import tfrecorder
+from tfrecorder import detection
+from tfrecorder.row_encoder import RowError
+from tfrecorder.sample_data import encode_image, photo_array
+
+
+def od_api_spec(tf) -> dict:
+    """The keys and dtypes the TF Object Detection API's TfExampleDecoder (object_detection/data_decoders/
+    tf_example_decoder.py) and Model Garden's official/vision/dataloaders/tf_example_decoder.py parse."""
+    return {
+        "image/encoded": tf.io.FixedLenFeature((), tf.string),
+        "image/format": tf.io.FixedLenFeature((), tf.string, default_value="jpeg"),
+        "image/filename": tf.io.FixedLenFeature((), tf.string, default_value=""),
+        "image/source_id": tf.io.FixedLenFeature((), tf.string),
+        "image/height": tf.io.FixedLenFeature((), tf.int64, default_value=1),
+        "image/width": tf.io.FixedLenFeature((), tf.int64, default_value=1),
+        "image/object/bbox/xmin": tf.io.VarLenFeature(tf.float32),
+        "image/object/bbox/xmax": tf.io.VarLenFeature(tf.float32),
+        "image/object/bbox/ymin": tf.io.VarLenFeature(tf.float32),
+        "image/object/bbox/ymax": tf.io.VarLenFeature(tf.float32),
+        "image/object/class/label": tf.io.VarLenFeature(tf.int64),
+        "image/object/class/text": tf.io.VarLenFeature(tf.string),
+    }
+
+
+def read_od_records(tf, tfrecord_dir: str) -> dict[str, dict]:
+    """Every written record parsed with the OD API spec, keyed by image/source_id."""
+    metadata = json.loads((Path(tfrecord_dir) / "metadata.json").read_text())
+    spec = od_api_spec(tf)
+    found = {}
+    for split, info in metadata["splits"].items():
+        for shard in info["shards"]:
+            for record in tf.data.TFRecordDataset(str(Path(tfrecord_dir) / shard["file"])):
+                parsed = tf.io.parse_single_example(record, spec)
+                example = {k: (tf.sparse.to_dense(v).numpy() if isinstance(v, tf.SparseTensor) else v.numpy())
+                           for k, v in parsed.items()}
+                example["split"] = split
+                found[example["image/source_id"].decode()] = example
+    return found
+
+
+def discards_of(tfrecord_dir: str) -> list[dict]:
+    with open(Path(tfrecord_dir) / "discarded.csv", newline="") as stream:
+        return list(csv.DictReader(stream))
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory) -> dict[str, Path]:
+    """Images of known sizes: a.jpg 40x60 (h x w), b.png 50x80, c.jpg 30x30, d.jpg 20x40."""
+    directory = tmp_path_factory.mktemp("photos")
+    sizes = {"a.jpg": (40, 60), "b.png": (50, 80), "c.jpg": (30, 30), "d.jpg": (20, 40), "e.jpg": (20, 20)}
+    paths = {}
+    for i, (name, (h, w)) in enumerate(sizes.items()):
+        fmt = "PNG" if name.endswith(".png") else "JPEG"
+        paths[name] = directory / name
+        paths[name].write_bytes(encode_image(Image.fromarray(photo_array(h, w, i)), fmt))
+    (directory / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really")
+    paths["broken.jpg"] = directory / "broken.jpg"
+    return paths
+
+
+# --- pure logic -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("row, reason", [
+    ({"image_uri": "x.jpg", "label": "cat", "xmin": 0.5, "ymin": 0.1, "xmax": 0.2, "ymax": 0.9}, "xmin 0.5 > xmax 0.2"),
+    ({"image_uri": "x.jpg", "label": "cat", "xmin": 0.1, "ymin": 0.9, "xmax": 0.2, "ymax": 0.3}, "ymin 0.9 > ymax 0.3"),
+    ({"image_uri": "x.jpg", "label": "cat", "xmin": 0.1, "ymin": 0.1, "xmax": 1.2, "ymax": 0.3},
+     "box outside the image: xmax 1.2 not in [0, 1]"),
+    ({"image_uri": "x.jpg", "label": "cat", "xmin": "abc", "ymin": 0.1, "xmax": 0.2, "ymax": 0.3},
+     "invalid box: xmin is not a number ('abc')"),
+    ({"image_uri": "x.jpg", "label": "cat", "xmin": float("nan"), "ymin": 0.1, "xmax": 0.2, "ymax": 0.3},
+     "invalid box: xmin missing"),
+    ({"image_uri": "x.jpg", "label": None, "xmin": 0.1, "ymin": 0.1, "xmax": 0.2, "ymax": 0.3},
+     "invalid box: the box has no label"),
+    ({"image_uri": None, "label": "cat", "xmin": 0.1, "ymin": 0.1, "xmax": 0.2, "ymax": 0.3}, "empty image URI"),
+])
+def test_bad_boxes_have_specific_reasons(row, reason):
+    with pytest.raises(RowError) as caught:
+        detection.check_box_row(row)
+    assert reason in str(caught.value)
+
+
+def test_box_rows_rounding_noise_clamped_and_no_box_rows():
+    box = detection.check_box_row({"image_uri": "x", "label": " cat ", "xmin": -1e-9, "ymin": "0.25",
+                                   "xmax": 1 + 1e-9, "ymax": 0.5})
+    assert box == detection.Box("cat", 0.0, 0.25, 1.0, 0.5)
+    assert detection.check_box_row({"image_uri": "x", "label": "", "xmin": None, "ymin": None, "xmax": None,
+                                    "ymax": None}) is None
+    assert detection.check_box_row({"image_uri": "x", "label": "cat", "xmin": 10, "ymin": 20, "xmax": 300,
+                                    "ymax": 400}, "pixels") == detection.Box("cat", 10, 20, 300, 400)
+
+
+def test_conflicting_splits_and_unassigned_images_hash_on_the_uri():
+    with pytest.raises(RowError, match="conflicting splits: rows of x.jpg say TEST, TRAIN"):
+        detection.merge_image_rows("x.jpg", ["TRAIN", "test"], (0.8, 0.1, 0.1))
+    assert detection.merge_image_rows("x.jpg", ["train", "TRAIN"], (0.8, 0.1, 0.1)) == "TRAIN"
+    assigned = {detection.merge_image_rows(f"{i}.jpg", [None, ""], (0.5, 0.25, 0.25)) for i in range(50)}
+    assert assigned == {"TRAIN", "VALIDATION", "TEST"}
+
+
+def test_label_map_ids_start_at_one_in_vocabulary_order():
+    text = detection.label_map_pbtxt(["cat", "dog's"])
+    assert text == "item {\n  id: 1\n  name: 'cat'\n}\nitem {\n  id: 2\n  name: 'dog\\'s'\n}\n"
+
+
+# --- end to end ---------------------------------------------------------------------------------------
+
+def box_table(photos) -> pd.DataFrame:
+    a, b, c, d, e = (str(photos[n]) for n in ("a.jpg", "b.png", "c.jpg", "d.jpg", "e.jpg"))
+    rows = [
+        ("TRAIN", a, "dog", 0.1, 0.2, 0.5, 0.6),
+        ("TRAIN", a, "cat", 0.0, 0.0, 1.0, 1.0),
+        ("TRAIN", a, "cat", 0.7, 0.2, 0.3, 0.9),  # xmin > xmax: this box only is discarded
+        ("train", b, "cat", 0.25, 0.5, 0.75, 1.0),
+        ("TRAIN", b, "bird", "n/a", 0.5, 0.75, 1.0),  # not a number
+        ("VALIDATION", c, None, None, None, None, None),  # an image without boxes
+        ("TEST", d, "cat", 0.1, 0.1, 0.2, 0.2),
+        ("TRAIN", d, "dog", 0.1, 0.1, 0.2, 0.2),  # d: conflicting splits → both rows discarded
+        ("TEST", e, "owl", 0.1, 0.1, 0.2, 0.2),  # owl is not a TRAIN label
+        ("TEST", e, "dog", 0.1, 0.1, 1.5, 0.2),  # outside [0, 1]
+        ("TRAIN", str(photos["broken.jpg"]), "cat", 0.1, 0.1, 0.2, 0.2),  # the image itself is bad
+    ]
+    return pd.DataFrame(rows, columns=["split", "image_uri", "label", "xmin", "ymin", "xmax", "ymax"])
+
+
+@pytest.fixture(scope="module")
+def detection_job(photos, tmp_path_factory):
+    return tfrecorder.convert(box_table(photos), tmp_path_factory.mktemp("det"), progress=False)
+
+
+def test_detection_job_writes_od_api_records(detection_job, photos, tf):
+    tfrecord_dir = detection_job["tfrecord_dir"]
+    records = read_od_records(tf, tfrecord_dir)
+    assert set(records) == {str(photos["a.jpg"]), str(photos["b.png"]), str(photos["c.jpg"])}
+    a = records[str(photos["a.jpg"])]
+    assert a["split"] == "TRAIN" and a["image/height"] == 40 and a["image/width"] == 60
+    assert a["image/format"] == b"jpeg" and a["image/filename"] == b"a.jpg"
+    assert a["image/encoded"] == photos["a.jpg"].read_bytes()  # original bytes
+    order = np.argsort(a["image/object/class/text"])  # box order within an image follows the rows
+    assert list(a["image/object/class/text"][order]) == [b"cat", b"dog"]
+    assert list(a["image/object/class/label"][order]) == [1, 2]  # cat=1, dog=2: sorted TRAIN names
+    np.testing.assert_allclose(a["image/object/bbox/xmin"][order], [0.0, 0.1])
+    np.testing.assert_allclose(a["image/object/bbox/ymax"][order], [1.0, 0.6])
+    b = records[str(photos["b.png"])]
+    assert list(b["image/object/class/label"]) == [1] and b["image/format"] == b"png"
+    c = records[str(photos["c.jpg"])]
+    assert c["split"] == "VALIDATION" and len(c["image/object/bbox/xmin"]) == 0
+
+
+def test_detection_job_label_map_metadata_and_accounting(detection_job):
+    tfrecord_dir = Path(detection_job["tfrecord_dir"])
+    assert (tfrecord_dir / "label_map.pbtxt").read_text() == \
+        "item {\n  id: 1\n  name: 'cat'\n}\nitem {\n  id: 2\n  name: 'dog'\n}\n"
+    metadata = json.loads((tfrecord_dir / "metadata.json").read_text())
+    assert metadata["task"] == "detection"
+    assert metadata["label_map"] == {"1": "cat", "2": "dog"} and metadata["vocabularies"] == {"label": ["cat", "dog"]}
+    assert metadata["rows_in"] == 11 and metadata["rows_written"] == 4 and metadata["records_written"] == 3
+    assert metadata["discarded"] == 7 and metadata["rows_written"] + metadata["discarded"] == metadata["rows_in"]
+    assert metadata["features"]["image/object/bbox/xmin"] == {"dtype": "float32", "shape": None, "allow_missing": False}
+    assert metadata["features"]["image/encoded"]["shape"] == []
+    reasons = sorted(row["reason"] for row in discards_of(str(tfrecord_dir)))
+    assert len(reasons) == 7
+    assert sum(r.startswith("conflicting splits: rows of ") for r in reasons) == 2
+    assert "invalid box: xmin 0.7 > xmax 0.3" in reasons
+    assert "invalid box: xmin is not a number ('n/a')" in reasons
+    assert "unknown label: 'owl' is not among the TRAIN labels" in reasons
+    assert "box outside the image: xmax 1.5 not in [0, 1]" in reasons
+    assert any(r.startswith(("corrupt image", "truncated image", "not an image")) for r in reasons)
+    assert metadata["discard_reasons"]["conflicting splits"] == 2
+
+
+def test_pixel_boxes_are_normalised_by_the_true_image_size(photos, tmp_path, tf):
+    a, b = str(photos["a.jpg"]), str(photos["b.png"])  # 40x60 and 50x80 (h x w)
+    table = pd.DataFrame({
+        "image_uri": [a, a, b],
+        "label": ["cat", "dog", "cat"],
+        "xmin": [6, 0, 40], "ymin": [4, 0, 25], "xmax": [30, 61, 80], "ymax": [40, 10, 50],
+        "split": ["TRAIN", "TRAIN", "TRAIN"],
+    })
+    result = tfrecorder.convert(table, tmp_path, box_units="pixels", progress=False)
+    records = read_od_records(tf, result["tfrecord_dir"])
+    np.testing.assert_allclose(records[a]["image/object/bbox/xmin"], [0.1])
+    np.testing.assert_allclose(records[a]["image/object/bbox/ymin"], [0.1])
+    np.testing.assert_allclose(records[a]["image/object/bbox/xmax"], [0.5])
+    np.testing.assert_allclose(records[a]["image/object/bbox/ymax"], [1.0])
+    np.testing.assert_allclose(records[b]["image/object/bbox/xmin"], [0.5])
+    [reason] = [row["reason"] for row in discards_of(result["tfrecord_dir"])]
+    assert reason == "box outside the image: (0, 0, 61, 10) pixels, image is 60x40"
+    assert result["rows_in"] == 3 and result.metadata["rows_written"] == 2
+
+
+def test_box_units_and_missing_columns_are_table_errors(photos, tmp_path):
+    table = box_table(photos)
+    with pytest.raises(ValueError, match="box_units must be"):
+        tfrecorder.convert(table, tmp_path, box_units="inches")
+    with pytest.raises(ValueError, match=r"missing \['image_uri'\]"):
+        tfrecorder.convert(table.rename(columns={"image_uri": "path"}), tmp_path)
