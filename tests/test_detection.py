@@ -207,3 +207,45 @@ def test_box_units_and_missing_columns_are_table_errors(photos, tmp_path):
         tfrecorder.convert(table, tmp_path, box_units="inches")
     with pytest.raises(ValueError, match=r"missing \['image_uri'\]"):
         tfrecorder.convert(table.rename(columns={"image_uri": "path"}), tmp_path)
+
+
+def test_load_gives_images_boxes_and_classes(detection_job, photos, tf):
+    tfrecord_dir = detection_job["tfrecord_dir"]
+    [a] = [e for e in tfrecorder.load(tfrecord_dir, "train") if e["source_id"].numpy().decode() == str(photos["a.jpg"])]
+    assert a["image"].dtype == tf.uint8 and tuple(a["image"].shape) == (40, 60, 3)
+    assert a["boxes"].dtype == tf.float32 and a["classes"].dtype == tf.int64
+    boxes = {int(c): tuple(b) for c, b in zip(a["classes"].numpy(), a["boxes"].numpy())}
+    np.testing.assert_allclose(boxes[2], [0.2, 0.1, 0.6, 0.5])  # dog: ymin, xmin, ymax, xmax
+    np.testing.assert_allclose(boxes[1], [0.0, 0.0, 1.0, 1.0])
+    [c] = list(tfrecorder.load(tfrecord_dir, "validation"))
+    assert tuple(c["boxes"].shape) == (0, 4) and tuple(c["classes"].shape) == (0,)
+
+
+def test_load_batches_boxes_ragged_and_resizes_images(detection_job, tf):
+    tfrecord_dir = detection_job["tfrecord_dir"]
+    [batch] = list(tfrecorder.load(tfrecord_dir, "train", batch_size=8, image_size=(32, 32), channels=3))
+    assert tuple(batch["image"].shape) == (2, 32, 32, 3) and isinstance(batch["image"], tf.Tensor)
+    assert isinstance(batch["boxes"], tf.RaggedTensor) and isinstance(batch["classes"], tf.RaggedTensor)
+    assert sorted(batch["classes"].row_lengths().numpy().tolist()) == [1, 2]
+    assert batch["boxes"].shape.as_list()[-1] == 4
+    drawn = tf.image.draw_bounding_boxes(tf.cast(batch["image"], tf.float32), batch["boxes"].to_tensor(),
+                                         tf.constant([[1.0, 0.0, 0.0]]))
+    assert tuple(drawn.shape) == (2, 32, 32, 3)
+    image, target = next(iter(tfrecorder.load(tfrecord_dir, "train", as_supervised=True)))
+    assert image.dtype == tf.uint8 and set(target) == {"boxes", "classes"}
+
+
+def test_inspect_draws_boxes_and_class_names(detection_job, tmp_path):
+    from tfrecorder.detection_inspect import COLOURS
+
+    out = tfrecorder.inspect(detection_job["tfrecord_dir"], "train", num_records=5, output_dir=str(tmp_path / "look"))
+    rows = list(csv.DictReader(open(Path(out) / "records.csv", newline="")))
+    assert len(rows) == 2
+    by_name = {row["filename"]: row for row in rows}
+    assert sorted(json.loads(by_name["a.jpg"]["class_names"])) == ["cat", "dog"]
+    assert json.loads(by_name["b.png"]["boxes_ymin_xmin_ymax_xmax"]) == [[0.5, 0.25, 1.0, 0.75]]
+    written = (Path(out) / by_name["a.jpg"]["image_file"]).read_bytes()
+    assert written[:2] == b"\xff\xd8"  # the original JPEG, not the drawing
+    sheet = np.asarray(Image.open(Path(out) / "contact_sheet.png").convert("RGB"))
+    first_colour = tuple(int(COLOURS[0][i:i + 2], 16) for i in (1, 3, 5))
+    assert (sheet == first_colour).all(axis=-1).sum() > 100  # box outlines and name labels drawn
