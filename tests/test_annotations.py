@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -183,3 +184,26 @@ def test_annotation_format_is_checked(tmp_path):
         tfrecorder.convert(pd.DataFrame({"image_uri": ["a.jpg"]}), tmp_path, annotation_format="coco")
     with pytest.raises(ValueError, match="applies to AutoML CSV and Vertex AI JSONL files"):
         tfrecorder.convert(pd.DataFrame({"image_uri": ["a.jpg"]}), tmp_path, annotation_format="vertex_jsonl")
+
+
+def test_cli_converts_annotation_files(tmp_path):
+    from test_cli import run
+
+    paths = write_images(tmp_path / "img", ["a.jpg", "b.jpg", "c.jpg", "d.jpg"])
+    (tmp_path / "boxes.csv").write_text(automl_detection_csv(paths).replace(str(tmp_path) + "/", ""))  # relative paths
+    done = run("convert", "--source", str(tmp_path / "boxes.csv"), "--output_dir", str(tmp_path / "out"),
+               "--no_progress")
+    assert done.returncode == 0, done.stderr
+    assert "rows in: 8" in done.stdout and "discarded: 4" in done.stdout
+    [job] = os.listdir(tmp_path / "out")
+    assert (tmp_path / "out" / job / "label_map.pbtxt").exists()
+    (tmp_path / "pixels.csv").write_text(f"image_uri,label,xmin,ymin,xmax,ymax\n{paths['a.jpg']},cat,4,3,20,15\n")
+    done = run("convert", "--source", str(tmp_path / "pixels.csv"), "--output_dir", str(tmp_path / "out2"),
+               "--box_units", "pixels", "--split_ratios", "1,0,0", "--no_progress")
+    assert done.returncode == 0, done.stderr
+    [job] = os.listdir(tmp_path / "out2")
+    metadata = json.loads((tmp_path / "out2" / job / "metadata.json").read_text())
+    assert metadata["box_units"] == "pixels" and metadata["rows_written"] == 1
+    done = run("convert", "--source", str(tmp_path / "boxes.csv"), "--output_dir", str(tmp_path / "out3"),
+               "--annotation_format", "coco")
+    assert done.returncode == 2 and "annotation_format must be one of" in done.stderr
