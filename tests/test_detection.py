@@ -249,3 +249,39 @@ def test_inspect_draws_boxes_and_class_names(detection_job, tmp_path):
     sheet = np.asarray(Image.open(Path(out) / "contact_sheet.png").convert("RGB"))
     first_colour = tuple(int(COLOURS[0][i:i + 2], 16) for i in (1, 3, 5))
     assert (sheet == first_colour).all(axis=-1).sum() > 100  # box outlines and name labels drawn
+
+
+@pytest.mark.xfail(reason="shard assembly is not replay-safe on this branch (assemble_shard renames its piece); "
+                          "issue-12w makes it idempotent", strict=False)
+def test_bundle_replay_writes_each_image_once_and_counts_exactly(photos, tmp_path, tf):
+    """Beam re-runs every bundle once (direct_runner_bundle_repeat=1): same records, same accounting."""
+    result = tfrecorder.convert(box_table(photos), tmp_path, progress=False,
+                                dataflow_options={"direct_runner_bundle_repeat": 1})
+    metadata = result.metadata
+    assert (metadata["rows_in"], metadata["rows_written"], metadata["records_written"], metadata["discarded"]) == \
+        (11, 4, 3, 7)
+    assert len(read_od_records(tf, result["tfrecord_dir"])) == 3
+    assert len(discards_of(result["tfrecord_dir"])) == 7
+    assert tfrecorder.verify(result["tfrecord_dir"]).ok
+
+
+def test_model_garden_tf_example_decoder_reads_a_detection_job(detection_job, photos, tf):
+    """Model Garden's own decoder, when tf-models-official is importable. Its dependency set pins other
+    TensorFlow versions, so it is not a test requirement; installed beside this venv with `pip install
+    --no-deps --target DIR tf-models-official tf-keras gin-config tensorflow-datasets etils toml promise
+    tensorflow_metadata immutabledict scipy pycocotools opencv-python-headless matplotlib cycler kiwisolver
+    fonttools` and PYTHONPATH=DIR, it passes. Without it, test_detection_job_writes_od_api_records checks
+    the same keys and dtypes."""
+    decoder_module = pytest.importorskip("official.vision.dataloaders.tf_example_decoder")
+    decoder = decoder_module.TfExampleDecoder()
+    metadata = json.loads((Path(detection_job["tfrecord_dir"]) / "metadata.json").read_text())
+    shard = Path(detection_job["tfrecord_dir"]) / metadata["splits"]["TRAIN"]["shards"][0]["file"]
+    decoded = {}
+    for record in tf.data.TFRecordDataset(str(shard)):
+        out = decoder.decode(record)
+        decoded[out["source_id"].numpy().decode()] = out
+    a = decoded[str(photos["a.jpg"])]
+    assert tuple(a["image"].shape) == (40, 60, 3) and int(a["height"]) == 40 and int(a["width"]) == 60
+    boxes = {int(c): tuple(b) for c, b in zip(a["groundtruth_classes"].numpy(), a["groundtruth_boxes"].numpy())}
+    np.testing.assert_allclose(boxes[2], [0.2, 0.1, 0.6, 0.5])  # Model Garden's [ymin, xmin, ymax, xmax]
+    np.testing.assert_allclose(boxes[1], [0.0, 0.0, 1.0, 1.0])
