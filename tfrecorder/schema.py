@@ -2,8 +2,8 @@
 
 Inference rules (schema=None): a column named `split` is the SplitKey, `image_uri` (or any `*_uri`
 column whose values all end in an image suffix) an ImageUri, `label` a StringLabel (text),
-IntegerLabel (integers) or MultiLabel (lists of names); other columns follow their dtype: integers and booleans → IntegerInput,
-floats → FloatInput (float32), datetimes → DatetimeInput, categoricals → the role of their
+IntegerLabel (integers) or MultiLabel (lists of names); other columns follow their dtype: integers
+and booleans → IntegerInput, floats → FloatInput (float32), datetimes → DatetimeInput, categoricals → the role of their
 categories (stored as values), object columns of lists/arrays → a list role (fixed length when every
 row has the same length), other object columns → the kind their values share, else StringInput.
 float64 is never inferred: ask for DoubleInput explicitly. An explicit Schema is checked against the
