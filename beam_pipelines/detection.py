@@ -16,12 +16,13 @@ import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
 from beam_pipelines import sources, transforms
-from beam_pipelines.fetch import Fetcher, reader_for
+from beam_pipelines.fetch import reader_for
 from tfrecorder import detection, jobdir, storage, splits
 from tfrecorder.job_config import JobConfig
 from tfrecorder.metadata import build_metadata
 from tfrecorder.row_encoder import RowError
 from tfrecorder.schema import SPLIT_COLUMN
+from tfrecorder.sharding import plan_shards
 
 ROWS_WRITTEN = "rows_written"
 
@@ -142,8 +143,6 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     )
     rows_written = encoded[ROWS_WRITTEN] | "RowsWritten" >> beam.CombineGlobally(sum).without_defaults()
     start = pipeline | "Start" >> beam.Create([None])
-    from tfrecorder.sharding import plan_shards
-
     shards = (
         start
         | "PlanShards"

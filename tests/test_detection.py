@@ -179,6 +179,8 @@ def test_detection_job_label_map_metadata_and_accounting(detection_job):
     assert "box outside the image: xmax 1.5 not in [0, 1]" in reasons
     assert any(r.startswith(("corrupt image", "truncated image", "not an image")) for r in reasons)
     assert metadata["discard_reasons"]["conflicting splits"] == 2
+    report = tfrecorder.verify(str(tfrecord_dir))  # every record parses with the job's own feature spec
+    assert report.ok, report.all_problems
 
 
 def test_pixel_boxes_are_normalised_by_the_true_image_size(photos, tmp_path, tf):
