@@ -287,3 +287,18 @@ def test_model_garden_tf_example_decoder_reads_a_detection_job(detection_job, ph
     boxes = {int(c): tuple(b) for c, b in zip(a["groundtruth_classes"].numpy(), a["groundtruth_boxes"].numpy())}
     np.testing.assert_allclose(boxes[2], [0.2, 0.1, 0.6, 0.5])  # Model Garden's [ymin, xmin, ymax, xmax]
     np.testing.assert_allclose(boxes[1], [0.0, 0.0, 1.0, 1.0])
+
+
+def test_result_html_shows_images_with_their_boxes(detection_job):
+    import base64
+    import io
+    import re
+
+    from tfrecorder.detection_inspect import COLOURS
+
+    page = detection_job._repr_html_()
+    sources = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    assert len(sources) == 2 and ("cat, dog" in page or "dog, cat" in page)
+    colour = tuple(int(COLOURS[0][i:i + 2], 16) for i in (1, 3, 5))
+    drawn = [np.asarray(Image.open(io.BytesIO(base64.b64decode(s))).convert("RGB")) for s in sources]
+    assert all((image == colour).all(axis=-1).sum() > 20 for image in drawn)

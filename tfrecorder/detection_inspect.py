@@ -44,6 +44,12 @@ def draw_boxes(data: bytes, boxes: list[tuple[float, float, float, float]], name
     return out.getvalue()
 
 
+def detection_boxes(example: dict) -> tuple[list[tuple[float, float, float, float]], list[str]]:
+    """A parsed detection Example's boxes ([ymin, xmin, ymax, xmax]) and class names."""
+    keys = (detection.YMIN, detection.XMIN, detection.YMAX, detection.XMAX)
+    return list(zip(*(example.get(k, []) for k in keys))), [_text(t) for t in example.get(detection.CLASS_TEXT, [])]
+
+
 def detection_rows_and_tiles(examples: list[dict], output_dir: str, thumbnail: int
                              ) -> tuple[list[dict[str, Any]], list[tuple[bytes, list[str]]]]:
     """records.csv rows and contact-sheet tiles (boxes drawn) of parsed detection Examples; writes the images."""
@@ -51,8 +57,7 @@ def detection_rows_and_tiles(examples: list[dict], output_dir: str, thumbnail: i
     for index, example in enumerate(examples):
         data = _first(example, detection.ENCODED)
         image_format = _text(_first(example, detection.FORMAT, b""))
-        boxes = list(zip(*(example.get(k, []) for k in (detection.YMIN, detection.XMIN, detection.YMAX, detection.XMAX))))
-        names = [_text(t) for t in example.get(detection.CLASS_TEXT, [])]
+        boxes, names = detection_boxes(example)
         row: dict[str, Any] = {"record": index}
         if data is not None:
             name = f"{index:04d}_image.{EXTENSIONS.get(image_format, 'bin')}"
