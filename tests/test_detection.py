@@ -191,7 +191,7 @@ def test_pixel_boxes_are_normalised_by_the_true_image_size(photos, tmp_path, tf)
         "xmin": [6, 0, 40], "ymin": [4, 0, 25], "xmax": [30, 61, 80], "ymax": [40, 10, 50],
         "split": ["TRAIN", "TRAIN", "TRAIN"],
     })
-    result = tfrecorder.convert(table, tmp_path, box_units="pixels", progress=False)
+    result = table.tensorflow.to_tfr(str(tmp_path), box_units="pixels", progress=False)  # the pandas accessor
     records = read_od_records(tf, result["tfrecord_dir"])
     np.testing.assert_allclose(records[a]["image/object/bbox/xmin"], [0.1])
     np.testing.assert_allclose(records[a]["image/object/bbox/ymin"], [0.1])
