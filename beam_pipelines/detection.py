@@ -13,16 +13,16 @@ from __future__ import annotations
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.pvalue import AsList, AsSingleton
+from apache_beam.pvalue import AsSingleton
 
 from beam_pipelines import sources, transforms
+from beam_pipelines.pipeline import write_outputs
 from beam_pipelines.fetch import reader_for
 from tfrecorder import detection, jobdir, storage, splits
 from tfrecorder.job_config import JobConfig
 from tfrecorder.metadata import build_metadata
 from tfrecorder.row_encoder import RowError
 from tfrecorder.schema import SPLIT_COLUMN
-from tfrecorder.sharding import plan_shards
 
 ROWS_WRITTEN = "rows_written"
 
@@ -142,35 +142,28 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
             transforms.DISCARD, ROWS_WRITTEN, main="pieces")
     )
     rows_written = encoded[ROWS_WRITTEN] | "RowsWritten" >> beam.CombineGlobally(sum).without_defaults()
-    start = pipeline | "Start" >> beam.Create([None])
-    shards = (
-        start
-        | "PlanShards"
-        >> beam.FlatMap(lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(encoded.pieces))
-        | "SpreadShards" >> beam.Reshuffle()
-        | "AssembleShards" >> beam.ParDo(transforms.AssembleShard(config))
-    )
-    discards = ((malformed, checked[transforms.DISCARD], images[transforms.DISCARD], encoded[transforms.DISCARD])
-                | "AllDiscards" >> beam.Flatten())
-    discard_reasons = start | "WriteDiscards" >> beam.Map(
-        lambda _, found: transforms.write_discards(found, config), AsList(discards))
-    return start | "Finalize" >> beam.FlatMap(
-        finalize_job, config, AsList(shards), vocabulary_side, AsSingleton(rows_in, default_value=0),
-        AsSingleton(rows_written, default_value=0), AsSingleton(discard_reasons), AsList(encoded.pieces))
+    found = {"Read": malformed, "Check": checked[transforms.DISCARD], "Split": images[transforms.DISCARD],
+             "Encode": encoded[transforms.DISCARD]}
+    return write_outputs(pipeline, config, encoded.pieces, found, finalize_job, vocabulary_side,
+                         AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0))
 
 
 def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, rows_written, discard_reasons, pieces):
-    """Write label_map.pbtxt and metadata.json, clean temporary files, and publish the job directory."""
-    vocabulary = list(vocabularies.get("label", []))
-    metadata = build_metadata(config, shards, {"label": vocabulary}, rows_in, discard_reasons, {},
-                              rows_written=rows_written)
-    metadata.update(detection.detection_metadata(vocabulary, _box_units(config)))
-    metadata["input_schema"], metadata["schema"] = metadata["schema"], {}
-    metadata["features"] = detection.feature_spec()
-    storage.write_bytes(storage.join(config.temp_dir, detection.LABEL_MAP_FILE),
-                        detection.label_map_pbtxt(vocabulary).encode("utf-8"))
-    storage.delete_tree(config.pieces_dir)
-    storage.delete_tree(config.work_dir)
-    jobdir.write_metadata(config.temp_dir, metadata)
+    """Write label_map.pbtxt and metadata.json, clean temporary files, and publish the job directory.
+
+    Safe to run again after any part of it ran: once the job is published it only cleans up.
+    """
+    if not jobdir.is_published(config.final_dir):
+        vocabulary = list(vocabularies.get("label", []))
+        metadata = build_metadata(config, shards, {"label": vocabulary}, rows_in, discard_reasons, {},
+                                  rows_written=rows_written)
+        metadata.update(detection.detection_metadata(vocabulary, _box_units(config)))
+        metadata["input_schema"], metadata["schema"] = metadata["schema"], {}
+        metadata["features"] = detection.feature_spec()
+        storage.write_bytes(storage.join(config.temp_dir, detection.LABEL_MAP_FILE),
+                            detection.label_map_pbtxt(vocabulary).encode("utf-8"))
+        for scratch in config.scratch_dirs:
+            storage.delete_tree(scratch)
+        jobdir.write_metadata(config.temp_dir, metadata)
     jobdir.finalize(config.temp_dir, config.final_dir)
     yield config.final_dir

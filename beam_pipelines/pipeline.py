@@ -3,7 +3,8 @@
     read rows ─► batch ─► prepare (split, label checks) ─► Reshuffle ─► encode + write pieces ─► plan shards
                                 │                                               │              ─► Reshuffle ─► assemble shards
                                 └► TRAIN labels ─► vocabulary combine ──(side input)┘
-    discards (all stages) ─► discarded.csv;   everything ─► finalize (metadata.json, publish directory)
+    discards (each stage) ─► part file per bundle ─► merge into discarded.csv
+    everything ─► finalize (metadata.json, publish directory)
 
 Rows travel in batches of `JobConfig.batch_size` from the source on, so Beam's per-element cost is
 paid per batch. Only rows, labels and small descriptors are combined; image bytes flow straight from
@@ -22,9 +23,9 @@ from tfrecorder.sharding import plan_shards
 def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
     """Add the conversion graph to `pipeline`; returns the PCollection holding the final directory.
 
-    Per-job results (piece list, discards) reach later steps as list side inputs and the two global
-    combines skip Beam's default-value branch: each global combine or collection step adds a handful of
-    transforms, and graph size is most of a small job's start-up time.
+    Per-job descriptors (pieces, discard parts: O(bundles), never O(rows)) reach later steps as list
+    side inputs and the two global combines skip Beam's default-value branch: each global combine or
+    collection step adds a handful of transforms, and graph size is most of a small job's start-up time.
     """
     rows, malformed = pipeline | "ReadRows" >> sources.ReadRows(config)
     batches = rows | "BatchRows" >> beam.BatchElements(
@@ -52,24 +53,30 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
             transforms.DISCARD, main="pieces"
         )
     )
+    found = {"Read": malformed, "Prepare": prepared[transforms.DISCARD], "Encode": encoded[transforms.DISCARD]}
+    return write_outputs(pipeline, config, encoded.pieces, found, transforms.finalize_job, vocabulary_side,
+                         AsSingleton(rows_in, default_value=0))
+
+
+def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollection,
+                  found: dict[str, beam.PCollection], finalize, *finalize_inputs) -> beam.PCollection:
+    """The graph's common tail: assemble shards from `pieces`, write discarded.csv from the discards
+    `found` by each step, then `finalize(_, config, shards, *finalize_inputs, discard reasons, pieces)`."""
     start = pipeline | "Start" >> beam.Create([None])
     shards = (
         start
         | "PlanShards"
-        >> beam.FlatMap(lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(encoded.pieces))
+        >> beam.FlatMap(lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(pieces))
         | "SpreadShards" >> beam.Reshuffle()
         | "AssembleShards" >> beam.ParDo(transforms.AssembleShard(config))
     )
-    discards = (malformed, prepared[transforms.DISCARD], encoded[transforms.DISCARD]) | "AllDiscards" >> beam.Flatten()
+    discard_parts = [  # written where they are found (fused with the step): discards are never buffered
+        discards | f"{step}DiscardParts" >> beam.ParDo(transforms.WriteDiscardParts(config))
+        for step, discards in found.items()
+    ] | "AllDiscardParts" >> beam.Flatten()
     discard_reasons = start | "WriteDiscards" >> beam.Map(
-        lambda _, found: transforms.write_discards(found, config), AsList(discards)
+        lambda _, parts: transforms.write_discards(parts, config), AsList(discard_parts)
     )
     return start | "Finalize" >> beam.FlatMap(
-        transforms.finalize_job,
-        config,
-        AsList(shards),
-        vocabulary_side,
-        AsSingleton(rows_in, default_value=0),
-        AsSingleton(discard_reasons),
-        AsList(encoded.pieces),
+        finalize, config, AsList(shards), *finalize_inputs, AsSingleton(discard_reasons), AsList(pieces)
     )

@@ -253,8 +253,6 @@ def test_inspect_draws_boxes_and_class_names(detection_job, tmp_path):
     assert (sheet == first_colour).all(axis=-1).sum() > 100  # box outlines and name labels drawn
 
 
-@pytest.mark.xfail(reason="shard assembly is not replay-safe on this branch (assemble_shard renames its piece); "
-                          "issue-12w makes it idempotent", strict=False)
 def test_bundle_replay_writes_each_image_once_and_counts_exactly(photos, tmp_path, tf):
     """Beam re-runs every bundle once (direct_runner_bundle_repeat=1): same records, same accounting."""
     result = tfrecorder.convert(box_table(photos), tmp_path, progress=False,
