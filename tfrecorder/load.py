@@ -20,6 +20,8 @@ from typing import Any, Mapping, Optional, Sequence
 
 from tfrecorder.detection_load import detection_dataset, is_detection_job, multi_hot_columns, to_multi_hot
 from tfrecorder.job_info import JobInfo
+from tfrecorder.quiet import leaves_logging_alone
+from tfrecorder.tensorflow_import import import_tensorflow
 
 PARSE_BLOCK = 128  # records parsed per parse_example call when single examples are requested
 JPEG_RATIOS = (2, 4, 8)  # libjpeg can decode straight to 1/2, 1/4, 1/8 of the stored size
@@ -43,6 +45,7 @@ class Splits(dict):
         return super().get(self._key(key), default)
 
 
+@leaves_logging_alone
 def load(
     tfrecord_dir: str,
     split: Optional[str] = None,
@@ -74,6 +77,7 @@ def load(
     detection_job = is_detection_job(job)
     image_size = _check_options(job, batch_size, shuffle_buffer, image_size, channels,
                                 as_supervised and not detection_job)
+    import_tensorflow()  # the first import, without TensorFlow's start-up lines
     dataset_fn = detection_dataset if detection_job else functools.partial(
         _dataset, multi_hot=multi_hot_columns(job) if multi_hot else {})
     build = functools.partial(dataset_fn, job, batch_size=batch_size, shuffle_buffer=shuffle_buffer, repeat=repeat,
