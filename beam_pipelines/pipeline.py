@@ -50,18 +50,22 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         | "SpreadRows" >> beam.Reshuffle()
         | "EncodeAndWrite"
         >> beam.ParDo(transforms.EncodeAndWritePieces(config), vocabulary_side).with_outputs(
-            transforms.DISCARD, main="pieces"
+            transforms.DISCARD, transforms.IMAGE_KINDS, main="pieces"
         )
     )
+    image_kinds = encoded[transforms.IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(
+        transforms.ImageKindsFn()
+    ).without_defaults()
     found = {"Read": malformed, "Prepare": prepared[transforms.DISCARD], "Encode": encoded[transforms.DISCARD]}
     return write_outputs(pipeline, config, encoded.pieces, found, transforms.finalize_job, vocabulary_side,
-                         AsSingleton(rows_in, default_value=0))
+                         AsSingleton(rows_in, default_value=0), image_kinds=AsSingleton(image_kinds, default_value={}))
 
 
 def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollection,
-                  found: dict[str, beam.PCollection], finalize, *finalize_inputs) -> beam.PCollection:
+                  found: dict[str, beam.PCollection], finalize, *finalize_inputs, **finalize_options) -> beam.PCollection:
     """The graph's common tail: assemble shards from `pieces`, write discarded.csv from the discards
-    `found` by each step, then `finalize(_, config, shards, *finalize_inputs, discard reasons, pieces)`."""
+    `found` by each step, then `finalize(_, config, shards, *finalize_inputs, discard reasons, pieces,
+    **finalize_options)`."""
     start = pipeline | "Start" >> beam.Create([None])
     shards = (
         start
@@ -78,5 +82,6 @@ def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PColl
         lambda _, parts: transforms.write_discards(parts, config), AsList(discard_parts)
     )
     return start | "Finalize" >> beam.FlatMap(
-        finalize, config, AsList(shards), *finalize_inputs, AsSingleton(discard_reasons), AsList(pieces)
+        finalize, config, AsList(shards), *finalize_inputs, AsSingleton(discard_reasons), AsList(pieces),
+        **finalize_options,
     )

@@ -151,6 +151,7 @@ class DetectionEncoder:
         self.box_units = box_units
         self.image_size = tuple(image_size) if image_size else None
         self.full_decode = full_decode
+        self.image_kinds: set = set()  # what RowEncoder collects for metadata "images"; none for detection
 
     def resolve(self, uri: str) -> str:
         return resolve_uri(uri, self.base_dir)
