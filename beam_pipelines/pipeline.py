@@ -56,15 +56,24 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     image_kinds = encoded[transforms.IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(
         transforms.ImageKindsFn()
     ).without_defaults()
+    found = {"Read": malformed, "Prepare": prepared[transforms.DISCARD], "Encode": encoded[transforms.DISCARD]}
+    return write_outputs(pipeline, config, encoded.pieces, found, transforms.finalize_job, vocabulary_side,
+                         AsSingleton(rows_in, default_value=0), image_kinds=AsSingleton(image_kinds, default_value={}))
+
+
+def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollection,
+                  found: dict[str, beam.PCollection], finalize, *finalize_inputs, **finalize_options) -> beam.PCollection:
+    """The graph's common tail: assemble shards from `pieces`, write discarded.csv from the discards
+    `found` by each step, then `finalize(_, config, shards, *finalize_inputs, discard reasons, pieces,
+    **finalize_options)`."""
     start = pipeline | "Start" >> beam.Create([None])
     shards = (
         start
         | "PlanShards"
-        >> beam.FlatMap(lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(encoded.pieces))
+        >> beam.FlatMap(lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(pieces))
         | "SpreadShards" >> beam.Reshuffle()
         | "AssembleShards" >> beam.ParDo(transforms.AssembleShard(config))
     )
-    found = {"Read": malformed, "Prepare": prepared[transforms.DISCARD], "Encode": encoded[transforms.DISCARD]}
     discard_parts = [  # written where they are found (fused with the step): discards are never buffered
         discards | f"{step}DiscardParts" >> beam.ParDo(transforms.WriteDiscardParts(config))
         for step, discards in found.items()
@@ -73,12 +82,6 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         lambda _, parts: transforms.write_discards(parts, config), AsList(discard_parts)
     )
     return start | "Finalize" >> beam.FlatMap(
-        transforms.finalize_job,
-        config,
-        AsList(shards),
-        vocabulary_side,
-        AsSingleton(rows_in, default_value=0),
-        AsSingleton(discard_reasons),
-        AsList(encoded.pieces),
-        image_kinds=AsSingleton(image_kinds, default_value={}),
+        finalize, config, AsList(shards), *finalize_inputs, AsSingleton(discard_reasons), AsList(pieces),
+        **finalize_options,
     )

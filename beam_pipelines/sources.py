@@ -11,10 +11,19 @@ from __future__ import annotations
 import apache_beam as beam
 
 from tfrecorder import storage
+from tfrecorder.annotations import KIND_PREFIX, iter_rows as iter_annotation_rows
 from tfrecorder.job_config import JobConfig
 from tfrecorder.tables import iter_csv_rows
 
 MALFORMED = "malformed"
+
+
+class _ReadAnnotations(beam.DoFn):
+    """Rows of an AutoML CSV or Vertex AI JSONL file (tfrecorder.annotations); bad lines to MALFORMED."""
+
+    def process(self, source: tuple[str, str]):
+        for item in iter_annotation_rows(*source):
+            yield beam.pvalue.TaggedOutput(MALFORMED, item) if isinstance(item, tuple) else item
 
 
 class _ReadCsv(beam.DoFn):
@@ -54,6 +63,14 @@ class ReadRows(beam.PTransform):
             )
             malformed = pbegin | "NoMalformed" >> beam.Create([])
             return rows, malformed
+        if self.config.source_kind.startswith(KIND_PREFIX):
+            fmt = self.config.source_kind[len(KIND_PREFIX):]
+            results = (
+                pbegin
+                | "AnnotationPath" >> beam.Create([(self.config.source_path, fmt)])
+                | "ReadAnnotations" >> beam.ParDo(_ReadAnnotations()).with_outputs(MALFORMED, main="rows")
+            )
+            return results.rows, results[MALFORMED]
         results = (
             pbegin
             | "CsvPath" >> beam.Create([self.config.source_path])

@@ -20,7 +20,7 @@ from tfrecorder.errors import StorageReadError
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter
 from tfrecorder.metadata import build_metadata
-from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
+from tfrecorder.row_encoder import RowEncoder, RowError, multi_label_names, prepare_row
 from tfrecorder.runners import usable_cores
 from tfrecorder.schema import Schema
 from tfrecorder.splits import TRAIN
@@ -118,9 +118,14 @@ class VocabularyFn(beam.CombineFn):
         return {column: sorted(labels) for column, labels in accumulator.items()}
 
 
-def train_labels(batch: list[tuple[str, Mapping[str, Any]]], string_label_columns: list[str]):
-    """The distinct TRAIN labels of a prepared batch, per StringLabel column (nothing if there are none)."""
-    labels = {column: {str(row[column]) for split, row in batch if split == TRAIN} for column in string_label_columns}
+def train_labels(batch: list[tuple[str, Mapping[str, Any]]], string_label_columns: Mapping[str, bool]):
+    """The distinct TRAIN labels of a prepared batch, per StringLabel/MultiLabel column (nothing if there are none).
+
+    `string_label_columns`: column → True for a MultiLabel column (each name of its lists counts).
+    """
+    labels = {column: {name for split, row in batch if split == TRAIN
+                       for name in (multi_label_names(row[column], column) if multi else [str(row[column])])}
+              for column, multi in string_label_columns.items()}
     if any(labels.values()):
         yield labels
 
@@ -280,5 +285,7 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
     yield config.final_dir
 
 
-def string_label_columns(config: JobConfig) -> list[str]:
-    return [c for c, role in config.schema.items() if role == types.StringLabel.name]
+def string_label_columns(config: JobConfig) -> dict[str, bool]:
+    """Columns with a vocabulary: column → whether it is a MultiLabel column (lists of names)."""
+    return {c: role == types.MultiLabel.name for c, role in config.schema.items()
+            if role in (types.StringLabel.name, types.MultiLabel.name)}

@@ -194,3 +194,20 @@ def test_check_sample_names_the_column_and_value():
     with pytest.raises(ValueError, match=r"column 'box' is declared FloatInput\[3\]"):
         check_sample(Schema({"box": "FloatInput[3]"}), sample)
     check_sample(Schema({"n": "StringInput", "box": "FloatInput[4]"}), sample)
+
+
+def test_multi_label_rows_encode_vocabulary_indices_and_count_unknown_names():
+    from tfrecorder.example_decoder import parse_example
+
+    schema = Schema({"label": types.MultiLabel, "split": types.SplitKey})
+    assert Schema.infer(pd.DataFrame({"label": [["a"], []]}))["label"] == types.MultiLabel
+    encoder = RowEncoder(schema, {"label": ["cat", "dog", "sun"]})
+    data, unknown = encoder.encode({"label": ["sun", "owl", "cat", "sun"], "split": "TRAIN"}, read_image=None)
+    assert parse_example(data)["label"] == [2, 0] and unknown == 1
+    data, unknown = encoder.encode({"label": '["dog"]', "split": "TRAIN"}, read_image=None)  # CSV text
+    assert parse_example(data)["label"] == [1] and unknown == 0
+    assert prepare_row({"label": [], "split": "TRAIN"}, schema, (1.0, 0.0, 0.0)) == "TRAIN"
+    with pytest.raises(RowError, match="empty label"):
+        prepare_row({"label": ["cat", " "], "split": "TRAIN"}, schema, (1.0, 0.0, 0.0))
+    with pytest.raises(RowError, match="invalid list"):
+        prepare_row({"label": "cat", "split": "TRAIN"}, schema, (1.0, 0.0, 0.0))

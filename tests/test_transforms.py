@@ -39,9 +39,9 @@ def test_prepare_emits_one_list_per_batch_and_discards_row_by_row():
 def test_train_labels_are_collected_per_batch_and_only_from_train():
     batch = [("TRAIN", {"label": "cat"}), ("TRAIN", {"label": "cat"}), ("TEST", {"label": "owl"}),
              ("TRAIN", {"label": 3})]
-    assert list(train_labels(batch, ["label"])) == [{"label": {"cat", "3"}}]
-    assert list(train_labels([("TEST", {"label": "owl"})], ["label"])) == []
-    assert list(train_labels(batch, [])) == []
+    assert list(train_labels(batch, {"label": False})) == [{"label": {"cat", "3"}}]
+    assert list(train_labels([("TEST", {"label": "owl"})], {"label": False})) == []
+    assert list(train_labels(batch, {})) == []
 
 
 def test_vocabulary_merges_batches_into_sorted_distinct_labels():

@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         "convert", help="convert a CSV file or SPLIT/LABEL image folder to TFRecords",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    convert.add_argument("--source", required=True, help="CSV file (any columns; split, image_uri, label have roles) or SPLIT/LABEL image folder")
+    convert.add_argument("--source", required=True, help="CSV file (any columns; split, image_uri, label have roles), SPLIT/LABEL image folder, "
+                         "headerless AutoML Vision CSV or Vertex AI JSONL import file")
     convert.add_argument("--output_dir", required=True, help="directory that receives the job directory")
     convert.add_argument("--runner", default="DirectRunner", help="DirectRunner (default) or DataflowRunner")
     convert.add_argument("--num_shards", type=int, default=0, help="shards per split; 0 = sized by bytes")
@@ -104,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="images read at once per worker (default 16 for gs:// images, 1 for local files)")
     convert.add_argument("--schema", type=str, help="JSON or YAML file mapping column → type name "
                          "(only these columns are converted); default: inferred from names and dtypes")
+    convert.add_argument("--annotation_format",
+                         help="read --source as automl_classification, automl_multilabel, automl_detection or "
+                              "vertex_jsonl (default: recognised from its content)")
+    convert.add_argument("--box_units", choices=["relative", "pixels"],
+                         help="box coordinates of a detection table: relative 0-1 (default) or pixels")
     convert.add_argument("--project", help="Google Cloud project (DataflowRunner)")
     convert.add_argument("--region", help="Google Cloud region (DataflowRunner)")
     convert.add_argument("--verbose", action="store_true", help="show Beam's and TensorFlow's own logs")
@@ -185,7 +191,7 @@ def _run_convert(args: argparse.Namespace) -> int:
         name: getattr(args, name)
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
                      "split_ratios", "validate", "fetch_concurrency", "project", "region", "verbose", "progress",
-                     "tfrecorder_wheel")
+                     "tfrecorder_wheel", "annotation_format", "box_units")
         if getattr(args, name) is not None
     }
     if args.schema is not None:

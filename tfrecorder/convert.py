@@ -13,7 +13,8 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from tfrecorder import dataflow, jobdir, runners, staging, storage, tables
+from tfrecorder import dataflow, detection, jobdir, runners, staging, storage, tables
+from tfrecorder.annotations import default_schema, open_annotations
 from tfrecorder.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
@@ -130,8 +131,8 @@ def _scan_table(table: tables.Table, schema: Schema, split_ratios) -> tuple[int,
 
 def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> tuple[str, str]:
     """Where the pipeline reads rows from: the CSV itself, or the DataFrame written as typed Parquet."""
-    if table.kind == "csv":
-        return "csv", table.csv_path
+    if table.frame is None:  # a CSV or annotation file: the pipeline streams it
+        return table.kind, table.csv_path
     path = storage.join(work_dir, "rows.parquet")
     with storage.open_write(path) as stream:
         staging.write_parquet(table.frame, schema, stream)
@@ -159,6 +160,8 @@ def convert(
     verbose: bool = False,
     progress: bool = True,
     tfrecorder_wheel: Optional[str] = None,
+    annotation_format: Optional[str] = None,
+    box_units: str = "relative",
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
 
@@ -172,6 +175,11 @@ def convert(
     a progress bar (rows processed / total) shows in terminals and notebooks unless progress=False.
     With runner="DataflowRunner" (needs project, region and a gs:// output_dir) it returns a
     DataflowConversionResult as soon as the job is submitted; call `.wait()`.
+
+    Object detection: a table with columns image_uri, label, xmin, ymin, xmax, ymax (one row per box;
+    `box_units="pixels"` for pixel coordinates), a headerless AutoML Vision CSV or a Vertex AI JSONL
+    file writes one Example per image with the TF Object Detection API keys and a label_map.pbtxt.
+    `annotation_format` forces how a headerless file is read (see tfrecorder.annotations.FORMATS).
     """
     started = time.monotonic()
     runners.check_runner(runner)
@@ -182,9 +190,12 @@ def convert(
     image_size = _check_options(num_shards, max_shard_bytes, compression, image_size, validate)
     ratios = validate_split_ratios(split_ratios)
     output_dir = _check_output_dir(os.fspath(output_dir))
-    table = tables.open_table(source)
+    table = open_annotations(source, annotation_format) or tables.open_table(source)
     check_column_names(table.columns)
-    resolved_schema = _resolve_schema(table, schema)
+    is_detection = detection.is_detection_table(table.columns)
+    box_units = detection.check_box_units(box_units)
+    resolved_schema = (detection.detection_schema(table.columns) if is_detection
+                       else _resolve_schema(table, schema if schema is not None else default_schema(table)))
     _check_split_column(table, resolved_schema)
     if request is not None:
         dataflow.check_table_reachable(table.kind, table.csv_path, table.base_dir, table.sample, resolved_schema)
@@ -201,13 +212,17 @@ def convert(
                 max_shard_bytes=max_shard_bytes, compression=compression, image_size=image_size, validate=validate,
                 fetch_concurrency=concurrency, progress_dir=progress_dir,
                 nullable_columns=tuple(sorted(nullable_columns)),
+                extra_metadata={"task": detection.TASK, "box_units": box_units} if is_detection else {},
             )
             options = (dataflow.pipeline_options(request, config.job_name) if request
                        else runners.local_options(total_rows, dataflow_options,
                                                   threads_use_every_core=validate == DECODE))
             source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
             config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)
-            from beam_pipelines.pipeline import build_pipeline
+            if is_detection:
+                from beam_pipelines.detection import build_pipeline
+            else:
+                from beam_pipelines.pipeline import build_pipeline
 
             if validate == DECODE and request is None:
                 import_tensorflow()  # the decoding threads' TensorFlow, imported once, here

@@ -141,7 +141,7 @@ def parse_option_flags(items: Sequence[str]) -> dict[str, Any]:
 
 def check_table_reachable(kind: str, csv_path: Optional[str], base_dir: str, sample, schema: Schema) -> None:
     """Workers read the source and the images themselves, so both must be on Cloud Storage."""
-    if kind == "csv" and not storage.is_remote(csv_path or ""):
+    if kind != "dataframe" and not storage.is_remote(csv_path or ""):
         raise ValueError(
             f"Dataflow workers cannot read the local CSV {csv_path}: copy it to gs:// or pass it as a DataFrame "
             "(pd.read_csv(...)), which is staged for the workers automatically"

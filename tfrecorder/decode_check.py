@@ -93,3 +93,17 @@ def decode(data: bytes) -> Verdict:
     except tf.errors.OpError as exc:
         return rejection_reason(data, (exc.message or type(exc).__name__).splitlines()[0][:160])
     return ImageInfo(fmt, int(shape[0]), int(shape[1]), int(shape[2]))
+
+
+def check_image(data: bytes, validate: str, verdict: Optional[Verdict] = None) -> ImageInfo:
+    """The image's info under the validation mode, or InvalidImage(reason) when it is refused.
+
+    `verdict`: TensorFlow's verdict when the caller already decoded the bytes (in parallel); decode mode
+    decodes here otherwise. Header mode runs the cheap structural checks only.
+    """
+    if validate == HEADER:
+        return probe_image(data)
+    verdict = decode(data) if verdict is None else verdict
+    if isinstance(verdict, str):
+        raise InvalidImage(verdict)
+    return verdict

@@ -11,6 +11,9 @@ import io
 import itertools
 from typing import Any, Mapping
 
+from tfrecorder import detection
+from tfrecorder.detection_inspect import detection_boxes
+from tfrecorder.detection_load import is_detection_job
 from tfrecorder.example_decoder import parse_example
 from tfrecorder.job_info import JobInfo
 
@@ -19,9 +22,14 @@ THUMBNAILS = 8
 REASONS_SHOWN = 3
 
 
-def _thumbnail_uri(data: bytes) -> str:
+def _thumbnail_uri(data: bytes, boxes=(), names=()) -> str:
+    """A PNG data URI of the image's thumbnail; detection boxes ([ymin, xmin, ymax, xmax]) drawn when given."""
     from PIL import Image
 
+    if boxes:
+        from tfrecorder.detection_inspect import draw_boxes
+
+        return "data:image/png;base64," + base64.b64encode(draw_boxes(data, boxes, names, THUMBNAIL)).decode("ascii")
     with Image.open(io.BytesIO(data)) as image:
         thumb = image.convert("RGB")
         thumb.thumbnail((THUMBNAIL, THUMBNAIL))
@@ -33,19 +41,22 @@ def _thumbnail_uri(data: bytes) -> str:
 def thumbnails_html(tfrecord_dir: str, count: int = THUMBNAILS) -> str:
     """A row of the first `count` training images with their label text ('' when there are none)."""
     job = JobInfo.read(tfrecord_dir)
-    if not job.image_prefixes or not job.splits:
+    detection_job = is_detection_job(job)
+    if not (job.image_prefixes or detection_job) or not job.splits:
         return ""
     split = "TRAIN" if "TRAIN" in job.splits else job.splits[0]
-    prefix = job.image_prefixes[0]
+    prefix = detection.ENCODED if detection_job else job.image_prefixes[0]
     cells = []
     for record in itertools.islice(job.iter_records(split), count):
         example = parse_example(record)
         data = (example.get(prefix) or [None])[0]
         if data is None:
             continue
+        boxes, names = detection_boxes(example) if detection_job else ((), ())
         labels = ", ".join(job.label_name(c, int(example[c][0])) for c in job.label_columns if example.get(c))
+        labels = labels or ", ".join(dict.fromkeys(names))
         try:
-            source = _thumbnail_uri(data)
+            source = _thumbnail_uri(data, boxes, names)
         except (OSError, ValueError):
             continue
         cells.append(f'<figure style="display:inline-block;margin:4px;text-align:center">'

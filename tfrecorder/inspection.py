@@ -18,6 +18,8 @@ import struct
 from typing import Any, Optional
 
 from tfrecorder import storage
+from tfrecorder.detection_inspect import detection_rows_and_tiles
+from tfrecorder.detection_load import is_detection_job
 from tfrecorder.example_decoder import parse_example
 from tfrecorder.job_info import JobInfo
 from tfrecorder.quiet import leaves_logging_alone
@@ -46,8 +48,9 @@ def inspect(tfrecord_dir: str, split: str = "TRAIN", num_records: int = 5, outpu
         output_dir = os.path.join(os.getcwd(), "tfrecorder-inspect", f"{job_name}-{split.lower()}")
     output_dir = str(output_dir)
     examples = [parse_example(record) for record in itertools.islice(job.iter_records(split), num_records)]
-    rows, tiles = [], []
-    for index, example in enumerate(examples):
+    detection_view = is_detection_job(job)  # boxes and class names drawn on each image
+    rows, tiles = detection_rows_and_tiles(examples, output_dir, THUMBNAIL) if detection_view else ([], [])
+    for index, example in enumerate([] if detection_view else examples):
         row: dict[str, Any] = {"record": index}
         captions = [f"#{index} " + ", ".join(_label_text(job, column, example) for column in job.label_columns)]
         for prefix in job.image_prefixes:
@@ -73,6 +76,8 @@ def _scalar(values: Optional[list]) -> Any:
 
 
 def _label_text(job: JobInfo, column: str, example: dict[str, list]) -> str:
+    if job.features.get(column, {}).get("multi_label"):
+        return "+".join(job.label_name(column, int(v)) for v in example.get(column, [])) or "<none>"
     value = _scalar(example.get(column))
     return "<missing>" if value is None else job.label_name(column, int(value))
 
@@ -93,7 +98,7 @@ def _table_values(job: JobInfo, example: dict[str, list]) -> dict[str, str]:
         else:
             cells[name] = json.dumps(values)
         if name in job.label_columns and values:
-            cells[f"{name}_name"] = job.label_name(name, int(values[0]))
+            cells[f"{name}_name"] = _label_text(job, name, example)
     return cells
 
 

@@ -65,7 +65,7 @@ class JobInfo:
     def label_name(self, column: str, value: int) -> str:
         """Vocabulary text of a label value; integer labels and unknown (-1) labels as text."""
         vocabulary = self.metadata.get("vocabularies", {}).get(column)
-        if self.schema[column] != types.StringLabel or vocabulary is None:
+        if self.schema[column] not in (types.StringLabel, types.MultiLabel) or vocabulary is None:
             return str(value)
         return vocabulary[value] if 0 <= value < len(vocabulary) else "<unknown>"
 

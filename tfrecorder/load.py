@@ -18,6 +18,7 @@ import functools
 import math
 from typing import Any, Mapping, Optional, Sequence
 
+from tfrecorder.detection_load import detection_dataset, is_detection_job, multi_hot_columns, to_multi_hot
 from tfrecorder.job_info import JobInfo
 from tfrecorder.quiet import leaves_logging_alone
 from tfrecorder.tensorflow_import import import_tensorflow
@@ -59,6 +60,7 @@ def load(
     channels: Optional[int] = None,
     drop_remainder: bool = False,
     seed: Optional[int] = None,
+    multi_hot: bool = False,
 ) -> "Splits | tf.data.Dataset":
     """Datasets of a converted job: a `Splits` dict split → `tf.data.Dataset`, or one dataset if `split`.
 
@@ -69,13 +71,20 @@ def load(
     split mixes channel counts, e.g. gray and RGB, is then converted to the widest one seen, as recorded
     in metadata.json's "images"); `drop_remainder=True`
     also makes the batch dimension static. `seed` makes shuffling reproducible (with
-    `deterministic=True`).
+    `deterministic=True`). A multi-label column is a list of vocabulary indices, or with
+    `multi_hot=True` a float32 `[num_classes]` vector. Detection jobs give `image`, `boxes` float32
+    [N, 4] ([ymin, xmin, ymax, xmax], normalised) and `classes` int64 [N] (see tfrecorder.detection_load).
     """
     job = JobInfo.read(tfrecord_dir)
-    image_size = _check_options(job, batch_size, shuffle_buffer, image_size, channels, as_supervised)
+    detection_job = is_detection_job(job)
+    image_size = _check_options(job, batch_size, shuffle_buffer, image_size, channels,
+                                as_supervised and not detection_job)
     import_tensorflow()  # the first import, without TensorFlow's start-up lines
-    channels = {prefix: decode_channels(job, prefix, channels, image_size) for prefix in job.image_prefixes}
-    build = functools.partial(_dataset, job, batch_size=batch_size, shuffle_buffer=shuffle_buffer, repeat=repeat,
+    if not detection_job:
+        channels = {prefix: decode_channels(job, prefix, channels, image_size) for prefix in job.image_prefixes}
+    dataset_fn = detection_dataset if detection_job else functools.partial(
+        _dataset, multi_hot=multi_hot_columns(job) if multi_hot else {})
+    build = functools.partial(dataset_fn, job, batch_size=batch_size, shuffle_buffer=shuffle_buffer, repeat=repeat,
                               decode_images=decode_images, image_size=image_size, as_supervised=as_supervised,
                               deterministic=deterministic, channels=channels, drop_remainder=drop_remainder, seed=seed)
     if split is not None:
@@ -282,7 +291,7 @@ def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels
 
 
 def _dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, repeat, decode_images, image_size,
-             as_supervised, deterministic, channels, drop_remainder, seed):
+             as_supervised, deterministic, channels, drop_remainder, seed, multi_hot=None):
     import tensorflow as tf
 
     autotune = tf.data.AUTOTUNE
@@ -296,7 +305,8 @@ def _dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, repeat, de
         return (features[job.image_prefixes[0]], features[label]) if as_supervised else features
 
     def parse(records):
-        return finish_features(tf.io.parse_example(records, spec), job.features, records)
+        features = finish_features(tf.io.parse_example(records, spec), job.features, records)
+        return to_multi_hot(features, multi_hot) if multi_hot else features
 
     paths = tf.data.Dataset.from_tensor_slices(files)
     if shuffle_buffer:

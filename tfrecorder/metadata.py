@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
 from tfrecorder import __version__
 from tfrecorder.jobdir import FORMAT_VERSION
@@ -25,8 +25,13 @@ def build_metadata(
     rows_in: int,
     discard_reasons: Mapping[str, int],
     unknown_labels: Mapping[str, int],
+    rows_written: Optional[int] = None,
 ) -> dict[str, Any]:
-    """`shards`: dicts with split, index, file, records, bytes."""
+    """`shards`: dicts with split, index, file, records, bytes.
+
+    `rows_written`: for jobs that merge several rows into one record (detection: one row per box),
+    how many input rows are inside the written records; by default one row is one record.
+    """
     by_split: dict[str, list[Mapping[str, Any]]] = collections.defaultdict(list)
     for shard in shards:
         by_split[shard["split"]].append(shard)
@@ -44,9 +49,10 @@ def build_metadata(
         }
     written = sum(info["records"] for info in split_info.values())
     discarded = sum(discard_reasons.values())
-    if written + discarded != rows_in:
+    inside = written if rows_written is None else rows_written
+    if inside + discarded != rows_in:
         raise RuntimeError(
-            f"row accounting failed: {rows_in} rows in, {written} written + {discarded} discarded"
+            f"row accounting failed: {rows_in} rows in, {inside} written + {discarded} discarded"
         )
     return {
         "format_version": FORMAT_VERSION,
@@ -61,6 +67,7 @@ def build_metadata(
         "vocabularies": {k: list(v) for k, v in vocabularies.items()},
         "rows_in": rows_in,
         "records_written": written,
+        **({} if rows_written is None else {"rows_written": rows_written}),
         "discarded": discarded,
         "discard_reasons": dict(sorted(discard_reasons.items(), key=lambda kv: -kv[1])),
         "splits": split_info,

@@ -77,6 +77,8 @@ def prepare_row(row: Mapping[str, Any], schema: Schema, split_ratios: Sequence[f
             raise RowError(f"empty label: column {column!r}")
         if schema[column] == types.IntegerLabel:
             _to_int(value, column, "integer label")
+        elif schema[column] == types.MultiLabel:
+            multi_label_names(value, column)
     for column in schema.image_columns:
         value = row.get(column)
         if is_missing(value) or not str(value).strip():
@@ -112,6 +114,14 @@ def _to_int(value: Any, column: str, what: str = "integer") -> int:
     if not INT64_MIN <= result <= INT64_MAX:
         raise RowError(f"integer out of int64 range: column {column!r} has {value!r}")
     return result
+
+
+def multi_label_names(value: Any, column: str) -> list[str]:
+    """A multi-label cell (list, array or JSON array text) as its distinct label names, in order."""
+    names = [str(v).strip() for v in _to_values(value, column, None) if not is_missing(v)]
+    if any(not name for name in names):
+        raise RowError(f"empty label: column {column!r} has an empty name in {value!r}")
+    return list(dict.fromkeys(names))
 
 
 def _to_float(value: Any, column: str) -> float:
@@ -207,12 +217,8 @@ class RowEncoder:
 
     def _probe(self, uri: str, data: bytes, decoded: Optional[DecodeLookup]) -> images.ImageInfo:
         """The image's info under the validation mode; InvalidImage(reason) when it is refused."""
-        if self.validate == decode_check.HEADER:
-            return images.probe_image(data)
-        verdict = decoded(uri, data) if decoded else decode_check.decode(data)
-        if isinstance(verdict, str):
-            raise images.InvalidImage(verdict)
-        return verdict
+        verdict = decoded(uri, data) if decoded and self.validate != decode_check.HEADER else None
+        return decode_check.check_image(data, self.validate, verdict)
 
     def _image_features(self, column: str, uri: str, read_image: ImageReader,
                         decoded: Optional[DecodeLookup]) -> dict[str, Feature]:
@@ -255,6 +261,11 @@ class RowEncoder:
                 index = self.label_index.get(column, {}).get(str(value), -1)
                 unknown_labels += index < 0
                 features[column] = Feature("int64", (index,))
+            elif role == types.MultiLabel:
+                known = self.label_index.get(column, {})
+                names = multi_label_names(value, column)
+                unknown_labels += sum(name not in known for name in names)
+                features[column] = Feature("int64", [known[name] for name in names if name in known])
             elif is_missing(value):
                 continue  # inputs that are missing are left out of the Example
             else:
@@ -268,7 +279,7 @@ def check_sample(schema: Schema, sample: pd.DataFrame) -> None:
     Raises ValueError naming the column, its declared role and the first value that does not fit.
     """
     for column, role in schema.items():
-        if role in (types.SplitKey, types.ImageUri, types.StringLabel):
+        if role in (types.SplitKey, types.ImageUri, types.StringLabel, types.MultiLabel):
             continue
         values = [v for v in sample[column].astype(object).tolist() if not is_missing(v)][:SAMPLE_VALUES]
         for value in values:
@@ -306,6 +317,8 @@ def feature_spec(schema: Schema, nullable_columns: Optional[Collection[str]] = N
             for suffix, dtype in (("", "string"), ("_format", "string"), ("_height", "int64"),
                                   ("_width", "int64"), ("_channels", "int64"), ("_uri", "string")):
                 spec[prefix + suffix] = {"dtype": dtype, "shape": [], "allow_missing": False}
+        elif role == types.MultiLabel:  # vocabulary indices of the names present (unknown names left out)
+            spec[column] = {"dtype": "int64", "shape": None, "allow_missing": False, "multi_label": True}
         elif role.is_label:
             spec[column] = input_spec(role, False)
         elif role != types.SplitKey:

@@ -1,9 +1,9 @@
 """Schemas: which role each column plays, inferred from names and dtypes or given explicitly.
 
 Inference rules (schema=None): a column named `split` is the SplitKey, `image_uri` (or any `*_uri`
-column whose values all end in an image suffix) an ImageUri, `label` a StringLabel (text) or
-IntegerLabel (integers); other columns follow their dtype: integers and booleans → IntegerInput,
-floats → FloatInput (float32), datetimes → DatetimeInput, categoricals → the role of their
+column whose values all end in an image suffix) an ImageUri, `label` a StringLabel (text),
+IntegerLabel (integers) or MultiLabel (lists of names); other columns follow their dtype: integers
+and booleans → IntegerInput, floats → FloatInput (float32), datetimes → DatetimeInput, categoricals → the role of their
 categories (stored as values), object columns of lists/arrays → a list role (fixed length when every
 row has the same length), other object columns → the kind their values share, else StringInput.
 float64 is never inferred: ask for DoubleInput explicitly. An explicit Schema is checked against the
@@ -99,6 +99,8 @@ def _infer_role(name: str, series: pd.Series) -> ColumnType:
         return types.SplitKey
     if lowered == IMAGE_COLUMN or lowered.endswith("_uri") and _looks_like_image_paths(series):
         return types.ImageUri
+    if lowered == LABEL_COLUMN and _holds_lists(series):
+        return types.MultiLabel
     if lowered == LABEL_COLUMN:
         return types.IntegerLabel if _is_integer(series) else types.StringLabel
     if isinstance(series.dtype, pd.CategoricalDtype):  # stored as its values (text), not as an index
@@ -112,6 +114,12 @@ def _infer_role(name: str, series: pd.Series) -> ColumnType:
     if pd.api.types.is_object_dtype(series):
         return _infer_object_role(series.dropna())
     return types.StringInput
+
+
+def _holds_lists(series: pd.Series) -> bool:
+    """A column of lists (multi-label names), judged on its first present values."""
+    values = series.dropna().head(SAMPLE_VALUES)
+    return len(values) > 0 and all(isinstance(v, (list, tuple, np.ndarray)) for v in values)
 
 
 def _is_integer(series: pd.Series) -> bool:

@@ -48,13 +48,14 @@ SplitKey = ColumnType("SplitKey", "")
 ImageUri = ColumnType("ImageUri", "bytes", dtype="string")
 StringLabel = ColumnType("StringLabel", "int64", is_label=True, dtype="int64")
 IntegerLabel = ColumnType("IntegerLabel", "int64", is_label=True, dtype="int64")
+MultiLabel = ColumnType("MultiLabel", "int64", is_label=True, dtype="int64")  # a list of names → vocabulary indices
 IntegerInput = ColumnType("IntegerInput", "int64", dtype="int64")  # also booleans, as 0/1
 FloatInput = ColumnType("FloatInput", "float", dtype="float32")
 DoubleInput = ColumnType("DoubleInput", "int64", dtype="float64", stored_as="float64_bits")
 StringInput = ColumnType("StringInput", "bytes", dtype="string")
 DatetimeInput = ColumnType("DatetimeInput", "int64", dtype="int64")  # nanoseconds since 1970-01-01 UTC
 
-ALL_TYPES = (SplitKey, ImageUri, StringLabel, IntegerLabel, IntegerInput, FloatInput, DoubleInput, StringInput,
+ALL_TYPES = (SplitKey, ImageUri, StringLabel, IntegerLabel, MultiLabel, IntegerInput, FloatInput, DoubleInput, StringInput,
              DatetimeInput)
 BY_NAME = {t.name: t for t in ALL_TYPES}
 LIST_ELEMENTS = (IntegerInput, FloatInput, DoubleInput, StringInput)

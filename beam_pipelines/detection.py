@@ -1,0 +1,169 @@
+"""The conversion graph of a detection job (one row per box, one Example per image).
+
+    read rows ─► check boxes ─► GroupByKey(image URI) ─► split per image ─► batch ─► encode + write pieces
+                     │                                        │    └► TRAIN labels ─► vocabulary ─(side input)┘
+                     └──────────── discards ◄─────────────────┘
+    pieces ─► plan + assemble shards;  everything ─► finalize (label_map.pbtxt, metadata.json, publish)
+
+Only small row dicts are grouped (never image bytes). Rows are accounted exactly: every row read is
+either inside a written Example (counted by the encoder) or discarded, and metadata.json checks that.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.pvalue import AsSingleton
+
+from beam_pipelines import sources, transforms
+from beam_pipelines.pipeline import write_outputs
+from beam_pipelines.fetch import reader_for
+from tfrecorder import detection, jobdir, storage, splits
+from tfrecorder.job_config import JobConfig
+from tfrecorder.metadata import build_metadata
+from tfrecorder.row_encoder import RowError
+from tfrecorder.schema import SPLIT_COLUMN
+
+ROWS_WRITTEN = "rows_written"
+
+
+def _box_units(config: JobConfig) -> str:
+    return config.extra_metadata.get("box_units", "relative")
+
+
+class CheckBoxes(beam.DoFn):
+    """Check each box row on its own (numbers, order, range, split name); emits (image URI, (row, box))."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def setup(self) -> None:
+        self._rows_done = transforms.RowsDone(self.config)
+
+    def process(self, row: dict[str, Any]):
+        try:
+            if splits.normalize_split(row.get(SPLIT_COLUMN)) is None:
+                raise RowError(f"unknown split: {row.get(SPLIT_COLUMN)!r} (expected TRAIN, VALIDATION, TEST or UNASSIGNED)")
+            box = detection.check_box_row(row, _box_units(self.config))
+        except RowError as exc:
+            self._rows_done.add(1)
+            yield beam.pvalue.TaggedOutput(transforms.DISCARD, (row, str(exc)))
+            return
+        yield str(row["image_uri"]).strip(), (row, box)
+
+
+class SplitImages(beam.DoFn):
+    """(image URI, rows) → (split, URI, rows); all rows of an image whose rows disagree are discarded."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def setup(self) -> None:
+        self._rows_done = transforms.RowsDone(self.config)
+
+    def process(self, element):
+        uri, rows = element
+        rows = list(rows)
+        try:
+            split = detection.merge_image_rows(uri, (row.get(SPLIT_COLUMN) for row, _ in rows),
+                                               self.config.split_ratios)
+        except RowError as exc:
+            self._rows_done.add(len(rows))
+            for row, _box in rows:
+                yield beam.pvalue.TaggedOutput(transforms.DISCARD, (row, str(exc)))
+            return
+        yield split, uri, rows
+
+
+def train_labels(image) -> Any:
+    split, _uri, rows = image
+    if split == splits.TRAIN:
+        labels = {box.label for _row, box in rows if box is not None}
+        if labels:
+            yield {"label": labels}
+
+
+class EncodeImages(transforms.EncodeAndWritePieces):
+    """Encode batches of images into detection Examples and write pieces; reports rows written."""
+
+    def _detection_encoder(self, vocabularies) -> detection.DetectionEncoder:
+        if self._encoder is None:
+            self._encoder = detection.DetectionEncoder(
+                detection.label_ids(vocabularies.get("label", [])), base_dir=self.config.base_dir,
+                box_units=_box_units(self.config), image_size=self.config.image_size,
+                validate=self.config.validate)
+        return self._encoder
+
+    def process(self, batch, vocabularies):
+        encoder = self._detection_encoder(vocabularies)
+        read = reader_for(self._fetcher.fetch(encoder.resolve(uri) for _split, uri, _rows in batch))
+        rows_written = 0
+        for split, uri, rows in batch:
+            data, inside, discards = encoder.encode(uri, rows, read)
+            for discard in discards:
+                yield beam.pvalue.TaggedOutput(transforms.DISCARD, discard)
+            if data is not None:
+                rows_written += inside
+                yield from self._write(split, data, 0)
+            self._rows_done.add(len(rows))
+        if rows_written:
+            yield beam.pvalue.TaggedOutput(ROWS_WRITTEN, rows_written)
+
+
+def _count(pcoll, label: str):
+    return pcoll | label >> beam.combiners.Count.Globally().without_defaults()
+
+
+def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
+    """Add the detection graph to `pipeline`; returns the PCollection holding the final directory."""
+    rows, malformed = pipeline | "ReadRows" >> sources.ReadRows(config)
+    rows_in = (
+        (_count(rows, "CountRead"), _count(malformed, "CountMalformed"))
+        | "AllRows" >> beam.Flatten()
+        | "CountRows" >> beam.CombineGlobally(sum).without_defaults()
+    )
+    checked = rows | "CheckBoxes" >> beam.ParDo(CheckBoxes(config)).with_outputs(transforms.DISCARD, main="boxes")
+    images = (
+        checked.boxes
+        | "GroupByImage" >> beam.GroupByKey()
+        | "SplitImages" >> beam.ParDo(SplitImages(config)).with_outputs(transforms.DISCARD, main="images")
+    )
+    vocabulary_side = AsSingleton(
+        images.images
+        | "TrainLabels" >> beam.FlatMap(train_labels)
+        | "Vocabulary" >> beam.CombineGlobally(transforms.VocabularyFn()).without_defaults(),
+        default_value={},
+    )
+    encoded = (
+        images.images
+        | "SpreadImages" >> beam.Reshuffle()
+        | "BatchImages" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
+        | "EncodeAndWrite" >> beam.ParDo(EncodeImages(config), vocabulary_side).with_outputs(
+            transforms.DISCARD, ROWS_WRITTEN, main="pieces")
+    )
+    rows_written = encoded[ROWS_WRITTEN] | "RowsWritten" >> beam.CombineGlobally(sum).without_defaults()
+    found = {"Read": malformed, "Check": checked[transforms.DISCARD], "Split": images[transforms.DISCARD],
+             "Encode": encoded[transforms.DISCARD]}
+    return write_outputs(pipeline, config, encoded.pieces, found, finalize_job, vocabulary_side,
+                         AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0))
+
+
+def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, rows_written, discard_reasons, pieces):
+    """Write label_map.pbtxt and metadata.json, clean temporary files, and publish the job directory.
+
+    Safe to run again after any part of it ran: once the job is published it only cleans up.
+    """
+    if not jobdir.is_published(config.final_dir):
+        vocabulary = list(vocabularies.get("label", []))
+        metadata = build_metadata(config, shards, {"label": vocabulary}, rows_in, discard_reasons, {},
+                                  rows_written=rows_written)
+        metadata.update(detection.detection_metadata(vocabulary, _box_units(config)))
+        metadata["input_schema"], metadata["schema"] = metadata["schema"], {}
+        metadata["features"] = detection.feature_spec()
+        storage.write_bytes(storage.join(config.temp_dir, detection.LABEL_MAP_FILE),
+                            detection.label_map_pbtxt(vocabulary).encode("utf-8"))
+        for scratch in config.scratch_dirs:
+            storage.delete_tree(scratch)
+        jobdir.write_metadata(config.temp_dir, metadata)
+    jobdir.finalize(config.temp_dir, config.final_dir)
+    yield config.final_dir
