@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from tfrecorder import dataflow, jobdir, runners, staging, storage, tables
+from tfrecorder import compat, dataflow, jobdir, runners, staging, storage, tables
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show
@@ -157,6 +157,7 @@ def convert(
     verbose: bool = False,
     progress: bool = True,
     tfrecorder_wheel: Optional[str] = None,
+    **legacy_options: Any,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
 
@@ -168,8 +169,12 @@ def convert(
     a progress bar (rows processed / total) shows in terminals and notebooks unless progress=False.
     With runner="DataflowRunner" (needs project, region and a gs:// output_dir) it returns a
     DataflowConversionResult as soon as the job is submitted; call `.wait()`.
+    TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there
+    (see `tfrecorder.compat.legacy_arguments`).
     """
     started = time.monotonic()
+    if legacy_options:
+        source, schema = compat.legacy_arguments(source, schema, legacy_options)
     runners.check_runner(runner)
     request = None
     if runner == "DataflowRunner":

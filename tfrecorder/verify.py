@@ -38,7 +38,8 @@ class ShardReport:
         return not self.problems
 
     def __str__(self) -> str:
-        expected = "not in metadata" if self.expected_records is None else f"expected {self.expected_records}"
+        expected = ("not in metadata" if self.split is None else "no count recorded") if self.expected_records is None \
+            else f"expected {self.expected_records}"
         status = "ok" if self.ok else "; ".join(self.problems)
         return f"{self.file}: {self.records} records ({expected}) — {status}"
 
@@ -50,6 +51,7 @@ class VerifyReport:
     tfrecord_dir: str
     shards: list[ShardReport]
     problems: list[str]
+    not_checked: list[str] = dataclasses.field(default_factory=list)  # what the directory's files cannot tell
 
     @property
     def ok(self) -> bool:
@@ -63,6 +65,7 @@ class VerifyReport:
         records = sum(s.records for s in self.shards)
         head = f"verify {self.tfrecord_dir}: {'OK' if self.ok else 'FAILED'} — {len(self.shards)} shard files, {records} records"
         lines = [head] + [f"  {shard}" for shard in self.shards] + [f"  {problem}" for problem in self.problems]
+        lines += [f"  not checked: {item}" for item in self.not_checked]
         return "\n".join(lines)
 
     __str__ = __repr__
@@ -71,6 +74,10 @@ class VerifyReport:
 def verify(tfrecord_dir: str) -> VerifyReport:
     """Check every shard, record and count of a finished job directory; returns a `VerifyReport`."""
     job = JobInfo.read(tfrecord_dir)
+    if job.legacy:  # TFRecorder 2.0 wrote no metadata.json: check what its files allow
+        from tfrecorder.legacy_verify import verify_legacy
+
+        return verify_legacy(job)
     checker = _ExampleChecker(job)
     shards, problems = [], []
     listed = set()
