@@ -109,8 +109,10 @@ def upgrade(
             pipeline = runners.make_pipeline(runner, options)
             build_upgrade_pipeline(pipeline, config, shard_parts(job), job.metadata["discard_files"],
                                    job.metadata["vocabularies"], job.compression)
-            if request is not None:
-                return dataflow.submit(pipeline, request, config, 0)
+            if request is not None:  # rows_in is unknown until the job has read every record
+                submitted = dataflow.submit(pipeline, request, config, 0)
+                submitted._fields["input_bytes"] = input_bytes  # known now; output_bytes once wait() is done
+                return submitted
             pipeline.run().wait_until_finish()
     except BaseException as exc:
         storage.delete_tree(temp_dir)
