@@ -46,12 +46,16 @@ def pixel_array(example: Mapping[str, list], prefix: str = "image") -> np.ndarra
     return np.frombuffer(pixels, np.uint8).reshape(height, width, channels)
 
 
+PNG_LEVEL = 4  # zlib level: on 500x375 photo-like images smaller than Pillow's default 6 and ~3x faster
+
+
 def png_bytes(pixels: np.ndarray) -> bytes:
     """Lossless PNG of uint8 [H, W, 1|3] pixels."""
     from PIL import Image
 
     out = io.BytesIO()
-    Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels, _MODES[pixels.shape[2]]).save(out, "PNG")
+    image = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels, _MODES[pixels.shape[2]])
+    image.save(out, "PNG", compress_level=PNG_LEVEL)
     return out.getvalue()
 
 
