@@ -1,9 +1,12 @@
-"""Command-line interface: convert, verify, inspect and load-stats.
+"""Command-line interface: convert, verify, inspect, load-stats and upgrade.
 
     tfrecorder convert --source data.csv --output_dir out/
     tfrecorder verify out/tfrecorder-20261121-193000
     tfrecorder inspect out/tfrecorder-20261121-193000 --split TRAIN --num_records 5
     tfrecorder load-stats out/tfrecorder-20261121-193000
+    tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/
+
+`create-tfrecords --input_data` is TFRecorder 2.0's spelling of `convert --source`.
 
 Exit codes: 0 success (for verify: every check passed); 1 an unexpected failure; 2 a fatal input
 error (bad arguments, unusable table, not a finished job directory); 3 verify found a mismatch
@@ -34,6 +37,7 @@ EXAMPLES = """examples:
   tfrecorder verify out/pets-20261121-193000          # exit 3 on any mismatch
   tfrecorder inspect out/pets-20261121-193000 --split validation --num_records 10
   tfrecorder load-stats out/pets-20261121-193000 --image_size 224x224
+  tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/   # a TFRecorder 2.0 dataset → job directory
 
 exit codes: 0 ok; 1 unexpected failure; 2 bad input (one line on stderr); 3 verify found a mismatch;
   4 the output could not be written (disk full, quota, file size limit)
