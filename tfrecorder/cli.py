@@ -193,7 +193,8 @@ def _run_load_stats(args: argparse.Namespace) -> int:
     datasets = tfrecorder.load(args.tfrecord_dir, batch_size=args.batch_size, decode_images=False)
     for split, dataset in datasets.items():
         counted = sum(_batch_length(batch) for batch in dataset)
-        print(f"{split}: {counted} records loaded (metadata.json: {job.metadata['splits'][split]['records']})")
+        expected = job.metadata["splits"][split]["records"]  # None: TFRecorder 2.0 recorded no counts
+        print(f"{split}: {counted} records loaded (metadata.json: {'no count' if expected is None else expected})")
     dataset = tfrecorder.load(args.tfrecord_dir, args.split, batch_size=args.batch_size, repeat=True,
                               image_size=args.image_size, channels=args.channels)
     iterator = iter(dataset)
@@ -211,8 +212,9 @@ def _run_convert(args: argparse.Namespace) -> int:
     import tfrecorder
     from tfrecorder.compat import legacy_note
 
-    if legacy_note(args.command):
-        print(legacy_note(args.command), file=sys.stderr)
+    note = legacy_note(args.command)
+    if note:
+        print(note, file=sys.stderr)
     options = {
         name: getattr(args, name)
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",

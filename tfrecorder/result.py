@@ -18,9 +18,9 @@ class ConversionResult(Mapping[str, Any]):
     def from_metadata(cls, tfrecord_dir: str, job_id: str, metadata: Mapping[str, Any], elapsed: float) -> "ConversionResult":
         splits = metadata.get("splits", {})
         written = {split: splits[split]["records"] for split in SPLITS if split in splits}
+        bytes_written = sum(info["bytes"] for info in splits.values())
         upgraded = metadata.get("upgraded_from")  # tfrecorder.upgrade(): bytes before and after
-        sizes = {"input_bytes": upgraded["input_bytes"],
-                 "output_bytes": sum(info["bytes"] for info in splits.values())} if upgraded else {}
+        sizes = {"input_bytes": upgraded["input_bytes"], "output_bytes": bytes_written} if upgraded else {}
         return cls(
             tfrecord_dir=tfrecord_dir,
             job_id=job_id,
@@ -28,7 +28,7 @@ class ConversionResult(Mapping[str, Any]):
             written=written,
             discarded=metadata["discarded"],
             discard_reasons=dict(metadata.get("discard_reasons", {})),
-            bytes_written=sum(info["bytes"] for info in splits.values()),
+            bytes_written=bytes_written,
             elapsed_seconds=round(elapsed, 3),
             metadata=dict(metadata),
             **sizes,
