@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import zlib
 from typing import Any, Iterator, Mapping, NamedTuple
 
@@ -103,10 +104,11 @@ class UpgradeRecords(transforms.EncodeAndWritePieces):
 
 def legacy_discards(file: str, legacy_dir: str):
     """TFRecorder 2.0's discarded-data lines, one discarded row each, kept with their text."""
-    text = storage.read_bytes(storage.join(legacy_dir, file)).decode("utf-8", "replace")
-    for number, line in enumerate(text.splitlines()):
-        if line.strip():
-            yield {"split": "", "source": file, "record": number, "image_name": ""}, f"discarded by TFRecorder 2.0: {line}"
+    with io.TextIOWrapper(storage.open_read(storage.join(legacy_dir, file)), encoding="utf-8", errors="replace") as text:
+        for number, line in enumerate(text):  # streamed: a discard file may be large
+            if line.strip():
+                yield ({"split": "", "source": file, "record": number, "image_name": ""},
+                       f"discarded by TFRecorder 2.0: {line.rstrip()}")
 
 
 def build_upgrade_pipeline(pipeline: beam.Pipeline, config: JobConfig, parts: list[ShardPart],

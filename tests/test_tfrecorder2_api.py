@@ -72,6 +72,16 @@ def test_to_tfr_with_every_documented_keyword(data_csv, tmp_path):
     assert tfrecorder.verify(results['tfrecord_dir']).ok
 
 
+def test_to_tfr_positional_arguments_in_tfrecorder2_order(data_csv, tmp_path):
+    df = pd.read_csv(data_csv)
+    results = df.tensorflow.to_tfr(str(tmp_path), input_schema.IMAGE_CSV_SCHEMA, 'DirectRunner', None, None, None,
+                                   None, 'positional', 'gzip', 1)
+    assert os.path.basename(results['tfrecord_dir']).startswith('positional-')
+    assert 'train-00000-of-00001.tfrecord.gz' in os.listdir(results['tfrecord_dir'])
+    with pytest.raises(TypeError, match="multiple values for argument 'schema'"):
+        df.tensorflow.to_tfr(str(tmp_path), input_schema.IMAGE_CSV_SCHEMA, schema=input_schema.IMAGE_CSV_SCHEMA)
+
+
 def test_readme_schema_map_keyword(data_csv, tmp_path):
     image_csv_schema = input_schema.Schema({
         'split': types.SplitKey,

@@ -44,6 +44,22 @@ def legacy_arguments(source: Any, schema: Any, legacy: Mapping[str, Any]) -> tup
         return pd.read_csv(stream, header=header, names=names), schema
 
 
+# TFRecorder 2.0's DataFrame.tensorflow.to_tfr(output_dir, …) parameters, in their positional order.
+TO_TFR_ORDER = ("schema", "runner", "project", "region", "tfrecorder_wheel", "dataflow_options", "job_label",
+                "compression", "num_shards")
+
+
+def legacy_positional(args: tuple, options: Mapping[str, Any]) -> dict[str, Any]:
+    """`options` plus positional `args` named in TFRecorder 2.0's `to_tfr` order."""
+    if len(args) > len(TO_TFR_ORDER):
+        raise TypeError(f"to_tfr() takes at most {len(TO_TFR_ORDER) + 1} positional arguments after self")
+    named = dict(zip(TO_TFR_ORDER, args))
+    twice = sorted(set(named) & set(options))
+    if twice:
+        raise TypeError(f"to_tfr() got multiple values for argument {twice[0]!r}")
+    return {**options, **named}
+
+
 def convert_and_load(*args: Any, **kwargs: Any):
     """`convert(*args, **kwargs)`, then `load()` its job directory: the `TRAIN`/`VALIDATION`/`TEST` datasets.
 
