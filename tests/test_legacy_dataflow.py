@@ -57,6 +57,9 @@ def test_upgrade_on_dataflow(emulator, service, tmp_path):
     for path in legacy.rglob("*"):
         if path.is_file():
             emulator.upload(f"{legacy_uri}/{path.relative_to(legacy).as_posix()}", path.read_bytes())
+    remote_report, local_report = tfrecorder.verify(legacy_uri), tfrecorder.verify(str(legacy))  # found on gs:// too
+    assert [s.records for s in remote_report.shards] == [s.records for s in local_report.shards]
+    assert len(remote_report.all_problems) == len(local_report.all_problems) == 1  # the RGBA record
     local = tfrecorder.upgrade(str(legacy), str(tmp_path / "local"))
     result = tfrecorder.upgrade(legacy_uri, f"gs://{BUCKET}/upgraded", runner="DataflowRunner", project=PROJECT,
                                 region=REGION, dataflow_options={"no_auth": True, "dataflow_endpoint": service.endpoint})

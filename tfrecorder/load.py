@@ -65,6 +65,7 @@ def load(
     `image_size=(h, w)` resizes every image so batches have a static shape; `drop_remainder=True`
     also makes the batch dimension static. `seed` makes shuffling reproducible (with
     `deterministic=True`).
+    A directory TFRecorder 2.0 wrote (no metadata.json) is recognised from its files and read the same way.
     """
     job = JobInfo.read(tfrecord_dir)
     image_size = _check_options(job, batch_size, shuffle_buffer, image_size, channels, as_supervised)
