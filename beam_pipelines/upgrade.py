@@ -27,6 +27,7 @@ from tfrecorder.example_decoder import parse_example
 from tfrecorder.job_config import JobConfig
 from tfrecorder.legacy_records import upgrade_record
 from tfrecorder.row_encoder import RowError
+from tfrecorder.schema import Schema
 from tfrecorder.sharding import plan_shards
 from tfrecorder.tfrecord_format import CorruptRecordError, read_records
 
@@ -74,6 +75,7 @@ class UpgradeRecords(transforms.EncodeAndWritePieces):
         self.legacy_compression = compression
 
     def setup(self) -> None:
+        self.schema = Schema.from_json(self.config.schema)
         self._rows_done = transforms.RowsDone(self.config)
 
     def teardown(self) -> None:
@@ -89,7 +91,7 @@ class UpgradeRecords(transforms.EncodeAndWritePieces):
                         continue
                     read += 1
                     try:
-                        data, unknown = upgrade_record(record, self.config.schema)
+                        data, unknown = upgrade_record(record, self.schema)
                     except RowError as exc:
                         row = {"split": part.split, "source": part.file, "record": number, "image_name": _image_name(record)}
                         yield beam.pvalue.TaggedOutput(transforms.DISCARD, (row, str(exc)))

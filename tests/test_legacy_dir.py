@@ -154,3 +154,6 @@ def test_schema_text_format_parser():
     assert parsed["l"]["categorical"] and parsed["l"]["max"] == 4 and parsed["l"]["shape"] == []
     with pytest.raises(ValueError, match="unsupported type"):
         legacy_dir.parse_schema('feature { name: "q" type: STRUCT }')
+    with pytest.raises(ValueError, match="ends inside message 'feature'"):
+        legacy_dir.parse_schema('feature { name: "q" type: INT ')
+    assert list(legacy_dir.parse_schema('feature { name: "gr\\303\\266\\303\\237e \\"x\\"" type: INT }')) == ['größe "x"']

@@ -17,6 +17,7 @@ unknown (None): TFRecorder 2.0 did not record them.
 """
 from __future__ import annotations
 
+import codecs
 import re
 from typing import Any, Optional
 
@@ -57,7 +58,7 @@ def parse_text_proto(text: str) -> list[tuple[str, Any]]:
 
     Enough for TF Metadata's schema.pbtxt without depending on tensorflow_metadata.
     """
-    tokens = [m.group(1) or m.group(2) or m.group(3) for m in _TOKEN.finditer(text) if m.group(1) or m.group(2) or m.group(3)]
+    tokens = [token for m in _TOKEN.finditer(text) if (token := m.group(1) or m.group(2) or m.group(3))]
     position = 0
 
     def message(closing: Optional[str]) -> list[tuple[str, Any]]:
@@ -73,6 +74,8 @@ def parse_text_proto(text: str) -> list[tuple[str, Any]]:
             if tokens[position] == "{":
                 position += 1
                 fields.append((name, message("}")))
+                if position >= len(tokens):
+                    raise ValueError(f"schema.pbtxt ends inside message {name!r}")
                 position += 1  # the closing brace
             else:
                 fields.append((name, _scalar(tokens[position])))
@@ -83,8 +86,8 @@ def parse_text_proto(text: str) -> list[tuple[str, Any]]:
 
 
 def _scalar(token: str) -> Any:
-    if token.startswith('"'):
-        return bytes(token[1:-1], "utf-8").decode("unicode_escape")
+    if token.startswith('"'):  # C escapes; non-ASCII text is written as octal-escaped UTF-8 bytes
+        return codecs.escape_decode(token[1:-1].encode("utf-8"))[0].decode("utf-8", "replace")
     for kind in (int, float):
         try:
             return kind(token)

@@ -19,6 +19,7 @@ from tfrecorder import types
 from tfrecorder.example_decoder import parse_example
 from tfrecorder.example_encoder import Feature, encode_example
 from tfrecorder.row_encoder import RowError
+from tfrecorder.schema import Schema
 
 PIXEL_MISMATCH = "pixel data does not match image_height x image_width x image_channels"
 _MODES = {1: "L", 3: "RGB"}
@@ -67,7 +68,7 @@ def png_or_raw(example: Mapping[str, list], prefix: str = "image") -> tuple[byte
         return _one(example, prefix), "bin"
 
 
-def upgrade_record(record: bytes, schema: Mapping[str, str]) -> tuple[bytes, int]:
+def upgrade_record(record: bytes, schema: Schema) -> tuple[bytes, int]:
     """A TFRecorder 2.0 record re-encoded as this package writes it: (Example bytes, unknown labels).
 
     The image becomes a PNG with its format/height/width/channels features and `image_uri` holding
@@ -80,8 +81,7 @@ def upgrade_record(record: bytes, schema: Mapping[str, str]) -> tuple[bytes, int
         raise RowError(f"unparsable record: {exc}") from None
     features: dict[str, Feature] = {}
     unknown = 0
-    for column, role_name in schema.items():
-        role = types.from_name(role_name)
+    for column, role in schema.items():
         if role == types.SplitKey:
             continue
         if role == types.ImageUri:
