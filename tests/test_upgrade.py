@@ -82,6 +82,17 @@ def test_upgrade_gzip_with_options(tmp_path):
     assert result["discarded"] == 2 and tfrecorder.verify(result["tfrecord_dir"]).ok
 
 
+def test_large_shards_are_read_in_parts_by_parallel_workers(legacy, upgraded, tmp_path, monkeypatch):
+    module = sys.modules["tfrecorder.upgrade"]
+    monkeypatch.setattr(module, "PART_BYTES", 1_000)  # the fixture's TRAIN shard holds ~15 KB
+    parts = module.shard_parts(JobInfo.read(str(legacy)), 3)
+    assert [(p.file, p.index, p.count) for p in parts if p.split == "TRAIN"] == [
+        ("train-00000-of-00001.tfrecord", i, 3) for i in range(3)]
+    result = tfrecorder.upgrade(legacy, tmp_path, dataflow_options={"direct_num_workers": 3})
+    assert result["written"] == upgraded["written"] and result["discarded"] == upgraded["discarded"]
+    assert _records(result["tfrecord_dir"], "TRAIN").keys() == _records(upgraded["tfrecord_dir"], "TRAIN").keys()
+
+
 def test_structured_upgrade(tmp_path):
     import pandas as pd
 

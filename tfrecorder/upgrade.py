@@ -33,14 +33,14 @@ MAX_PARTS = 8  # each part decompresses the whole shard: more parts would cost m
 DEFAULT_JOB_LABEL = "upgraded"
 
 
-def shard_parts(job: JobInfo) -> list:
-    """The units of work: each legacy shard, split into parts by size."""
+def shard_parts(job: JobInfo, max_parts: int) -> list:
+    """The units of work: each legacy shard, split by size into at most `max_parts` parts."""
     from beam_pipelines.upgrade import ShardPart
 
     parts = []
     for split, info in job.metadata["splits"].items():
         for shard in info["shards"]:
-            count = max(1, min(MAX_PARTS, math.ceil(shard["bytes"] / PART_BYTES)))
+            count = max(1, min(max_parts, math.ceil(shard["bytes"] / PART_BYTES)))
             parts.extend(ShardPart(split, shard["file"], index, count) for index in range(count))
     return parts
 
@@ -107,7 +107,9 @@ def upgrade(
         with quiet_libraries(verbose):
             options = dataflow.pipeline_options(request, config.job_name) if request else dataflow_options
             pipeline = runners.make_pipeline(runner, options)
-            build_upgrade_pipeline(pipeline, config, shard_parts(job), job.metadata["discard_files"],
+            # Parts only pay off with parallel workers: a single local worker would decompress a shard n times.
+            workers = MAX_PARTS if request else int((dataflow_options or {}).get("direct_num_workers") or 1)
+            build_upgrade_pipeline(pipeline, config, shard_parts(job, min(MAX_PARTS, workers)), job.metadata["discard_files"],
                                    job.metadata["vocabularies"], job.compression)
             if request is not None:  # rows_in is unknown until the job has read every record
                 submitted = dataflow.submit(pipeline, request, config, 0)
