@@ -8,16 +8,12 @@ the pixels are the source image's (2.0 kept no checksum of it).
 """
 from __future__ import annotations
 
-import gzip
-import zlib
-
 from tfrecorder.example_decoder import parse_example
 from tfrecorder.job_info import JobInfo
-from tfrecorder import storage
 from tfrecorder.legacy_records import PIXEL_MISMATCH, pixel_array
 from tfrecorder.row_encoder import RowError
-from tfrecorder.tfrecord_format import CorruptRecordError, read_records
-from tfrecorder.verify import PARSE_BLOCK, ShardReport, VerifyReport, _ExampleChecker
+from tfrecorder.verify import ShardReport, VerifyReport, _ExampleChecker
+from tfrecorder.verify import _check_shard as check_shard
 
 MAX_REPORTED = 5
 NOT_CHECKED = [
@@ -27,37 +23,30 @@ NOT_CHECKED = [
 ]
 
 
-def _check_pixels(job: JobInfo, record: bytes, index: int, report: ShardReport, bad: list[int]) -> None:
-    if not job.pixel_images:
-        return
-    try:
-        pixel_array(parse_example(record))
-    except (RowError, ValueError, IndexError) as exc:
-        bad.append(index)
-        if len(bad) <= MAX_REPORTED:
-            report.problems.append(f"record {index}: {exc}")
+class _PixelCheck:
+    """Each record's image pixel data against its stated shape; the first few mismatches named, then a count."""
+
+    def __init__(self) -> None:
+        self.bad = 0
+
+    def __call__(self, record: bytes, index: int, problems: list[str]) -> None:
+        try:
+            pixel_array(parse_example(record))
+        except (RowError, ValueError, IndexError) as exc:
+            self.bad += 1
+            if self.bad <= MAX_REPORTED:
+                problems.append(f"record {index}: {exc}")
+
+    def finish(self, problems: list[str]) -> None:
+        if self.bad > MAX_REPORTED:
+            problems.append(f"{self.bad} records in all: {PIXEL_MISMATCH}")
 
 
 def _check_shard(job: JobInfo, checker: _ExampleChecker, split: str, shard: dict) -> ShardReport:
-    report = ShardReport(shard["file"], split, None)
-    bad_pixels: list[int] = []
-    block: list[bytes] = []
-    try:
-        with job.open_shard(storage.join(job.tfrecord_dir, shard["file"])) as stream:
-            for record in read_records(stream):
-                _check_pixels(job, record, report.records, report, bad_pixels)
-                report.records += 1
-                block.append(record)
-                if len(block) == PARSE_BLOCK:
-                    checker.check(block, report.records - len(block), report.problems)
-                    block = []
-    except CorruptRecordError as exc:
-        report.problems.append(f"record {report.records}: {exc}")
-    except (EOFError, OSError, zlib.error, gzip.BadGzipFile) as exc:
-        report.problems.append(f"record {report.records}: broken gzip stream ({exc})")
-    checker.check(block, report.records - len(block), report.problems)
-    if len(bad_pixels) > MAX_REPORTED:
-        report.problems.append(f"{len(bad_pixels)} records in all: {PIXEL_MISMATCH}")
+    pixels = _PixelCheck() if job.pixel_images else None
+    report = check_shard(job, checker, split, shard, pixels)
+    if pixels is not None:
+        pixels.finish(report.problems)
     return report
 
 

@@ -12,7 +12,7 @@ import gzip
 import math
 import re
 import zlib
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from tfrecorder import storage
 from tfrecorder.job_info import JobInfo
@@ -107,7 +107,9 @@ def _extra_shard_files(job: JobInfo, listed: set[str]) -> list[str]:
     return [name for name in names if name not in known and _SHARD_LIKE.search(name)]
 
 
-def _check_shard(job: JobInfo, checker: "_ExampleChecker", split: str, shard: dict) -> ShardReport:
+def _check_shard(job: JobInfo, checker: "_ExampleChecker", split: str, shard: dict,
+                 check_record: Optional[Callable[[bytes, int, list[str]], None]] = None) -> ShardReport:
+    """Read one shard: framing, CRCs, parsing, count; `check_record(record, index, problems)` adds checks."""
     report = ShardReport(shard["file"], split, shard["records"])
     path = storage.join(job.tfrecord_dir, shard["file"])
     if not storage.exists(path):
@@ -120,6 +122,8 @@ def _check_shard(job: JobInfo, checker: "_ExampleChecker", split: str, shard: di
     try:
         with job.open_shard(path) as stream:
             for record in read_records(stream):
+                if check_record is not None:
+                    check_record(record, report.records, report.problems)
                 report.records += 1
                 block.append(record)
                 if len(block) == PARSE_BLOCK:
@@ -130,7 +134,7 @@ def _check_shard(job: JobInfo, checker: "_ExampleChecker", split: str, shard: di
     except (EOFError, OSError, zlib.error, gzip.BadGzipFile) as exc:
         report.problems.append(f"record {report.records}: broken gzip stream ({exc})")
     checker.check(block, report.records - len(block), report.problems)
-    if report.records != shard["records"]:
+    if shard["records"] is not None and report.records != shard["records"]:  # None: TFRecorder 2.0 kept no count
         report.problems.append(f"{report.records} readable records, metadata.json says {shard['records']}")
     return report
 
