@@ -34,6 +34,7 @@ from tfrecorder.tfrecord_format import CorruptRecordError, read_records
 READ = "read"
 DISCARD_COLUMNS = ("split", "source", "record", "image_name")
 CORRUPT = "corrupt TFRecorder 2.0 shard"
+PROGRESS_EVERY = 64  # records between progress counter updates
 
 
 class ShardPart(NamedTuple):
@@ -90,6 +91,8 @@ class UpgradeRecords(transforms.EncodeAndWritePieces):
                     if number % part.count != part.index:
                         continue
                     read += 1
+                    if read % PROGRESS_EVERY == 0:
+                        self._rows_done.add(PROGRESS_EVERY)
                     try:
                         data, unknown = upgrade_record(record, self.schema)
                     except RowError as exc:
@@ -100,7 +103,7 @@ class UpgradeRecords(transforms.EncodeAndWritePieces):
         except (CorruptRecordError, EOFError, gzip.BadGzipFile, zlib.error) as exc:  # the data, not the storage
             raise ValueError(f"{CORRUPT} {part.file}: {exc}; the dataset cannot be upgraded record for record "
                              "(tfrecorder.verify() reports the damage)") from None
-        self._rows_done.add(read)
+        self._rows_done.add(read % PROGRESS_EVERY)
         yield beam.pvalue.TaggedOutput(READ, read)
 
 
