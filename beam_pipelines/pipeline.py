@@ -3,7 +3,8 @@
     read rows ─► batch ─► prepare (split, label checks) ─► Reshuffle ─► encode + write pieces ─► plan shards
                                 │                                               │              ─► Reshuffle ─► assemble shards
                                 └► TRAIN labels ─► vocabulary combine ──(side input)┘
-    discards (all stages) ─► discarded.csv;   everything ─► finalize (metadata.json, publish directory)
+    discards (each stage) ─► part file per bundle ─► merge into discarded.csv
+    everything ─► finalize (metadata.json, publish directory)
 
 Rows travel in batches of `JobConfig.batch_size` from the source on, so Beam's per-element cost is
 paid per batch. Only rows, labels and small descriptors are combined; image bytes flow straight from
@@ -22,9 +23,9 @@ from tfrecorder.sharding import plan_shards
 def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
     """Add the conversion graph to `pipeline`; returns the PCollection holding the final directory.
 
-    Per-job results (piece list, discards) reach later steps as list side inputs and the two global
-    combines skip Beam's default-value branch: each global combine or collection step adds a handful of
-    transforms, and graph size is most of a small job's start-up time.
+    Per-job descriptors (pieces, discard parts: O(bundles), never O(rows)) reach later steps as list
+    side inputs and the two global combines skip Beam's default-value branch: each global combine or
+    collection step adds a handful of transforms, and graph size is most of a small job's start-up time.
     """
     rows, malformed = pipeline | "ReadRows" >> sources.ReadRows(config)
     batches = rows | "BatchRows" >> beam.BatchElements(
@@ -60,9 +61,13 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         | "SpreadShards" >> beam.Reshuffle()
         | "AssembleShards" >> beam.ParDo(transforms.AssembleShard(config))
     )
-    discards = (malformed, prepared[transforms.DISCARD], encoded[transforms.DISCARD]) | "AllDiscards" >> beam.Flatten()
+    found = {"Read": malformed, "Prepare": prepared[transforms.DISCARD], "Encode": encoded[transforms.DISCARD]}
+    discard_parts = [  # written where they are found (fused with the step): discards are never buffered
+        discards | f"{step}DiscardParts" >> beam.ParDo(transforms.WriteDiscardParts(config))
+        for step, discards in found.items()
+    ] | "AllDiscardParts" >> beam.Flatten()
     discard_reasons = start | "WriteDiscards" >> beam.Map(
-        lambda _, found: transforms.write_discards(found, config), AsList(discards)
+        lambda _, parts: transforms.write_discards(parts, config), AsList(discard_parts)
     )
     return start | "Finalize" >> beam.FlatMap(
         transforms.finalize_job,

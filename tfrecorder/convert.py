@@ -215,7 +215,7 @@ def convert(
                     return dataflow.submit(pipeline, request, config, total_rows)
                 pipeline.run().wait_until_finish()
     except BaseException as exc:
-        storage.delete_tree(temp_dir)
+        jobdir.abandon(temp_dir, final_dir)
         translated = translate_pipeline_error(exc, output_dir)
         if translated is exc:
             raise

@@ -18,6 +18,32 @@ class OutputWriteError(OSError):
     """The conversion could not write its output (disk full, quota, file size limit)."""
 
 
+class StorageReadError(OSError):
+    """Storage failed while reading a row's file (still failing after retries: an outage, not bad data).
+
+    Raised inside the pipeline to fail the bundle (Dataflow retries it); a local run stops with it.
+    """
+
+
+_STORAGE_READ = re.compile(r"StorageReadError: \[Errno (\d+)\] (could not read .*?)(?: \[while running '[^']*'\])*$",
+                           re.MULTILINE)
+
+
+def _storage_read_error(exc: BaseException) -> Optional[StorageReadError]:
+    """The StorageReadError behind a pipeline failure: in the exception chain, or in Beam's re-raised text."""
+    seen: set[int] = set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, StorageReadError):
+            return current
+        match = _STORAGE_READ.search(str(current))
+        if match:
+            return StorageReadError(int(match.group(1)), match.group(2))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def _space_errno(exc: BaseException) -> Optional[int]:
     seen: set[int] = set()
     current: Optional[BaseException] = exc
@@ -33,7 +59,11 @@ def _space_errno(exc: BaseException) -> Optional[int]:
 
 
 def translate_pipeline_error(exc: BaseException, output_dir: str) -> BaseException:
-    """An OutputWriteError for out-of-space failures; any other exception is returned unchanged."""
+    """An OutputWriteError for out-of-space failures, one StorageReadError for a storage outage while
+    reading rows' files; any other exception is returned unchanged."""
+    outage = _storage_read_error(exc)
+    if outage is not None:
+        return StorageReadError(outage.errno, f"{outage.strerror}; the conversion stopped and nothing was published")
     code = _space_errno(exc)
     if code is None:
         return exc
