@@ -12,6 +12,8 @@ the reading worker into a piece file.
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
@@ -53,18 +55,28 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
             transforms.DISCARD, main="pieces"
         )
     )
+    found = {"Read": malformed, "Prepare": prepared[transforms.DISCARD], "Encode": encoded[transforms.DISCARD]}
+    return finish_job(pipeline, config, encoded.pieces, found, rows_in, vocabulary_side)
+
+
+def finish_job(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollection,
+               found_discards: Mapping[str, beam.PCollection], rows_in: beam.PCollection, vocabularies) -> beam.PCollection:
+    """The end every job graph shares (conversion, upgrade): plan and assemble shards from the pieces,
+    write discarded.csv from the (row, reason) collections of each step, then finalize and publish.
+
+    `rows_in` is the independently counted number of input rows; `vocabularies` a side input or a dict.
+    """
     start = pipeline | "Start" >> beam.Create([None])
     shards = (
         start
         | "PlanShards"
-        >> beam.FlatMap(lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(encoded.pieces))
+        >> beam.FlatMap(lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(pieces))
         | "SpreadShards" >> beam.Reshuffle()
         | "AssembleShards" >> beam.ParDo(transforms.AssembleShard(config))
     )
-    found = {"Read": malformed, "Prepare": prepared[transforms.DISCARD], "Encode": encoded[transforms.DISCARD]}
     discard_parts = [  # written where they are found (fused with the step): discards are never buffered
         discards | f"{step}DiscardParts" >> beam.ParDo(transforms.WriteDiscardParts(config))
-        for step, discards in found.items()
+        for step, discards in found_discards.items()
     ] | "AllDiscardParts" >> beam.Flatten()
     discard_reasons = start | "WriteDiscards" >> beam.Map(
         lambda _, parts: transforms.write_discards(parts, config), AsList(discard_parts)
@@ -73,8 +85,8 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         transforms.finalize_job,
         config,
         AsList(shards),
-        vocabulary_side,
+        vocabularies,
         AsSingleton(rows_in, default_value=0),
         AsSingleton(discard_reasons),
-        AsList(encoded.pieces),
+        AsList(pieces),
     )

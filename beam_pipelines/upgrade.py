@@ -19,16 +19,15 @@ import zlib
 from typing import Any, Iterator, Mapping, NamedTuple
 
 import apache_beam as beam
-from apache_beam.pvalue import AsList, AsSingleton
 
 from beam_pipelines import transforms
+from beam_pipelines.pipeline import finish_job
 from tfrecorder import storage
 from tfrecorder.example_decoder import parse_example
 from tfrecorder.job_config import JobConfig
 from tfrecorder.legacy_records import upgrade_record
 from tfrecorder.row_encoder import RowError
 from tfrecorder.schema import Schema
-from tfrecorder.sharding import plan_shards
 from tfrecorder.tfrecord_format import CorruptRecordError, read_records
 
 READ = "read"
@@ -137,24 +136,5 @@ def build_upgrade_pipeline(pipeline: beam.Pipeline, config: JobConfig, parts: li
         | "AllRows" >> beam.Flatten()
         | "CountRows" >> beam.CombineGlobally(sum).without_defaults()
     )
-    start = pipeline | "Start" >> beam.Create([None])
-    shards = (
-        start
-        | "PlanShards"
-        >> beam.FlatMap(lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(upgraded.pieces))
-        | "SpreadShards" >> beam.Reshuffle()
-        | "AssembleShards" >> beam.ParDo(transforms.AssembleShard(config))
-    )
-    discards = (old_discards, upgraded[transforms.DISCARD]) | "AllDiscards" >> beam.Flatten()
-    discard_reasons = start | "WriteDiscards" >> beam.Map(
-        lambda _, found: transforms.write_discards(found, config), AsList(discards)
-    )
-    return start | "Finalize" >> beam.FlatMap(
-        transforms.finalize_job,
-        config,
-        AsList(shards),
-        dict(vocabularies),
-        AsSingleton(rows_in, default_value=0),
-        AsSingleton(discard_reasons),
-        AsList(upgraded.pieces),
-    )
+    found = {"Legacy": old_discards, "Upgrade": upgraded[transforms.DISCARD]}
+    return finish_job(pipeline, config, upgraded.pieces, found, rows_in, dict(vocabularies))

@@ -24,7 +24,8 @@ def legacy(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def upgraded(legacy, tmp_path_factory):
-    return tfrecorder.upgrade(legacy, tmp_path_factory.mktemp("out"))
+    # bundle replay: every bundle runs twice, the first attempt's files left behind, as on a retry
+    return tfrecorder.upgrade(legacy, tmp_path_factory.mktemp("out"), dataflow_options={"direct_runner_bundle_repeat": 1})
 
 
 def _records(tfrecord_dir: str, split: str) -> dict[str, dict]:

@@ -18,7 +18,7 @@ import re
 import time
 from typing import Any, Mapping, Optional
 
-from tfrecorder import dataflow, jobdir, runners, storage
+from tfrecorder import dataflow, jobdir, runners
 from tfrecorder.convert import _check_options, _check_output_dir
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
@@ -117,7 +117,7 @@ def upgrade(
                 return submitted
             pipeline.run().wait_until_finish()
     except BaseException as exc:
-        storage.delete_tree(temp_dir)
+        jobdir.abandon(temp_dir, final_dir)
         corrupt = re.search(r"corrupt TFRecorder 2\.0 shard [^\n]*", str(exc))
         if corrupt:
             raise ValueError(corrupt.group(0)) from None
