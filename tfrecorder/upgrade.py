@@ -118,7 +118,7 @@ def upgrade(
             pipeline.run().wait_until_finish()
     except BaseException as exc:
         jobdir.abandon(temp_dir, final_dir)
-        corrupt = re.search(r"corrupt TFRecorder 2\.0 shard [^\n]*", str(exc))
+        corrupt = re.search(r"corrupt TFRecorder 2\.0 shard .*?reports the damage\)", str(exc))  # not Beam's suffix
         if corrupt:
             raise ValueError(corrupt.group(0)) from None
         translated = translate_pipeline_error(exc, output_dir)
