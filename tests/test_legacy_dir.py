@@ -157,3 +157,17 @@ def test_schema_text_format_parser():
     with pytest.raises(ValueError, match="ends inside message 'feature'"):
         legacy_dir.parse_schema('feature { name: "q" type: INT ')
     assert list(legacy_dir.parse_schema('feature { name: "gr\\303\\266\\303\\237e \\"x\\"" type: INT }')) == ['größe "x"']
+
+
+def test_cli_verify_and_inspect_a_legacy_directory(legacy, tmp_path):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, "-m", "tfrecorder", "verify", str(legacy)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 3 and "pixel data does not match" in done.stdout and "not checked: record counts" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "tfrecorder", "inspect", f"--tfrecord-dir={legacy}", "--split=test",
+                           f"--output_dir={tmp_path}"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert os.path.exists(tmp_path / "0000_image.png")
