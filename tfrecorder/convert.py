@@ -17,7 +17,7 @@ from tfrecorder import compat, dataflow, jobdir, runners, staging, storage, tabl
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show
-from tfrecorder.quiet import quiet_libraries
+from tfrecorder.quiet import leaves_logging_alone, quiet_libraries
 from tfrecorder.result import ConversionResult
 from tfrecorder.row_encoder import RowError, check_sample, is_missing, prepare_row
 from tfrecorder.schema import Schema, check_column_names, infer_schema
@@ -137,6 +137,7 @@ def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> tuple[str
     return "parquet", path
 
 
+@leaves_logging_alone
 def convert(
     source: Union[pd.DataFrame, str, os.PathLike],
     output_dir: Union[str, os.PathLike],
