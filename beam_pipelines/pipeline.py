@@ -52,19 +52,25 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         | "SpreadRows" >> beam.Reshuffle()
         | "EncodeAndWrite"
         >> beam.ParDo(transforms.EncodeAndWritePieces(config), vocabulary_side).with_outputs(
-            transforms.DISCARD, main="pieces"
+            transforms.DISCARD, transforms.IMAGE_KINDS, main="pieces"
         )
     )
+    image_kinds = encoded[transforms.IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(
+        transforms.ImageKindsFn()
+    ).without_defaults()
     found = {"Read": malformed, "Prepare": prepared[transforms.DISCARD], "Encode": encoded[transforms.DISCARD]}
-    return finish_job(pipeline, config, encoded.pieces, found, rows_in, vocabulary_side)
+    return finish_job(pipeline, config, encoded.pieces, found, rows_in, vocabulary_side,
+                      AsSingleton(image_kinds, default_value={}))
 
 
 def finish_job(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollection,
-               found_discards: Mapping[str, beam.PCollection], rows_in: beam.PCollection, vocabularies) -> beam.PCollection:
+               found_discards: Mapping[str, beam.PCollection], rows_in: beam.PCollection, vocabularies,
+               image_kinds=None) -> beam.PCollection:
     """The end every job graph shares (conversion, upgrade): plan and assemble shards from the pieces,
     write discarded.csv from the (row, reason) collections of each step, then finalize and publish.
 
-    `rows_in` is the independently counted number of input rows; `vocabularies` a side input or a dict.
+    `rows_in` is the independently counted number of input rows; `vocabularies` a side input or a dict;
+    `image_kinds` (side input or dict) the image formats/channels seen per image column, if known.
     """
     start = pipeline | "Start" >> beam.Create([None])
     shards = (
@@ -89,4 +95,5 @@ def finish_job(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollect
         AsSingleton(rows_in, default_value=0),
         AsSingleton(discard_reasons),
         AsList(pieces),
+        image_kinds={} if image_kinds is None else image_kinds,
     )

@@ -76,6 +76,7 @@ class UpgradeRecords(transforms.EncodeAndWritePieces):
 
     def setup(self) -> None:
         self.schema = Schema.from_json(self.config.schema)
+        self._encoder = None  # no RowEncoder: records arrive encoded (so no image kinds are reported)
         self._rows_done = transforms.RowsDone(self.config)
 
     def teardown(self) -> None:

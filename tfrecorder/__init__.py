@@ -11,9 +11,11 @@ from tfrecorder.schema import Schema  # noqa: E402
 from tfrecorder.convert import convert  # noqa: E402
 from tfrecorder.compat import convert_and_load  # noqa: E402
 from tfrecorder.load import load  # noqa: E402
+from tfrecorder.data_source import data_source  # noqa: E402
 from tfrecorder.inspection import inspect  # noqa: E402
 from tfrecorder.verify import verify  # noqa: E402
 from tfrecorder.upgrade import upgrade  # noqa: E402
 from tfrecorder import accessor as _accessor  # noqa: E402,F401  (registers df.tensorflow)
 
-__all__ = ["Schema", "convert", "convert_and_load", "inspect", "load", "types", "upgrade", "verify", "__version__"]
+__all__ = ["Schema", "convert", "convert_and_load", "data_source", "inspect", "load", "types", "upgrade", "verify",
+           "__version__"]

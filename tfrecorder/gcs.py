@@ -149,6 +149,12 @@ def read_bytes(url: str) -> bytes:
         return _blob(url).download_as_bytes(retry=RETRY)
 
 
+def read_range(url: str, start: int, length: int) -> bytes:
+    """`length` bytes of an object from byte `start` (one ranged GET, retried like every other call)."""
+    with os_errors(url):
+        return _blob(url).download_as_bytes(start=start, end=start + length - 1, retry=RETRY)
+
+
 def _existing_blob(url: str) -> gcs_storage.Blob:
     """The object's blob with its metadata loaded; FileNotFoundError when there is none."""
     bucket, name = split_url(url)

@@ -110,7 +110,7 @@ def upgrade_record(record: bytes, schema: Schema) -> tuple[bytes, int]:
 def decode_pixels(data, height, width, channels, image_size: Optional[tuple[int, int]], want: Optional[int]):
     """TensorFlow: a TFRecorder 2.0 image feature → uint8 [H, W, C], as `load()` returns decoded images.
 
-    `want` converts 1 ↔ 3 channels (4 adds an opaque alpha channel); `image_size` resizes like load().
+    `want` converts the channel count as load() does; `image_size` resizes like load().
     A record whose pixel count does not match its shape fails with a message naming the problem.
     """
     import tensorflow as tf
@@ -124,13 +124,9 @@ def decode_pixels(data, height, width, channels, image_size: Optional[tuple[int,
     with tf.control_dependencies([check]):
         image = tf.reshape(pixels, shape)
     if want is not None:
-        gray = tf.equal(shape[2], 1)
-        if want == 1:
-            image = tf.cond(gray, lambda: image, lambda: tf.image.rgb_to_grayscale(image))
-        else:
-            image = tf.cond(gray, lambda: tf.image.grayscale_to_rgb(image), lambda: image)
-            if want == 4:
-                image = tf.concat([image, tf.fill(tf.concat([tf.shape(image)[:2], [1]], 0), tf.constant(255, tf.uint8))], -1)
+        from tfrecorder.load import _convert_channels
+
+        image = _convert_channels(tf, image, want)
     if image_size is None:
         image.set_shape([None, None, want])
         return image

@@ -60,6 +60,17 @@ def read_bytes(path: str) -> bytes:
         return stream.read()
 
 
+def read_range(path: str, start: int, length: int) -> bytes:
+    """`length` bytes of a file from byte offset `start` (fewer only at the end of the file)."""
+    if length <= 0:
+        return b""
+    if gcs.is_gcs(path):
+        return gcs.read_range(path, start, length)
+    with open_read(path) as stream:
+        stream.seek(start)
+        return stream.read(length)
+
+
 def write_bytes(path: str, data: bytes) -> None:
     with open_write(path) as stream:
         stream.write(data)
