@@ -12,6 +12,8 @@ the reading worker into a piece file.
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 

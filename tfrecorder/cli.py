@@ -1,9 +1,12 @@
-"""Command-line interface: convert, verify, inspect and load-stats.
+"""Command-line interface: convert, verify, inspect, load-stats and upgrade.
 
     tfrecorder convert --source data.csv --output_dir out/
     tfrecorder verify out/tfrecorder-20261121-193000
     tfrecorder inspect out/tfrecorder-20261121-193000 --split TRAIN --num_records 5
     tfrecorder load-stats out/tfrecorder-20261121-193000
+    tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/
+
+`create-tfrecords --input_data` is TFRecorder 2.0's spelling of `convert --source`.
 
 Exit codes: 0 success (for verify: every check passed); 1 an unexpected failure; 2 a fatal input
 error (bad arguments, unusable table, not a finished job directory); 3 verify found a mismatch
@@ -34,6 +37,7 @@ EXAMPLES = """examples:
   tfrecorder verify out/pets-20261121-193000          # exit 3 on any mismatch
   tfrecorder inspect out/pets-20261121-193000 --split validation --num_records 10
   tfrecorder load-stats out/pets-20261121-193000 --image_size 224x224
+  tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/   # a TFRecorder 2.0 dataset → job directory
 
 exit codes: 0 ok; 1 unexpected failure; 2 bad input (one line on stderr); 3 verify found a mismatch;
   4 the output could not be written (disk full, quota, file size limit)
@@ -88,8 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     convert = commands.add_parser(
         "convert", help="convert a CSV file or SPLIT/LABEL image folder to TFRecords",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        aliases=["create-tfrecords"],  # TFRecorder 2.0's documented name (with --input_data)
     )
-    convert.add_argument("--source", required=True, help="CSV file (any columns; split, image_uri, label have roles), SPLIT/LABEL image folder, "
+    convert.add_argument("--source", "--input_data", dest="source", required=True,
+                         help="CSV file (any columns; split, image_uri, label have roles), SPLIT/LABEL image folder, "
                          "headerless AutoML Vision CSV or Vertex AI JSONL import file")
     convert.add_argument("--output_dir", required=True, help="directory that receives the job directory")
     convert.add_argument("--runner", default="DirectRunner", help="DirectRunner (default) or DataflowRunner")
@@ -125,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
         "verify", help="check every shard, record CRC, parse and count against metadata.json (exit 3 on mismatch)")
     verify.add_argument("tfrecord_dir", help="a finished job directory (local or gs://)")
     inspect = commands.add_parser("inspect", help="write a few records as CSV, image files and a contact sheet")
-    inspect.add_argument("tfrecord_dir", help="a finished job directory (local or gs://)")
+    inspect.add_argument("tfrecord_dir", nargs="?", help="a finished job directory (local or gs://)")
+    inspect.add_argument("--tfrecord_dir", "--tfrecord-dir", dest="tfrecord_dir_option", help=argparse.SUPPRESS)
     inspect.add_argument("--split", default="TRAIN", help="split to look at (default TRAIN)")
     inspect.add_argument("--num_records", type=int, default=5, help="records to write (default 5)")
     inspect.add_argument("--output_dir", help="where to write (default ./tfrecorder-inspect/<job>-<split>/)")
@@ -137,7 +144,27 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--image_size", type=_image_size, help="resize to HEIGHTxWIDTH while loading")
     stats.add_argument("--channels", type=int, choices=[1, 3, 4],
                        help="decode to this many channels (needed to batch images of mixed channel counts)")
+    _add_upgrade_parser(commands)
     return parser
+
+
+def _add_upgrade_parser(commands) -> None:
+    upgrade = commands.add_parser(
+        "upgrade", help="rewrite a TFRecorder 2.0 output directory as a job directory (images as lossless PNG)")
+    upgrade.add_argument("legacy_dir", help="a directory TFRecorder 2.0 wrote (train-00000-of-00001.tfrecord.gz, …)")
+    upgrade.add_argument("output_dir", help="directory that receives the new job directory")
+    upgrade.add_argument("--runner", default="DirectRunner", help="DirectRunner (default) or DataflowRunner")
+    upgrade.add_argument("--num_shards", type=int, default=0, help="shards per split; 0 = sized by bytes")
+    upgrade.add_argument("--max_shard_bytes", type=int, help="target shard size for automatic sharding")
+    upgrade.add_argument("--compression", choices=["gzip"], help="compress shards (PNG data does not shrink)")
+    upgrade.add_argument("--job_label", help="prefix of the job directory name (default: upgraded)")
+    upgrade.add_argument("--project", help="Google Cloud project (DataflowRunner)")
+    upgrade.add_argument("--region", help="Google Cloud region (DataflowRunner)")
+    upgrade.add_argument("--verbose", action="store_true", help="show Beam's and TensorFlow's own logs")
+    upgrade.add_argument("--dataflow_option", action="append", default=[], metavar="KEY=VALUE",
+                         help="any Beam/Dataflow pipeline option, repeatable")
+    upgrade.add_argument("--tfrecorder_wheel", help="stage this wheel for Dataflow workers instead of building one")
+    upgrade.add_argument("--no_wait", action="store_true", help="DataflowRunner: return once the job is submitted")
 
 
 def _run_verify(args: argparse.Namespace) -> int:
@@ -151,7 +178,10 @@ def _run_verify(args: argparse.Namespace) -> int:
 def _run_inspect(args: argparse.Namespace) -> int:
     import tfrecorder
 
-    print(tfrecorder.inspect(args.tfrecord_dir, split=args.split, num_records=args.num_records,
+    tfrecord_dir = args.tfrecord_dir or args.tfrecord_dir_option  # TFRecorder 2.0 spelled it --tfrecord-dir
+    if not tfrecord_dir:
+        raise ValueError("inspect needs the job directory: tfrecorder inspect TFRECORD_DIR")
+    print(tfrecorder.inspect(tfrecord_dir, split=args.split, num_records=args.num_records,
                              output_dir=args.output_dir))
     return EXIT_OK
 
@@ -170,7 +200,8 @@ def _run_load_stats(args: argparse.Namespace) -> int:
     datasets = tfrecorder.load(args.tfrecord_dir, batch_size=args.batch_size, decode_images=False)
     for split, dataset in datasets.items():
         counted = sum(_batch_length(batch) for batch in dataset)
-        print(f"{split}: {counted} records loaded (metadata.json: {job.metadata['splits'][split]['records']})")
+        expected = job.metadata["splits"][split]["records"]  # None: TFRecorder 2.0 recorded no counts
+        print(f"{split}: {counted} records loaded (metadata.json: {'no count' if expected is None else expected})")
     dataset = tfrecorder.load(args.tfrecord_dir, args.split, batch_size=args.batch_size, repeat=True,
                               image_size=args.image_size, channels=args.channels)
     iterator = iter(dataset)
@@ -186,7 +217,11 @@ def _run_load_stats(args: argparse.Namespace) -> int:
 
 def _run_convert(args: argparse.Namespace) -> int:
     import tfrecorder
+    from tfrecorder.compat import legacy_note
 
+    note = legacy_note(args.command)
+    if note:
+        print(note, file=sys.stderr)
     options = {
         name: getattr(args, name)
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
@@ -200,20 +235,37 @@ def _run_convert(args: argparse.Namespace) -> int:
         from tfrecorder.dataflow import parse_option_flags
 
         options["dataflow_options"] = parse_option_flags(args.dataflow_option)
-    result = tfrecorder.convert(args.source, args.output_dir, **options)
-    if hasattr(result, "wait") and not args.no_wait and result["job_id"] is not None:
+    return _finish(tfrecorder.convert(args.source, args.output_dir, **options), args.no_wait)
+
+
+def _finish(result, no_wait: bool) -> int:
+    """Print a conversion's result; a submitted Dataflow job is waited for unless no_wait."""
+    if hasattr(result, "wait") and not no_wait and result["job_id"] is not None:
         print(result, flush=True)
         result.wait()
     print(result)
     return EXIT_OK
 
 
+def _run_upgrade(args: argparse.Namespace) -> int:
+    import tfrecorder
+
+    options = {name: getattr(args, name) for name in ("runner", "num_shards", "max_shard_bytes", "compression",
+                                                      "job_label", "project", "region", "verbose", "tfrecorder_wheel")
+               if getattr(args, name) is not None}
+    if args.dataflow_option:
+        from tfrecorder.dataflow import parse_option_flags
+
+        options["dataflow_options"] = parse_option_flags(args.dataflow_option)
+    return _finish(tfrecorder.upgrade(args.legacy_dir, args.output_dir, **options), args.no_wait)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        commands = {"convert": _run_convert, "verify": _run_verify, "inspect": _run_inspect,
-                    "load-stats": _run_load_stats}
+        commands = {"convert": _run_convert, "create-tfrecords": _run_convert, "verify": _run_verify,
+                    "inspect": _run_inspect, "load-stats": _run_load_stats, "upgrade": _run_upgrade}
         return commands[args.command](args)
     except ValueError as exc:
         print(f"tfrecorder: error: {exc}", file=sys.stderr)

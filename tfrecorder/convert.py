@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from tfrecorder import dataflow, detection, jobdir, runners, staging, storage, tables
+from tfrecorder import compat, dataflow, detection, jobdir, runners, staging, storage, tables
 from tfrecorder.annotations import default_schema, open_annotations
 from tfrecorder.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS
 from tfrecorder.errors import translate_pipeline_error
@@ -162,6 +162,7 @@ def convert(
     tfrecorder_wheel: Optional[str] = None,
     annotation_format: Optional[str] = None,
     box_units: str = "relative",
+    **legacy_options: Any,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
 
@@ -180,8 +181,13 @@ def convert(
     `box_units="pixels"` for pixel coordinates), a headerless AutoML Vision CSV or a Vertex AI JSONL
     file writes one Example per image with the TF Object Detection API keys and a label_map.pbtxt.
     `annotation_format` forces how a headerless file is read (see tfrecorder.annotations.FORMATS).
+
+    TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there
+    (see `tfrecorder.compat.legacy_arguments`).
     """
     started = time.monotonic()
+    if legacy_options:
+        source, schema = compat.legacy_arguments(source, schema, legacy_options)
     runners.check_runner(runner)
     request = None
     if runner == "DataflowRunner":

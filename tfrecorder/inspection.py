@@ -58,6 +58,10 @@ def inspect(tfrecord_dir: str, split: str = "TRAIN", num_records: int = 5, outpu
             if data is None:
                 continue
             image_format = (_scalar(example.get(f"{prefix}_format")) or b"").decode("ascii", "replace")
+            if prefix in job.pixel_images:  # TFRecorder 2.0: base64 raw pixels, written out as PNG
+                from tfrecorder.legacy_records import png_or_raw
+
+                data, image_format = png_or_raw(example, prefix)
             name = f"{index:04d}_{prefix}.{EXTENSIONS.get(image_format, 'bin')}"
             storage.write_bytes(storage.join(output_dir, name), data)
             row[f"{prefix}_file"] = name

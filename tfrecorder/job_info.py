@@ -10,7 +10,7 @@ import dataclasses
 import gzip
 from typing import Any, BinaryIO, Iterator, Mapping, Optional
 
-from tfrecorder import jobdir, storage, types
+from tfrecorder import jobdir, legacy_dir, storage, types
 from tfrecorder.row_encoder import image_feature_prefix
 from tfrecorder.schema import Schema
 from tfrecorder.tfrecord_format import read_records
@@ -24,7 +24,22 @@ class JobInfo:
     @classmethod
     def read(cls, tfrecord_dir: str) -> "JobInfo":
         tfrecord_dir = str(tfrecord_dir)
-        return cls(tfrecord_dir, jobdir.read_metadata(tfrecord_dir))
+        try:
+            return cls(tfrecord_dir, jobdir.read_metadata(tfrecord_dir))
+        except ValueError:
+            if not legacy_dir.is_legacy_dir(tfrecord_dir):  # TFRecorder 2.0 wrote no metadata.json
+                raise
+        return cls(tfrecord_dir, legacy_dir.read_metadata(tfrecord_dir))
+
+    @property
+    def legacy(self) -> bool:
+        """True for a directory TFRecorder 2.0 wrote (metadata synthesised by tfrecorder.legacy_dir)."""
+        return "legacy_format" in self.metadata
+
+    @property
+    def pixel_images(self) -> list[str]:
+        """Image features stored as base64 raw pixels (TFRecorder 2.0) rather than encoded files."""
+        return list(self.metadata.get("pixel_images", []))
 
     @property
     def splits(self) -> list[str]:

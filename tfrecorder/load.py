@@ -74,6 +74,7 @@ def load(
     `deterministic=True`). A multi-label column is a list of vocabulary indices, or with
     `multi_hot=True` a float32 `[num_classes]` vector. Detection jobs give `image`, `boxes` float32
     [N, 4] ([ymin, xmin, ymax, xmax], normalised) and `classes` int64 [N] (see tfrecorder.detection_load).
+    A directory TFRecorder 2.0 wrote (no metadata.json) is recognised from its files and read the same way.
     """
     job = JobInfo.read(tfrecord_dir)
     detection_job = is_detection_job(job)
@@ -89,7 +90,9 @@ def load(
                               deterministic=deterministic, channels=channels, drop_remainder=drop_remainder, seed=seed)
     if split is not None:
         return build(job.split_name(split))
-    return Splits({name: build(name) for name in job.splits})
+    splits = Splits({name: build(name) for name in job.splits})
+    splits.vocabularies = dict(job.metadata.get("vocabularies", {}))  # label index → name, per StringLabel column
+    return splits
 
 
 def _check_options(job: JobInfo, batch_size, shuffle_buffer, image_size, channels,
@@ -283,8 +286,15 @@ def _convert_channels(tf, image, wanted: int):
     return tf.switch_case(tf.shape(image)[-1] - 1, [from_layout(n) for n in (1, 2, 3, 4)])
 
 
-def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels: Mapping[str, Optional[int]]) -> dict:
+def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels: Mapping[str, Optional[int]],
+                   pixel_images=()) -> dict:
     for prefix in prefixes:
+        if prefix in pixel_images:  # a TFRecorder 2.0 directory: base64 raw pixels, not an encoded file
+            from tfrecorder.legacy_records import decode_pixels
+
+            features[prefix] = decode_pixels(features[prefix], features[f"{prefix}_height"], features[f"{prefix}_width"],
+                                             features[f"{prefix}_channels"], image_size, channels[prefix])
+            continue
         features[prefix] = decode_image(features[prefix], features[f"{prefix}_format"], features[f"{prefix}_height"],
                                         features[f"{prefix}_width"], image_size, channels[prefix])
     return features
@@ -326,7 +336,8 @@ def _dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, repeat, de
         ds = ds.batch(batch_size or PARSE_BLOCK).map(parse, num_parallel_calls=autotune, deterministic=deterministic)
         ds = ds.unbatch()
         if prefixes or as_supervised:
-            ds = ds.map(lambda features: output(_decode_images(features, prefixes, image_size, channels)),
+            ds = ds.map(lambda features: output(_decode_images(features, prefixes, image_size, channels,
+                                                               job.pixel_images)),
                         num_parallel_calls=autotune, deterministic=deterministic)
         if batch_size:
             variable = any(f["shape"] is None for f in job.features.values()) and not as_supervised

@@ -18,6 +18,9 @@ class ConversionResult(Mapping[str, Any]):
     def from_metadata(cls, tfrecord_dir: str, job_id: str, metadata: Mapping[str, Any], elapsed: float) -> "ConversionResult":
         splits = metadata.get("splits", {})
         written = {split: splits[split]["records"] for split in SPLITS if split in splits}
+        bytes_written = sum(info["bytes"] for info in splits.values())
+        upgraded = metadata.get("upgraded_from")  # tfrecorder.upgrade(): bytes before and after
+        sizes = {"input_bytes": upgraded["input_bytes"], "output_bytes": bytes_written} if upgraded else {}
         return cls(
             tfrecord_dir=tfrecord_dir,
             job_id=job_id,
@@ -25,14 +28,20 @@ class ConversionResult(Mapping[str, Any]):
             written=written,
             discarded=metadata["discarded"],
             discard_reasons=dict(metadata.get("discard_reasons", {})),
-            bytes_written=sum(info["bytes"] for info in splits.values()),
+            bytes_written=bytes_written,
             validate=metadata.get("validate"),
             elapsed_seconds=round(elapsed, 3),
             metadata=dict(metadata),
+            **sizes,
         )
 
     def __getitem__(self, key: str) -> Any:
-        return self._fields[key]
+        try:
+            return self._fields[key]
+        except KeyError:
+            from tfrecorder.compat import legacy_result_value  # TFRecorder 2.0's metrics, dataflow_url
+
+            return legacy_result_value(self._fields, key)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._fields)
@@ -66,6 +75,9 @@ class ConversionResult(Mapping[str, Any]):
             lines.append(f"  bytes written: {f['bytes_written']:,}  elapsed: {f['elapsed_seconds']:.1f} s")
         if f.get("validate"):
             lines.append(f"  image check: validate={f['validate']!r}")
+        if "input_bytes" in f:
+            ratio = f" ({f['input_bytes'] / f['output_bytes']:.1f}x smaller)" if f["output_bytes"] else ""
+            lines.append(f"  upgraded from TFRecorder 2.0: {f['input_bytes']:,} bytes -> {f['output_bytes']:,} bytes{ratio}")
         return "\n".join(lines)
 
 

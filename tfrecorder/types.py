@@ -86,3 +86,4 @@ def from_name(name: str) -> ColumnType:
         f"unknown column type {name!r}; expected one of {sorted(BY_NAME)}, or a list such as "
         f"'FloatInput[]' (any length) or 'IntegerInput[4]' (fixed length)"
     )
+SupportedType = ColumnType  # TFRecorder 2.0 code annotates schema maps with it

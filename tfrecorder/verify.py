@@ -12,7 +12,7 @@ import gzip
 import math
 import re
 import zlib
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from tfrecorder import storage
 from tfrecorder.job_info import JobInfo
@@ -40,7 +40,8 @@ class ShardReport:
         return not self.problems
 
     def __str__(self) -> str:
-        expected = "not in metadata" if self.expected_records is None else f"expected {self.expected_records}"
+        expected = ("not in metadata" if self.split is None else "no count recorded") if self.expected_records is None \
+            else f"expected {self.expected_records}"
         status = "ok" if self.ok else "; ".join(self.problems)
         return f"{self.file}: {self.records} records ({expected}) — {status}"
 
@@ -52,6 +53,7 @@ class VerifyReport:
     tfrecord_dir: str
     shards: list[ShardReport]
     problems: list[str]
+    not_checked: list[str] = dataclasses.field(default_factory=list)  # what the directory's files cannot tell
 
     @property
     def ok(self) -> bool:
@@ -65,6 +67,7 @@ class VerifyReport:
         records = sum(s.records for s in self.shards)
         head = f"verify {self.tfrecord_dir}: {'OK' if self.ok else 'FAILED'} — {len(self.shards)} shard files, {records} records"
         lines = [head] + [f"  {shard}" for shard in self.shards] + [f"  {problem}" for problem in self.problems]
+        lines += [f"  not checked: {item}" for item in self.not_checked]
         return "\n".join(lines)
 
     __str__ = __repr__
@@ -74,6 +77,10 @@ class VerifyReport:
 def verify(tfrecord_dir: str) -> VerifyReport:
     """Check every shard, record and count of a finished job directory; returns a `VerifyReport`."""
     job = JobInfo.read(tfrecord_dir)
+    if job.legacy:  # TFRecorder 2.0 wrote no metadata.json: check what its files allow
+        from tfrecorder.legacy_verify import verify_legacy
+
+        return verify_legacy(job)
     checker = _ExampleChecker(job)
     shards, problems = [], []
     listed = set()
@@ -106,7 +113,9 @@ def _extra_shard_files(job: JobInfo, listed: set[str]) -> list[str]:
     return [name for name in names if name not in known and _SHARD_LIKE.search(name)]
 
 
-def _check_shard(job: JobInfo, checker: "_ExampleChecker", split: str, shard: dict) -> ShardReport:
+def _check_shard(job: JobInfo, checker: "_ExampleChecker", split: str, shard: dict,
+                 check_record: Optional[Callable[[bytes, int, list[str]], None]] = None) -> ShardReport:
+    """Read one shard: framing, CRCs, parsing, count; `check_record(record, index, problems)` adds checks."""
     report = ShardReport(shard["file"], split, shard["records"])
     path = storage.join(job.tfrecord_dir, shard["file"])
     if not storage.exists(path):
@@ -121,6 +130,8 @@ def _check_shard(job: JobInfo, checker: "_ExampleChecker", split: str, shard: di
         with job.open_shard(path) as stream:
             for record in read_records(stream):
                 offsets.add(len(record))
+                if check_record is not None:
+                    check_record(record, report.records, report.problems)
                 report.records += 1
                 block.append(record)
                 if len(block) == PARSE_BLOCK:
@@ -132,7 +143,7 @@ def _check_shard(job: JobInfo, checker: "_ExampleChecker", split: str, shard: di
         report.problems.append(f"record {report.records}: broken gzip stream ({exc})")
     checker.check(block, report.records - len(block), report.problems)
     offsets.finish()
-    if report.records != shard["records"]:
+    if shard["records"] is not None and report.records != shard["records"]:  # None: TFRecorder 2.0 kept no count
         report.problems.append(f"{report.records} readable records, metadata.json says {shard['records']}")
     return report
 

@@ -1,0 +1,129 @@
+"""`tfrecorder.upgrade()`: rewrite a TFRecorder 2.0 dataset as a job directory of this package.
+
+    result = tfrecorder.upgrade("gs://bucket/tfrecorder-20201010-101010-convert", "gs://bucket/upgraded")
+    result["input_bytes"], result["output_bytes"]
+
+Every image (base64 raw pixels) is re-encoded losslessly as PNG; labels keep their indices and
+TFRecorder 2.0's vocabulary (its order, not re-sorted); splits stay as they were; every other
+feature keeps its values. Every legacy record is accounted for: written, or listed in
+discarded.csv with the reason (pixels that do not match their shape), and the rows 2.0 itself
+discarded are carried into discarded.csv too. Runs as a Beam pipeline, locally or on Dataflow,
+publishing the directory exactly like a conversion (temporary directory, metadata.json last).
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from typing import Any, Mapping, Optional
+
+from tfrecorder import dataflow, jobdir, runners
+from tfrecorder.convert import _check_options, _check_output_dir
+from tfrecorder.errors import translate_pipeline_error
+from tfrecorder.job_config import JobConfig
+from tfrecorder.job_info import JobInfo
+from tfrecorder.quiet import quiet_libraries
+from tfrecorder.result import ConversionResult
+from tfrecorder.sharding import DEFAULT_MAX_SHARD_BYTES
+from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
+
+PART_BYTES = 256 * 1024 * 1024  # legacy shard bytes per reading worker
+MAX_PARTS = 8  # each part decompresses the whole shard: more parts would cost more than they save
+DEFAULT_JOB_LABEL = "upgraded"
+
+
+def shard_parts(job: JobInfo, max_parts: int) -> list:
+    """The units of work: each legacy shard, split by size into at most `max_parts` parts."""
+    from beam_pipelines.upgrade import ShardPart
+
+    parts = []
+    for split, info in job.metadata["splits"].items():
+        for shard in info["shards"]:
+            count = max(1, min(max_parts, math.ceil(shard["bytes"] / PART_BYTES)))
+            parts.extend(ShardPart(split, shard["file"], index, count) for index in range(count))
+    return parts
+
+
+def _read_legacy(legacy_dir: str) -> JobInfo:
+    job = JobInfo.read(legacy_dir)
+    if not job.legacy:
+        raise ValueError(f"{legacy_dir} is already a tfrecorder job directory (it has metadata.json): nothing to upgrade")
+    problems = job.metadata["layout_problems"]
+    if problems:
+        raise ValueError(f"cannot upgrade {legacy_dir} completely: {'; '.join(problems)}")
+    return job
+
+
+def upgrade(
+    legacy_dir: str | os.PathLike,
+    output_dir: str | os.PathLike,
+    *,
+    runner: str = "DirectRunner",
+    job_label: Optional[str] = None,
+    compression: Optional[str] = None,
+    num_shards: int = 0,
+    max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
+    dataflow_options: Optional[Mapping[str, Any]] = None,
+    project: Optional[str] = None,
+    region: Optional[str] = None,
+    tfrecorder_wheel: Optional[str] = None,
+    verbose: bool = False,
+) -> ConversionResult:
+    """Rewrite the TFRecorder 2.0 directory `legacy_dir` as a new job directory under `output_dir`.
+
+    Returns a ConversionResult with, besides the usual counts, `input_bytes` (the legacy shards)
+    and `output_bytes` (the new shards). Options mean what they mean for `convert()`; with
+    runner="DataflowRunner" both directories must be on gs:// and the call returns once the job is
+    submitted (`.wait()`).
+    """
+    started = time.monotonic()
+    legacy_dir, output_dir = os.fspath(legacy_dir), os.fspath(output_dir)
+    runners.check_runner(runner)
+    request = None
+    if runner == "DataflowRunner":
+        request = dataflow.check_request(output_dir, project, region, job_label, dataflow_options, tfrecorder_wheel)
+        if not legacy_dir.startswith("gs://"):
+            raise ValueError(f"Dataflow workers cannot read the local directory {legacy_dir}: copy it to gs:// first")
+    _check_options(num_shards, max_shard_bytes, compression, None, "header")
+    job = _read_legacy(legacy_dir)
+    output_dir = _check_output_dir(output_dir)
+    input_bytes = sum(info["bytes"] for info in job.metadata["splits"].values())
+
+    final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label or DEFAULT_JOB_LABEL)
+    schema = dict(job.metadata["schema"])
+    config = JobConfig(
+        source_kind="tfrecorder2", source_path=legacy_dir, schema=schema,
+        columns=("split", "source", "record", "image_name"), base_dir="", final_dir=final_dir, temp_dir=temp_dir,
+        job_name=os.path.basename(final_dir.rstrip("/")), runner=runner, split_ratios=DEFAULT_SPLIT_RATIOS,
+        num_shards=num_shards, max_shard_bytes=max_shard_bytes, compression=compression, image_size=None,
+        validate="header", extra_metadata={"upgraded_from": {
+            "format": job.metadata["legacy_format"], "directory": legacy_dir, "input_bytes": input_bytes,
+            "compression": job.compression}},
+    )
+    try:
+        from beam_pipelines.upgrade import build_upgrade_pipeline
+
+        with quiet_libraries(verbose):
+            options = dataflow.pipeline_options(request, config.job_name) if request else dataflow_options
+            pipeline = runners.make_pipeline(runner, options)
+            # Parts only pay off with parallel workers: a single local worker would decompress a shard n times.
+            workers = MAX_PARTS if request else int((dataflow_options or {}).get("direct_num_workers") or 1)
+            build_upgrade_pipeline(pipeline, config, shard_parts(job, min(MAX_PARTS, workers)), job.metadata["discard_files"],
+                                   job.metadata["vocabularies"], job.compression)
+            if request is not None:  # rows_in is unknown until the job has read every record
+                submitted = dataflow.submit(pipeline, request, config, 0)
+                submitted._fields["input_bytes"] = input_bytes  # known now; output_bytes once wait() is done
+                return submitted
+            pipeline.run().wait_until_finish()
+    except BaseException as exc:
+        jobdir.abandon(temp_dir, final_dir)
+        corrupt = re.search(r"corrupt TFRecorder 2\.0 shard .*?reports the damage\)", str(exc))  # not Beam's suffix
+        if corrupt:
+            raise ValueError(corrupt.group(0)) from None
+        translated = translate_pipeline_error(exc, output_dir)
+        if translated is exc:
+            raise
+        raise translated from exc
+    metadata = jobdir.read_metadata(final_dir)
+    return ConversionResult.from_metadata(final_dir, runner, metadata, time.monotonic() - started)
