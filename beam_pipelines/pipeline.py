@@ -1,13 +1,17 @@
 """The conversion graph, shared by local (DirectRunner) and Dataflow runs.
 
-    read rows ─► batch ─► prepare (split, label checks) ─► Reshuffle ─► encode + write pieces ─► plan shards
-                                │                                               │              ─► Reshuffle ─► assemble shards
-                                └► TRAIN labels ─► vocabulary combine ──(side input)┘
+    source parts ─► read rows ─► batch ─► prepare (split, label checks) ─► encode + write pieces ─► plan shards
+         │                                                                    │      ─► Reshuffle ─► assemble shards
+         └► read rows ─► table stats (rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
     discards (all stages) ─► discarded.csv;   everything ─► finalize (metadata.json, publish directory)
 
-Rows travel in batches of `JobConfig.batch_size` from the source on, so Beam's per-element cost is
-paid per batch. Only rows, labels and small descriptors are combined; image bytes flow straight from
-the reading worker into a piece file.
+The source is cut into parts (CSV byte slices, Parquet row groups) that workers read in parallel.
+Whole-table facts come from a second read of the parts, so the encoding branch streams its rows
+straight from the reader: nothing waits for the side input holding rows back, and no collection of
+rows is materialised between steps (memory does not grow with the table). A table-level error
+(no rows, none in TRAIN) fails the job before anything is encoded. Rows travel in batches of
+`JobConfig.batch_size`, so Beam's per-element cost is paid per batch; image bytes flow straight
+from the reading worker into a piece file.
 """
 from __future__ import annotations
 
@@ -26,27 +30,24 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     combines skip Beam's default-value branch: each global combine or collection step adds a handful of
     transforms, and graph size is most of a small job's start-up time.
     """
-    rows, malformed = pipeline | "ReadRows" >> sources.ReadRows(config)
+    parts = pipeline | "SourceParts" >> sources.SourceParts(config)
+    stats = (
+        parts
+        | "CountParts" >> beam.ParDo(transforms.PartStats(config))
+        | "TableStats" >> beam.CombineGlobally(transforms.merge_stats)
+        | "CheckTable" >> beam.Map(transforms.checked_stats, config)
+    )
+    stats_side = AsSingleton(stats)
+    rows, malformed = parts | "ReadRows" >> sources.ReadRows(config)
     batches = rows | "BatchRows" >> beam.BatchElements(
         min_batch_size=config.batch_size, max_batch_size=config.batch_size
-    )
-    rows_in = (
-        (batches | "BatchSizes" >> beam.Map(len), malformed | "OneEach" >> beam.Map(lambda _: 1))
-        | "AllRows" >> beam.Flatten()
-        | "CountRows" >> beam.CombineGlobally(sum).without_defaults()
     )
     prepared = batches | "Prepare" >> beam.ParDo(transforms.PrepareRows(config)).with_outputs(
         transforms.DISCARD, main="rows"
     )
-    vocabularies = (
-        prepared.rows
-        | "TrainLabels" >> beam.FlatMap(transforms.train_labels, transforms.string_label_columns(config))
-        | "Vocabulary" >> beam.CombineGlobally(transforms.VocabularyFn()).without_defaults()
-    )
-    vocabulary_side = AsSingleton(vocabularies, default_value={})
+    vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
     encoded = (
         prepared.rows
-        | "SpreadRows" >> beam.Reshuffle()
         | "EncodeAndWrite"
         >> beam.ParDo(transforms.EncodeAndWritePieces(config), vocabulary_side).with_outputs(
             transforms.DISCARD, main="pieces"
@@ -65,11 +66,10 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         lambda _, found: transforms.write_discards(found, config), AsList(discards)
     )
     return start | "Finalize" >> beam.FlatMap(
-        transforms.finalize_job,
+        transforms.finalize_with_stats,
         config,
         AsList(shards),
-        vocabulary_side,
-        AsSingleton(rows_in, default_value=0),
+        stats_side,
         AsSingleton(discard_reasons),
         AsList(encoded.pieces),
     )

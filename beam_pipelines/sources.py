@@ -1,62 +1,125 @@
-"""Reading table rows into the pipeline as dicts keyed by column name.
+"""Reading table rows into the pipeline as dicts keyed by column name, in parallel parts.
 
-CSV files are streamed with Python's csv module through tfrecorder.storage, which handles quoted
-fields containing commas and newlines (a line-splitting text reader would break them). DataFrames
-arrive as a Parquet file the driver wrote, read batch by batch with pyarrow through tfrecorder.storage,
-so rows are never embedded in the job graph, and gs:// files never go through Beam's GCS filesystem
-(whose credential lookup stalls when there are none).
+A source is cut into parts that workers read independently:
+- a CSV into byte slices that hold whole records (tfrecorder.csv_split: one parallel pass finds
+  where records start, even when quoted fields hold newlines), each parsed with Python's csv module
+  exactly as one sequential parse would (tables.CsvRecords);
+- a DataFrame (staged by the driver as Parquet, tfrecorder.staging) into its row groups.
+Parts are small descriptors, reshuffled so that every worker gets some; rows are never materialised
+between steps. gs:// files go through tfrecorder.storage, never through Beam's GCS filesystem (whose
+credential lookup stalls when there are none).
 """
 from __future__ import annotations
 
-import apache_beam as beam
+from typing import Any, Iterator, Union
 
-from tfrecorder import storage
+import apache_beam as beam
+from apache_beam.pvalue import AsDict, AsList
+
+from tfrecorder import csv_split, storage
 from tfrecorder.job_config import JobConfig
-from tfrecorder.tables import iter_csv_rows
+from tfrecorder.tables import CsvRecords, malformed_reason, open_csv_slice
 
 MALFORMED = "malformed"
+RECORDS = "records"  # (slice index, records in it): numbers malformed lines once every slice is read
 
 
-class _ReadCsv(beam.DoFn):
-    def process(self, path: str):
-        for item in iter_csv_rows(path):
-            if isinstance(item, tuple):
-                yield beam.pvalue.TaggedOutput(MALFORMED, item)
-            else:
-                yield item
-
-
-PARQUET_BATCH_ROWS = 10_000
-
-
-def iter_parquet_rows(path: str) -> Iterator[dict[str, Any]]:
-    """Yield each row of the driver-staged Parquet file as {column: value}, a batch at a time."""
-    import pyarrow.parquet as pq
-
-    with storage.open_read(path) as raw:
-        for batch in pq.ParquetFile(raw).iter_batches(batch_size=PARQUET_BATCH_ROWS):
-            yield from batch.to_pylist()
-
-
-class ReadRows(beam.PTransform):
-    """Source rows as dicts; output tag MALFORMED carries (row, reason) for unparseable CSV lines."""
+class SourceParts(beam.PTransform):
+    """The parts of the job's source: csv_split.Slice for a CSV, a row-group index for Parquet."""
 
     def __init__(self, config: JobConfig) -> None:
         super().__init__()
         self.config = config
 
     def expand(self, pbegin):
-        if self.config.source_kind == "parquet":
-            rows = (
-                pbegin
-                | "ParquetPath" >> beam.Create([self.config.source_path])
-                | "ReadParquet" >> beam.FlatMap(iter_parquet_rows)
-            )
-            malformed = pbegin | "NoMalformed" >> beam.Create([])
-            return rows, malformed
-        results = (
+        config = self.config
+        if config.source_kind == "parquet":
+            parts = pbegin | "RowGroups" >> beam.Create(list(range(config.source_parts)))
+            return parts | "SpreadRowGroups" >> beam.Reshuffle() if config.source_parts > 1 else parts
+        ranges = csv_split.byte_ranges(config.source_data_start, config.source_size)
+        if len(ranges) <= 1:
+            return pbegin | "Slices" >> beam.Create([csv_split.Slice(0, config.source_data_start, config.source_size)])
+        path, data_start, size = config.source_path, config.source_data_start, config.source_size
+        scans = (
             pbegin
-            | "CsvPath" >> beam.Create([self.config.source_path])
-            | "ReadCsv" >> beam.ParDo(_ReadCsv()).with_outputs(MALFORMED, main="rows")
+            | "ByteRanges" >> beam.Create(ranges)
+            | "SpreadRanges" >> beam.Reshuffle()
+            | "ScanRanges" >> beam.Map(scan_range, path, data_start, size)
         )
-        return results.rows, results[MALFORMED]
+        return (
+            pbegin
+            | "PlanSlices" >> beam.Create([None])
+            | "Slices" >> beam.FlatMap(lambda _, found: csv_split.plan_slices(found, data_start, size), AsList(scans))
+            | "SpreadSlices" >> beam.Reshuffle()
+        )
+
+
+def scan_range(byte_range: csv_split.ByteRange, path: str, data_start: int, size: int) -> csv_split.RangeScan:
+    with storage.open_read(path) as stream:
+
+        def read_at(offset: int, length: int) -> bytes:
+            stream.seek(offset)
+            return stream.read(length)
+
+        return csv_split.read_scan(read_at, byte_range, data_start, size)
+
+
+def read_part(config: JobConfig, part: Union[int, csv_split.Slice]) -> Iterator[Any]:
+    """Rows of one part; for a CSV slice, also (index, record, row, fields) for each malformed line, and
+    finally (RECORDS, (index, record count))."""
+    if config.source_kind == "parquet":
+        yield from iter_row_group(config.source_path, part)
+        return
+    with open_csv_slice(config.source_path, part.start, part.end) as text:
+        records = CsvRecords(text, list(config.columns))
+        for item in records:
+            yield (part.index, *item) if isinstance(item, tuple) else item
+    yield RECORDS, (part.index, records.records)
+
+
+def iter_row_group(path: str, index: int) -> Iterator[dict[str, Any]]:
+    """Rows of one row group of the driver-staged Parquet file, as {column: value}."""
+    import pyarrow.parquet as pq
+
+    with storage.open_read(path) as raw:
+        for batch in pq.ParquetFile(raw).iter_batches(row_groups=[index], batch_size=PARQUET_BATCH_ROWS):
+            yield from batch.to_pylist()
+
+
+PARQUET_BATCH_ROWS = 10_000
+
+
+class _ReadPart(beam.DoFn):
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def process(self, part):
+        for item in read_part(self.config, part):
+            if isinstance(item, dict):
+                yield item
+            elif item[0] == RECORDS:
+                yield beam.pvalue.TaggedOutput(RECORDS, item[1])
+            else:
+                yield beam.pvalue.TaggedOutput(MALFORMED, item)
+
+
+def number_malformed(item: tuple, records: dict[int, int], expected: int) -> tuple[dict[str, Any], str]:
+    """(slice index, record in slice, row, fields) → (row, reason) with the line number in the file."""
+    index, record, row, fields = item
+    line = 2 + record + sum(count for i, count in records.items() if i < index)  # line 1 is the header
+    return row, malformed_reason(line, fields, expected)
+
+
+class ReadRows(beam.PTransform):
+    """Rows of the parts as dicts; the second output carries (row, reason) for unparseable CSV lines."""
+
+    def __init__(self, config: JobConfig) -> None:
+        super().__init__()
+        self.config = config
+
+    def expand(self, parts):
+        results = parts | "ReadParts" >> beam.ParDo(_ReadPart(self.config)).with_outputs(MALFORMED, RECORDS,
+                                                                                        main="rows")
+        malformed = results[MALFORMED] | "NumberLines" >> beam.Map(
+            number_malformed, AsDict(results[RECORDS]), len(self.config.columns))
+        return results.rows, malformed

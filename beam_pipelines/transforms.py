@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import dataclasses
 import io
 import itertools
 from typing import Any, Iterable, Mapping
@@ -15,9 +16,11 @@ from apache_beam.utils.windowed_value import WindowedValue
 from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from beam_pipelines.progress import rows_processed_counter
+from beam_pipelines.sources import RECORDS, read_part
 from tfrecorder import jobdir, storage, types
 from tfrecorder.job_config import JobConfig
-from tfrecorder.progress import ProgressReporter
+from tfrecorder.progress import ProgressReporter, report_total
+from tfrecorder.table_stats import StatsCounter, TableStats
 from tfrecorder.metadata import build_metadata, reason_category
 from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
 from tfrecorder.schema import Schema
@@ -84,32 +87,41 @@ class PrepareRows(beam.DoFn):
             yield prepared
 
 
-class VocabularyFn(beam.CombineFn):
-    """{column: labels} of each batch → {column: sorted distinct labels}."""
+class PartStats(beam.DoFn):
+    """One source part's TableStats (rows, malformed lines, missing values, TRAIN, TRAIN labels)."""
 
-    def create_accumulator(self) -> dict[str, set]:
-        return {}
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
 
-    def add_input(self, accumulator: dict[str, set], labels: Mapping[str, Iterable[str]]) -> dict[str, set]:
-        for column, values in labels.items():
-            accumulator.setdefault(column, set()).update(values)
-        return accumulator
+    def setup(self) -> None:
+        self._counter = StatsCounter(Schema.from_json(self.config.schema), self.config.split_ratios)
 
-    def merge_accumulators(self, accumulators: Iterable[dict[str, set]]) -> dict[str, set]:
-        merged: dict[str, set] = {}
-        for accumulator in accumulators:
-            self.add_input(merged, accumulator)
-        return merged
+    def process(self, part):
+        stats = TableStats()
 
-    def extract_output(self, accumulator: dict[str, set]) -> dict[str, list[str]]:
-        return {column: sorted(labels) for column, labels in accumulator.items()}
+        def rows():
+            for item in read_part(self.config, part):
+                if isinstance(item, dict):
+                    yield item
+                elif item[0] != RECORDS:
+                    stats.malformed += 1
+
+        yield self._counter.count(rows(), stats)
 
 
-def train_labels(batch: list[tuple[str, Mapping[str, Any]]], string_label_columns: list[str]):
-    """The distinct TRAIN labels of a prepared batch, per StringLabel column (nothing if there are none)."""
-    labels = {column: {str(row[column]) for split, row in batch if split == TRAIN} for column in string_label_columns}
-    if any(labels.values()):
-        yield labels
+def merge_stats(parts: Iterable[TableStats]) -> TableStats:
+    merged = TableStats()
+    for part in parts:
+        merged.merge(part)
+    return merged
+
+
+def checked_stats(stats: TableStats, config: JobConfig) -> TableStats:
+    """Fail the job on a table-level error before anything is encoded; tell the progress bar the total."""
+    stats.check()
+    if config.progress_dir:
+        report_total(config.progress_dir, stats.rows_in)
+    return stats
 
 
 def _global(value: Any) -> WindowedValue:
@@ -218,5 +230,7 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
     yield config.final_dir
 
 
-def string_label_columns(config: JobConfig) -> list[str]:
-    return [c for c, role in config.schema.items() if role == types.StringLabel.name]
+def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard_reasons, pieces):
+    """finalize_job with the whole-table facts the pipeline computed (row count, nullable columns)."""
+    config = dataclasses.replace(config, nullable_columns=stats.nullable_columns)
+    yield from finalize_job(_, config, shards, stats.vocabularies, stats.rows_in, discard_reasons, pieces)
