@@ -65,7 +65,7 @@ def scan_range(byte_range: csv_split.ByteRange, path: str, data_start: int, size
 
 
 def read_part(config: JobConfig, part: Union[int, csv_split.Slice]) -> Iterator[Any]:
-    """Rows of one part; for a CSV slice, also (index, record, row, fields) for each malformed line, and
+    """Rows of one part; for a CSV slice, also (index, row, record, fields) for each malformed line, and
     finally (RECORDS, (index, record count))."""
     if config.source_kind == "parquet":
         yield from iter_row_group(config.source_path, part)
@@ -104,8 +104,8 @@ class _ReadPart(beam.DoFn):
 
 
 def number_malformed(item: tuple, records: dict[int, int], expected: int) -> tuple[dict[str, Any], str]:
-    """(slice index, record in slice, row, fields) → (row, reason) with the line number in the file."""
-    index, record, row, fields = item
+    """(slice index, row, record in slice, fields) → (row, reason) with the line number in the file."""
+    index, row, record, fields = item
     line = 2 + record + sum(count for i, count in records.items() if i < index)  # line 1 is the header
     return row, malformed_reason(line, fields, expected)
 

@@ -171,11 +171,12 @@ def _parent(path: str) -> str:
     return os.path.dirname(os.path.abspath(path))
 
 
-def list_image_directory(root: str) -> pd.DataFrame:
-    """Rows split,image_uri,label for every image file at ROOT/SPLIT/LABEL/file."""
+def list_image_directory(root: str, files: Optional[list[str]] = None) -> pd.DataFrame:
+    """Rows split,image_uri,label for every image file at ROOT/SPLIT/LABEL/file (`files`: the listing
+    of root, when the caller already has it)."""
     root = root.rstrip("/") if storage.is_remote(root) else os.path.abspath(root)
     rows, skipped = [], 0
-    for path in storage.list_files(root):
+    for path in files if files is not None else storage.list_files(root):
         parts = path[len(root):].strip("/").split("/")
         if len(parts) == 3 and not any(p.startswith(".") for p in parts):
             rows.append({"split": parts[0], "image_uri": path, "label": parts[1]})
@@ -196,15 +197,21 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
     if not isinstance(source, (str, os.PathLike)):
         raise ValueError(f"source must be a DataFrame, a CSV path or an image directory, not {type(source).__name__}")
     path = os.fspath(source)
-    if storage.is_dir(path):
-        frame = list_image_directory(path)
-        return Table("dataframe", list(frame.columns), frame.head(SAMPLE_ROWS), "", len(frame), frame=frame)
-    if not storage.exists(path):
+    if storage.is_remote(path):  # one listing tells a folder of images from a missing object
+        listed = None if storage.exists(path.rstrip("/")) else storage.list_files(path)
+        if listed:
+            return _image_table(list_image_directory(path, listed))
+        if listed is not None:
+            raise ValueError(f"source {path} does not exist")
+    elif os.path.isdir(path):
+        return _image_table(list_image_directory(path))
+    elif not os.path.exists(path):
         raise ValueError(f"source {path} does not exist")
-    header = _csv_header(path)
-    with storage.open_read(path) as stream:
-        sample = read_csv_sample(stream)
     return _open_csv(path)
+
+
+def _image_table(frame: pd.DataFrame) -> Table:
+    return Table("dataframe", list(frame.columns), frame.head(SAMPLE_ROWS), "", len(frame), frame=frame)
 
 
 def _open_csv(path: str) -> Table:
