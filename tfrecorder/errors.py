@@ -1,8 +1,9 @@
 """Turn pipeline failures into errors a user can act on.
 
-Beam re-raises a worker's exception as a RuntimeError carrying the original text and a long
-traceback. Out-of-space conditions deserve one clear sentence: what failed, where, and that nothing
-was published.
+Beam re-raises a worker's exception carrying the original text, the names of the steps it ran in
+and a long traceback. A whole-table problem the pipeline found (TableError, a ValueError) is raised
+again with exactly the text the driver would have used; out-of-space conditions deserve one clear
+sentence: what failed, where, and that nothing was published.
 """
 from __future__ import annotations
 
@@ -12,6 +13,25 @@ from typing import Optional
 
 _SPACE_ERRNOS = {errno.ENOSPC: "no space left on device", errno.EFBIG: "file size limit exceeded",
                  errno.EDQUOT: "disk quota exceeded"}
+
+
+class TableError(ValueError):
+    """A table-level problem the pipeline found in the whole table (no rows, none assigned to TRAIN)."""
+
+
+_BEAM_STEP = re.compile(r"( \[while running '[^']*'\])+$")
+
+
+def _table_error(exc: BaseException) -> Optional[TableError]:
+    """The TableError in the exception's chain, with the text the check raised (Beam appends step names)."""
+    seen: set[int] = set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TableError):
+            return TableError(_BEAM_STEP.sub("", str(current)))
+        current = current.__cause__ or current.__context__
+    return None
 
 
 class OutputWriteError(OSError):
@@ -33,7 +53,11 @@ def _space_errno(exc: BaseException) -> Optional[int]:
 
 
 def translate_pipeline_error(exc: BaseException, output_dir: str) -> BaseException:
-    """An OutputWriteError for out-of-space failures; any other exception is returned unchanged."""
+    """A TableError with its own message for whole-table problems, an OutputWriteError for out-of-space
+    failures; any other exception is returned unchanged."""
+    found = _table_error(exc)
+    if found is not None:
+        return found
     code = _space_errno(exc)
     if code is None:
         return exc

@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any, Iterable, Mapping, Sequence
 
 from tfrecorder import types
+from tfrecorder.errors import TableError
 from tfrecorder.row_encoder import RowError, prepare_row
 from tfrecorder.schema import Schema
 from tfrecorder.splits import TRAIN
@@ -48,9 +49,9 @@ class TableStats:
     def check(self) -> None:
         """The table-level errors: no rows at all, or none assigned to TRAIN."""
         if self.rows == 0:
-            raise ValueError("the table is empty: there are no rows to convert")
+            raise TableError("the table is empty: there are no rows to convert")
         if not self.train_found:
-            raise ValueError("no rows are assigned to TRAIN (check the split column and split_ratios)")
+            raise TableError("no rows are assigned to TRAIN (check the split column and split_ratios)")
 
 
 class StatsCounter:
