@@ -30,15 +30,15 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     combines skip Beam's default-value branch: each global combine or collection step adds a handful of
     transforms, and graph size is most of a small job's start-up time.
     """
-    parts = pipeline | "SourceParts" >> sources.SourceParts(config)
+    parts = sources.SourceParts(pipeline, config)
     stats = (
-        parts
+        parts.branch("Stats")
         | "CountParts" >> beam.ParDo(transforms.PartStats(config))
         | "TableStats" >> beam.CombineGlobally(transforms.merge_stats)
         | "CheckTable" >> beam.Map(transforms.checked_stats, config)
     )
     stats_side = AsSingleton(stats)
-    rows, malformed = parts | "ReadRows" >> sources.ReadRows(config)
+    rows, malformed = parts.branch("Rows") | "ReadRows" >> sources.ReadRows(config)
     batches = rows | "BatchRows" >> beam.BatchElements(
         min_batch_size=config.batch_size, max_batch_size=config.batch_size
     )

@@ -24,34 +24,49 @@ MALFORMED = "malformed"
 RECORDS = "records"  # (slice index, records in it): numbers malformed lines once every slice is read
 
 
-class SourceParts(beam.PTransform):
-    """The parts of the job's source: csv_split.Slice for a CSV, a row-group index for Parquet."""
+class SourceParts:
+    """The parts of the job's source (csv_split.Slice for a CSV, a row-group index for Parquet), as
+    independent copies: one per branch of the graph that reads the rows.
 
-    def __init__(self, config: JobConfig) -> None:
-        super().__init__()
-        self.config = config
+    Each branch must start from its own root: Beam's in-process runner fuses a consumer with its
+    producer only when nothing downstream of the producer feeds the consumer's side inputs, so an
+    encoding branch sharing its root with the branch that computes the table stats would have its rows
+    held back (materialised) until the stats are ready. The CSV range scans are computed once.
+    """
 
-    def expand(self, pbegin):
-        config = self.config
+    def __init__(self, pipeline: beam.Pipeline, config: JobConfig) -> None:
+        self.pipeline, self.config = pipeline, config
+        self.ranges = []
+        if config.source_kind == "csv":
+            self.ranges = csv_split.byte_ranges(config.source_data_start, config.source_size)
+        self._scans = None
+
+    def branch(self, label: str) -> beam.PCollection:
+        config, root = self.config, self.pipeline
         if config.source_kind == "parquet":
-            parts = pbegin | "RowGroups" >> beam.Create(list(range(config.source_parts)))
-            return parts | "SpreadRowGroups" >> beam.Reshuffle() if config.source_parts > 1 else parts
-        ranges = csv_split.byte_ranges(config.source_data_start, config.source_size)
-        if len(ranges) <= 1:
-            return pbegin | "Slices" >> beam.Create([csv_split.Slice(0, config.source_data_start, config.source_size)])
-        path, data_start, size = config.source_path, config.source_data_start, config.source_size
-        scans = (
-            pbegin
-            | "ByteRanges" >> beam.Create(ranges)
-            | "SpreadRanges" >> beam.Reshuffle()
-            | "ScanRanges" >> beam.Map(scan_range, path, data_start, size)
-        )
+            parts = root | f"{label}RowGroups" >> beam.Create(list(range(config.source_parts)))
+            return parts | f"{label}SpreadRowGroups" >> beam.Reshuffle() if config.source_parts > 1 else parts
+        data_start, size = config.source_data_start, config.source_size
+        if len(self.ranges) <= 1:
+            return root | f"{label}Slices" >> beam.Create([csv_split.Slice(0, data_start, size)])
         return (
-            pbegin
-            | "PlanSlices" >> beam.Create([None])
-            | "Slices" >> beam.FlatMap(lambda _, found: csv_split.plan_slices(found, data_start, size), AsList(scans))
-            | "SpreadSlices" >> beam.Reshuffle()
+            root
+            | f"{label}PlanSlices" >> beam.Create([None])
+            | f"{label}Slices" >> beam.FlatMap(lambda _, found: csv_split.plan_slices(found, data_start, size),
+                                               AsList(self._range_scans()))
+            | f"{label}SpreadSlices" >> beam.Reshuffle()
         )
+
+    def _range_scans(self) -> beam.PCollection:
+        if self._scans is None:
+            config = self.config
+            self._scans = (
+                self.pipeline
+                | "ByteRanges" >> beam.Create(self.ranges)
+                | "SpreadRanges" >> beam.Reshuffle()
+                | "ScanRanges" >> beam.Map(scan_range, config.source_path, config.source_data_start, config.source_size)
+            )
+        return self._scans
 
 
 def scan_range(byte_range: csv_split.ByteRange, path: str, data_start: int, size: int) -> csv_split.RangeScan:

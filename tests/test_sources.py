@@ -29,7 +29,7 @@ def read_with_beam(config: JobConfig) -> tuple[list, list]:
         for item in tables.iter_csv_rows(config.source_path):
             (expected_malformed if isinstance(item, tuple) else expected_rows).append(repr(item))
     with beam.Pipeline("DirectRunner") as pipeline:
-        rows, malformed = pipeline | sources.SourceParts(config) | sources.ReadRows(config)
+        rows, malformed = sources.SourceParts(pipeline, config).branch("Rows") | sources.ReadRows(config)
         assert_that(rows | "RowText" >> beam.Map(repr), equal_to(expected_rows), label="Rows")
         assert_that(malformed | "BadText" >> beam.Map(repr), equal_to(expected_malformed), label="Malformed")
     return expected_rows, expected_malformed
@@ -68,5 +68,5 @@ def test_staged_dataframe_is_read_by_row_groups(tmp_path, monkeypatch):
     config = config_for(path, source_kind="parquet", source_parts=row_groups)
     expected = [repr({"n": n, "s": f"v{n}" if n % 3 else None}) for n in range(50)]
     with beam.Pipeline("DirectRunner") as pipeline:
-        rows, _ = pipeline | sources.SourceParts(config) | sources.ReadRows(config)
+        rows, _ = sources.SourceParts(pipeline, config).branch("Rows") | sources.ReadRows(config)
         assert_that(rows | beam.Map(repr), equal_to(expected))

@@ -23,8 +23,8 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 QUOTE, COMMA, CR, LF = 34, 44, 13, 10
-RANGE_BYTES = 16 * 1024 * 1024  # bytes scanned per range (numpy temporaries are a few times this)
-MAX_RANGES = 10_000  # bigger files get bigger ranges, so the plan stays small
+RANGE_BYTES = 4 * 1024 * 1024  # bytes scanned per range (numpy temporaries are a few times this)
+MAX_RANGES = 20_000  # bigger files (over 80 GB) get bigger ranges, so the plan stays small
 BOM = b"\xef\xbb\xbf"
 
 
@@ -197,7 +197,7 @@ def last_record_end(head: bytes, data_start: int) -> int:
 
 
 def record_count(text: bytes, data_start: int) -> int:
-    """Records (blank lines included) from `data_start` to the end of `text`, which ends a record."""
+    """Records (blank lines included) from `data_start` to the end of `text` (an unfinished last one too)."""
     previous = text[data_start - 1] if data_start else None
     starts = _record_starts(previous, text[data_start:], b"", data_start)
     return int(np.count_nonzero(starts < len(text))) if len(text) > data_start else 0

@@ -25,6 +25,7 @@ logger = logging.getLogger("tfrecorder")
 
 SAMPLE_ROWS = 10_000
 SAMPLE_BYTES = 32 * 1024 * 1024  # the most of a CSV the driver reads (header, sample, row estimate)
+HEAD_STEP_BYTES = 1024 * 1024  # the driver reads a CSV's head in growing steps until it holds the sample
 SCAN_CHUNK_ROWS = 50_000  # DataFrame rows converted to dicts at a time by the driver scan
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp")
 
@@ -214,11 +215,23 @@ def _image_table(frame: pd.DataFrame) -> Table:
     return Table("dataframe", list(frame.columns), frame.head(SAMPLE_ROWS), "", len(frame), frame=frame)
 
 
-def _open_csv(path: str) -> Table:
-    """Header, sample and row estimate from the first SAMPLE_BYTES of the file: nothing more is read."""
-    size = storage.size(path)
+def _read_head(path: str, size: int) -> bytes:
+    """The file's first bytes: enough for the header and SAMPLE_ROWS records, at most SAMPLE_BYTES."""
+    head, want = b"", HEAD_STEP_BYTES
     with storage.open_read(path) as stream:
-        head = stream.read(min(size, SAMPLE_BYTES))
+        while len(head) < min(size, SAMPLE_BYTES):
+            head += stream.read(min(want, SAMPLE_BYTES, size) - len(head))
+            data_start = csv_split.header_end(head, len(head) >= size)
+            if data_start is not None and csv_split.record_count(head, data_start) > SAMPLE_ROWS + 1:
+                break
+            want *= 2
+    return head
+
+
+def _open_csv(path: str) -> Table:
+    """Header, sample and row estimate from the file's first bytes (see _read_head): nothing more is read."""
+    size = storage.size(path)
+    head = _read_head(path, size)
     complete = len(head) >= size
     data_start = csv_split.header_end(head, complete)
     if data_start is None:
