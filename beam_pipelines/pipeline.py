@@ -1,6 +1,7 @@
 """The conversion graph, shared by local (DirectRunner) and Dataflow runs.
 
-    source parts ─► read rows ─► batch ─► prepare (split, label checks) ─► encode + write pieces ─► plan shards
+    source parts ─► read rows ─► batch ─► prepare (split, label checks) ─► [Dataflow: Reshuffle] ─► encode
+         │                                                                    │   + write pieces ─► plan shards
          │                                                                    │      ─► Reshuffle ─► assemble shards
          └► read rows ─► table stats (rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
     discards (all stages) ─► discarded.csv;   everything ─► finalize (metadata.json, publish directory)
@@ -8,7 +9,10 @@
 The source is cut into parts (CSV byte slices, Parquet row groups) that workers read in parallel.
 Whole-table facts come from a second read of the parts, so the encoding branch streams its rows
 straight from the reader: nothing waits for the side input holding rows back, and no collection of
-rows is materialised between steps (memory does not grow with the table). A table-level error
+rows is materialised between steps (memory does not grow with the table). On Dataflow, batches of
+rows are also reshuffled before encoding (SpreadRows, a distributed shuffle) so that image reads
+spread over every worker, not only those that read a part; the in-process runner would hold every
+row in memory for it, and runs no more workers than there are parts anyway. A table-level error
 (no rows, none in TRAIN) fails the job before anything is encoded. Rows travel in batches of
 `JobConfig.batch_size`, so Beam's per-element cost is paid per batch; image bytes flow straight
 from the reading worker into a piece file.
@@ -46,8 +50,11 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         transforms.DISCARD, main="rows"
     )
     vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
+    rows_to_encode = prepared.rows
+    if config.runner == "DataflowRunner":  # spread image reads over every worker, not only those reading parts
+        rows_to_encode = prepared.rows | "SpreadRows" >> beam.Reshuffle()
     encoded = (
-        prepared.rows
+        rows_to_encode
         | "EncodeAndWrite"
         >> beam.ParDo(transforms.EncodeAndWritePieces(config), vocabulary_side).with_outputs(
             transforms.DISCARD, main="pieces"

@@ -17,14 +17,13 @@ from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from beam_pipelines.progress import rows_processed_counter
 from beam_pipelines.sources import RECORDS, read_part
-from tfrecorder import jobdir, storage, types
+from tfrecorder import jobdir, storage
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter, report_total
 from tfrecorder.table_stats import StatsCounter, TableStats
 from tfrecorder.metadata import build_metadata, reason_category
 from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
 from tfrecorder.schema import Schema
-from tfrecorder.splits import TRAIN
 
 DISCARD = "discard"
 

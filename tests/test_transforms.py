@@ -1,7 +1,7 @@
 """The pure parts of the conversion graph's DoFns and CombineFns, without running a pipeline."""
 from __future__ import annotations
 
-from beam_pipelines.transforms import DISCARD, PrepareRows, VocabularyFn, train_labels
+from beam_pipelines.transforms import DISCARD, PrepareRows
 from tfrecorder import types
 from tfrecorder.job_config import JobConfig
 from tfrecorder.schema import Schema
@@ -33,17 +33,3 @@ def test_prepare_emits_one_list_per_batch_and_discards_row_by_row():
     assert len(only_bad) == 1 and only_bad[0].tag == DISCARD  # no empty batch is emitted
 
 
-def test_train_labels_are_collected_per_batch_and_only_from_train():
-    batch = [("TRAIN", {"label": "cat"}), ("TRAIN", {"label": "cat"}), ("TEST", {"label": "owl"}),
-             ("TRAIN", {"label": 3})]
-    assert list(train_labels(batch, ["label"])) == [{"label": {"cat", "3"}}]
-    assert list(train_labels([("TEST", {"label": "owl"})], ["label"])) == []
-    assert list(train_labels(batch, [])) == []
-
-
-def test_vocabulary_merges_batches_into_sorted_distinct_labels():
-    fn = VocabularyFn()
-    first = fn.add_input(fn.create_accumulator(), {"label": {"dog", "cat"}})
-    second = fn.add_input(fn.add_input(fn.create_accumulator(), {"label": {"ant"}}), {"kind": {"b", "a"}})
-    merged = fn.merge_accumulators([first, second, fn.create_accumulator()])
-    assert fn.extract_output(merged) == {"label": ["ant", "cat", "dog"], "kind": ["a", "b"]}

@@ -15,7 +15,7 @@ import logging
 import os
 import posixpath
 import re
-from typing import Any, BinaryIO, Callable, Iterator, Optional, Union
+from typing import Any, BinaryIO, Iterator, Optional, Union
 
 import pandas as pd
 
