@@ -30,9 +30,9 @@ from tfrecorder.sharding import plan_shards
 def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
     """Add the conversion graph to `pipeline`; returns the PCollection holding the final directory.
 
-    Per-job results (piece list, discards) reach later steps as list side inputs and the two global
-    combines skip Beam's default-value branch: each global combine or collection step adds a handful of
-    transforms, and graph size is most of a small job's start-up time.
+    Per-job results (piece list, discards) reach later steps as list side inputs: each global combine
+    or collection step adds a handful of transforms, and graph size is most of a small job's start-up
+    time. The table-stats combine keeps Beam's default value, so that an empty table is checked too.
     """
     parts = sources.SourceParts(pipeline, config)
     stats = (
