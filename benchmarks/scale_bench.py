@@ -219,13 +219,6 @@ def structured_csv(path: Path, rows: int) -> Path:
     return path
 
 
-def child_rows_rss(csv_path: str, out: str) -> None:
-    import tfrecorder
-
-    result = tfrecorder.convert(csv_path, out, progress=False)
-    print(json.dumps({"rss_mb": peak_rss_mb(), "rows_in": result["rows_in"], "written": sum(result["written"].values())}))
-
-
 def rows_rss(quick: bool) -> list[Figure]:
     small, large = (25_000, 100_000) if quick else (100_000, 400_000)
     with tempfile.TemporaryDirectory(prefix="scale-bench-") as scratch:
@@ -233,8 +226,8 @@ def rows_rss(quick: bool) -> list[Figure]:
         for rows in (small, large):
             csv_path = structured_csv(Path(scratch, f"rows-{rows}.csv"), rows)
             started = time.perf_counter()
-            measured = in_child("--child-rows-rss", str(csv_path), str(Path(scratch, f"out-{rows}")))
-            assert measured["written"] == measured["rows_in"] == rows, measured
+            measured = in_child("--child-convert", str(csv_path), str(Path(scratch, f"out-{rows}")))
+            assert measured["rows_in"] == rows and measured["discarded"] == 0, measured
             peaks[rows] = measured["rss_mb"]
             print(f"  {rows:>9,} structured rows: peak RSS {measured['rss_mb']:.0f} MB "
                   f"({time.perf_counter() - started:.0f} s)", flush=True)
@@ -353,8 +346,6 @@ def main() -> None:
         return child_convert(*sys.argv[2:4])
     if sys.argv[1:2] == ["--child-open-files"]:
         return child_open_files(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
-    if sys.argv[1:2] == ["--child-rows-rss"]:
-        return child_rows_rss(*sys.argv[2:4])
     if sys.argv[1:2] == ["--child-driver-bytes"]:
         return child_driver_bytes(sys.argv[2], int(sys.argv[3]))
     if sys.argv[1:2] == ["--child-staging-rss"]:
