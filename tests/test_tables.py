@@ -89,3 +89,16 @@ def test_local_csv_head_is_read_in_steps_up_to_the_sample(tmp_path, monkeypatch)
     assert sum(read) <= tables.HEAD_STEP_BYTES  # 10,000 sample rows fit in the first step
     assert table.columns == ["split", "id", "x", "note", "label"] and len(table.sample) == tables.SAMPLE_ROWS
     assert table.csv_data_start == len(b"split,id,x,note,label\n") and table.csv_size == path.stat().st_size
+
+
+def test_a_gcs_image_folder_is_listed_once(gcs, monkeypatch):
+    from tfrecorder import storage, tables
+
+    for name in ("train/cat/a.jpg", "train/dog/b.jpg", "test/cat/c.jpg"):
+        gcs.upload(f"gs://tfr-driver-reads/folder/{name}", b"not read by the driver")
+    listings = []
+    real = storage.list_files
+    monkeypatch.setattr(storage, "list_files", lambda prefix: listings.append(prefix) or real(prefix))
+    table = tables.open_table("gs://tfr-driver-reads/folder")
+    assert listings == ["gs://tfr-driver-reads/folder"]
+    assert sorted(table.frame["label"]) == ["cat", "cat", "dog"] and table.rows_estimate == 3
