@@ -2,48 +2,46 @@
 sequential parse (tables.iter_csv_rows), whatever the quoting and wherever the range boundaries fall."""
 from __future__ import annotations
 
+import csv
 import io
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from beam_pipelines import sources
 from tfrecorder import csv_split, tables
+from tfrecorder.job_config import JobConfig
 
 
 def sequential(path) -> list:
     return list(tables.iter_csv_rows(str(path)))
 
 
-def in_slices(data: bytes, range_bytes: int) -> list:
-    """What the pipeline does, without Beam: scan ranges, plan slices, parse each, number malformed lines."""
-    head = data
-    data_start = csv_split.header_end(head, complete=True)
-    header = next(iter(__import__("csv").reader(io.StringIO(head[:data_start].decode("utf-8-sig"), newline=""))))
-
-    def read_at(offset: int, length: int) -> bytes:
-        return data[offset : offset + length]
-
-    ranges = csv_split.byte_ranges(data_start, len(data), range_bytes)
-    scans = [csv_split.read_scan(read_at, r, data_start, len(data)) for r in reversed(ranges)]
-    slices = csv_split.plan_slices(scans, data_start, len(data))
+def in_slices(path: str, range_bytes: int) -> list:
+    """What the pipeline does, without Beam: scan ranges, plan slices, read each, number malformed lines."""
+    with open(path, "rb") as stream:
+        data = stream.read()
+    data_start, size = csv_split.header_end(data, complete=True), len(data)
+    header = next(csv.reader(io.StringIO(data[:data_start].decode("utf-8-sig"), newline="")))
+    config = JobConfig(source_kind="csv", source_path=path, schema={}, columns=tuple(header), base_dir="",
+                       final_dir="", temp_dir="", job_name="t", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1),
+                       num_shards=0, max_shard_bytes=1, compression=None, image_size=None, validate="header",
+                       source_size=size, source_data_start=data_start)
+    ranges = csv_split.byte_ranges(data_start, size, range_bytes)
+    scans = [sources.scan_range(r, path, data_start, size) for r in reversed(ranges)]
+    slices = csv_split.plan_slices(scans, data_start, size)
     assert [s.index for s in slices] == list(range(len(ranges)))
     assert all(a.end == b.start for a, b in zip(slices, slices[1:]))
-    out, records_before = [], 0
-    for piece in slices:
-        text = io.TextIOWrapper(io.BytesIO(data[piece.start : piece.end]), encoding="utf-8", newline="")
-        records = tables.CsvRecords(text, header)
-        for item in records:
-            if isinstance(item, tuple):
-                row, index, fields = item
-                item = (row, tables.malformed_reason(records_before + index + 2, fields, len(header)))
-            out.append(item)
-        records_before += records.records
-    return out
+    items = [item for piece in slices for item in sources.read_part(config, piece)]
+    counts = [item for item in items if isinstance(item, tuple) and item[0] == sources.RECORDS]
+    records = dict(count for _tag, count in counts)
+    return [item if isinstance(item, dict) else sources.number_malformed(item, records, len(header))
+            for item in items if item not in counts]
 
 
 def check(tmp_path, data: bytes, range_bytes: int) -> None:
     path = tmp_path / "t.csv"
     path.write_bytes(data)
-    assert in_slices(data, range_bytes) == sequential(path)
+    assert in_slices(str(path), range_bytes) == sequential(path)
 
 
 def test_quoted_newlines_straddling_every_boundary(tmp_path):
@@ -70,8 +68,6 @@ RAW = st.lists(st.sampled_from(['x', ',', '"', '\n', '\r', '\r\n', '12" pipe']),
 
 @st.composite
 def csv_bytes(draw) -> bytes:
-    import csv
-
     columns = draw(st.integers(1, 4))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator=draw(st.sampled_from(["\n", "\r\n"])))
