@@ -8,12 +8,13 @@ quote is always an odd-length run of quotes preceded by something other than a s
 outside quotes; each one found is a "flip" that corrects the parity from there on.
 
 The plan runs in three steps, all but the middle one in parallel:
-1. `scan_range` (per range): count the quotes and flips, and find the first record start under
+1. `read_scan` (per range): count the quotes and flips, and find the first record start under
    both hypotheses (range starts outside / inside quotes). Numpy does the byte work.
 2. `plan_slices` (tiny, O(ranges)): prefix sums pick each range's true starting state, giving every
    range the byte slice [first record start, next range's first record start).
-3. Each slice is parsed with the csv module (`tables.iter_slice_records`); line numbers of malformed
-   rows are fixed afterwards from the record count of every earlier slice.
+3. Each slice is parsed with the csv module (`tables.CsvRecords`); line numbers of malformed rows
+   are fixed afterwards from the record count of every earlier slice.
+The driver uses the same scan on the file's head (`header_end`, `last_record_end`, `record_count`).
 """
 from __future__ import annotations
 
