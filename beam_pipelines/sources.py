@@ -43,9 +43,8 @@ class SourceParts:
 
     def branch(self, label: str) -> beam.PCollection:
         config, root = self.config, self.pipeline
-        if config.source_kind == "parquet":
-            parts = root | f"{label}RowGroups" >> beam.Create(list(range(config.source_parts)))
-            return parts | f"{label}SpreadRowGroups" >> beam.Reshuffle() if config.source_parts > 1 else parts
+        if config.source_kind == "parquet":  # Create reshuffles two or more elements itself
+            return root | f"{label}RowGroups" >> beam.Create(list(range(config.source_parts)))
         data_start, size = config.source_data_start, config.source_size
         if len(self.ranges) <= 1:
             return root | f"{label}Slices" >> beam.Create([csv_split.Slice(0, data_start, size)])
@@ -63,7 +62,6 @@ class SourceParts:
             self._scans = (
                 self.pipeline
                 | "ByteRanges" >> beam.Create(self.ranges)
-                | "SpreadRanges" >> beam.Reshuffle()
                 | "ScanRanges" >> beam.Map(scan_range, config.source_path, config.source_data_start, config.source_size)
             )
         return self._scans

@@ -136,8 +136,8 @@ def test_dry_run_graph_keeps_image_bytes_out_of_group_by_keys(emulator, image_ro
     # small values.
     assert any(n.startswith("SpreadRows/") for n in group_by_keys)
     for name in group_by_keys:
-        assert name.startswith(("SpreadRows/", "SpreadShards/", "SpreadRanges/", "StatsSpread", "RowsSpread")) \
-            or "/CombinePerKey/" in name, name
+        assert name.startswith(("SpreadRows/", "SpreadShards/", "StatsSpreadSlices/", "RowsSpreadSlices/")) \
+            or "/CombinePerKey/" in name or "/MaybeReshuffle/" in name, name
     # Rows are reshuffled between reading and fetching images: EncodeAndWrite ← BatchRows ← SpreadRows.
     encode = next(t for n, t in transforms.items() if n.startswith("EncodeAndWrite/") and not t.subtransforms)
     upstream = []
