@@ -38,10 +38,15 @@ def in_slices(path: str, range_bytes: int) -> list:
             for item in items if item not in counts]
 
 
-def check(tmp_path, data: bytes, range_bytes: int) -> None:
+def check(tmp_path, data: bytes, range_bytes: int, block_bytes: int = 3) -> None:
+    """Ranges of `range_bytes`, each scanned in blocks of `block_bytes`: same as a sequential parse."""
     path = tmp_path / "t.csv"
     path.write_bytes(data)
-    assert in_slices(str(path), range_bytes) == sequential(path)
+    default, csv_split.SCAN_BLOCK_BYTES = csv_split.SCAN_BLOCK_BYTES, block_bytes
+    try:
+        assert in_slices(str(path), range_bytes) == sequential(path)
+    finally:
+        csv_split.SCAN_BLOCK_BYTES = default
 
 
 def test_quoted_newlines_straddling_every_boundary(tmp_path):
@@ -81,6 +86,6 @@ def csv_bytes(draw) -> bytes:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=csv_bytes(), range_bytes=st.integers(1, 40))
-def test_fuzzed_csvs_parse_identically_in_slices(tmp_path, data, range_bytes):
-    check(tmp_path, data, range_bytes)
+@given(data=csv_bytes(), range_bytes=st.integers(1, 40), block_bytes=st.integers(1, 40))
+def test_fuzzed_csvs_parse_identically_in_slices(tmp_path, data, range_bytes, block_bytes):
+    check(tmp_path, data, range_bytes, block_bytes)

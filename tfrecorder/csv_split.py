@@ -26,6 +26,7 @@ import numpy as np
 QUOTE, COMMA, CR, LF = 34, 44, 13, 10
 RANGE_BYTES = 4 * 1024 * 1024  # bytes scanned per range (numpy temporaries are a few times this)
 MAX_RANGES = 20_000  # bigger files (over 80 GB) get bigger ranges, so the plan stays small
+SCAN_BLOCK_BYTES = 512 * 1024  # a range is scanned in blocks of this size (numpy temporaries a few times it)
 BOM = b"\xef\xbb\xbf"
 
 
@@ -99,7 +100,7 @@ def _scan_all(previous: Optional[int], body: bytes, after: bytes, start: int,
     in_body[: len(run_ends)] = run_ends - run_starts[: len(run_ends)] + 1
     lengths = in_body.copy()
     if len(run_ends) < len(run_starts):  # the last run continues past the range end
-        tail = len(after) - len(after.lstrip(b'"'))
+        tail = _leading_quotes(after)
         in_body[-1] = n - run_starts[-1]
         lengths[-1] = in_body[-1] + tail
     quotes_before_run = lead_length + np.cumsum(in_body) - in_body
@@ -167,17 +168,53 @@ def plan_slices(scans: Sequence[RangeScan], data_start: int, file_size: int) -> 
     return [Slice(scan.index, bounds[i], bounds[i + 1]) for i, scan in enumerate(ordered)]
 
 
+def _leading_quotes(data) -> int:
+    """How many '"' bytes `data` (bytes or a memoryview) starts with."""
+    count, step = 0, 64
+    while count < len(data):
+        chunk = bytes(data[count : count + step])
+        quotes = len(chunk) - len(chunk.lstrip(b'"'))
+        count += quotes
+        if quotes < len(chunk):
+            break
+        step *= 2
+    return count
+
+
 def read_scan(read_at: Callable[[int, int], bytes], byte_range: ByteRange, data_start: int,
               file_size: int) -> RangeScan:
-    """Scan one range, reading it (plus one byte either side, and any quote run crossing its end)."""
+    """Scan one range, reading it (plus one byte either side, and any quote run crossing its end).
+
+    The range is scanned in blocks of SCAN_BLOCK_BYTES (composed like ranges are), so numpy's
+    temporaries stay a few times the block size.
+    """
     first = byte_range.start - 1 if byte_range.start > data_start else byte_range.start
     block = read_at(first, byte_range.end + 1 - first)
-    previous = block[0] if first < byte_range.start else None
-    body = block[byte_range.start - first : byte_range.end - first]
-    after = block[byte_range.end - first :]
-    while after and after.count(b'"') == len(after) and byte_range.end + len(after) < file_size:
-        after += read_at(byte_range.end + len(after), 64 * 1024)
-    return _scan(previous, body, after, byte_range.start, byte_range.index)
+    while (len(block) > byte_range.end - first and _leading_quotes(memoryview(block)[byte_range.end - first :])
+           == len(block) - (byte_range.end - first) and first + len(block) < file_size):
+        block += read_at(first + len(block), 64 * 1024)
+    view = memoryview(block)
+    scans = []
+    for start in range(byte_range.start, byte_range.end, SCAN_BLOCK_BYTES):
+        end = min(start + SCAN_BLOCK_BYTES, byte_range.end)
+        previous = block[start - first - 1] if start > first else None
+        scans.append(_scan(previous, view[start - first : end - first], view[end - first :], start, byte_range.index))
+    return _compose(byte_range.index, scans)
+
+
+def _compose(index: int, scans: Sequence[RangeScan]) -> RangeScan:
+    """One scan for consecutive scans (in file order), as if their bytes had been scanned at once."""
+    quotes = sum(scan.quotes for scan in scans)
+    flips, firsts = [], []
+    for h in (0, 1):
+        state, found = h, None
+        for scan in scans:
+            if found is None:
+                found = scan.first_record[state]
+            state = (state + scan.quotes + scan.flips[state]) % 2
+        flips.append((state - h - quotes) % 2)
+        firsts.append(found)
+    return RangeScan(index, quotes, (flips[0], flips[1]), (firsts[0], firsts[1]))
 
 
 def header_end(head: bytes, complete: bool) -> Optional[int]:
