@@ -1,63 +1,141 @@
-"""Writing framed records into piece files, and assembling pieces into final shards.
+"""Writing framed records into piece files, and assembling record ranges of pieces into final shards.
 
-A piece is one worker's output for one split, capped at max_shard_bytes. TFRecord files are
-self-delimiting, so a shard made of several pieces is just their concatenation (compressed on the way
-when gzip is asked for). No image bytes are ever grouped by key.
+A piece is one bundle attempt's output for one split, capped at max_shard_bytes, under a fresh random
+name, with an offsets sidecar (each record's end offset, little-endian uint64). TFRecord files are
+self-delimiting, so a shard made of record ranges is just the concatenation of their byte ranges
+(compressed on the way when gzip is asked for). No image bytes are ever grouped by key.
+
+Every record's place is known at assembly: the sidecar slice [first, last] of a range gives each
+record's (offset, length) in its piece, shifted by where the range lands in the shard.
+
+Retry safety: a piece is never renamed, changed or deleted once written; only pieces emitted by
+committed bundles are planned, and the whole pieces directory (orphans of failed attempts included)
+is removed when the job is finalized. Assembly only ever (re)creates its destination, so running it
+twice gives the same shard.
 """
 from __future__ import annotations
 
+import array
 import gzip
+import os
 import shutil
+import struct
+import sys
 import uuid
-from typing import Optional
+import zlib
+from typing import BinaryIO, Optional
 
 from tfrecorder import storage
-from tfrecorder.sharding import Piece, ShardPlan
+from tfrecorder.sharding import Piece, PieceRange, ShardPlan
 from tfrecorder.tfrecord_format import write_record
 
 _COPY_CHUNK = 8 * 1024 * 1024
+_OFFSET = struct.Struct("<Q")
 
 
 class PieceWriter:
-    """Appends framed records to one piece file of a split; `close()` returns its Piece."""
+    """Appends framed records to one new piece file of a split; `close()` writes its offsets, returns its Piece."""
 
-    def __init__(self, pieces_dir: str, split: str, shard_index: int = -1) -> None:
+    def __init__(self, pieces_dir: str, split: str) -> None:
         self.split = split
-        self.shard_index = shard_index
         self.path = storage.join(pieces_dir, f"{split.lower()}-{uuid.uuid4().hex}.part")
         self._stream = storage.open_write(self.path)
-        self.records = 0
+        self._ends = array.array("Q")  # 8 bytes per record, bounded by the piece's byte cap
+        self._crc = 0
         self.bytes = 0
         self.unknown_labels = 0
 
+    @property
+    def records(self) -> int:
+        return len(self._ends)
+
     def write(self, data: bytes, unknown_labels: int = 0) -> None:
         self.bytes += write_record(self._stream, data)
-        self.records += 1
+        self._ends.append(self.bytes)
+        self._crc = zlib.crc32(data, self._crc)
         self.unknown_labels += unknown_labels
 
     def close(self) -> Piece:
         self._stream.close()
-        return Piece(self.split, self.path, self.records, self.bytes, self.shard_index, self.unknown_labels)
+        piece = Piece(self.split, self.path, self.records, self.bytes, self.unknown_labels,
+                      f"{self._crc:08x}-{self.records}-{self.bytes}")
+        if sys.byteorder == "big":
+            self._ends.byteswap()
+        storage.write_bytes(piece.offsets_path, self._ends.tobytes())
+        return piece
+
+
+def byte_range(piece_range: PieceRange) -> tuple[int, int]:
+    """(start, end) byte offsets of a record range within its piece (reads two offsets of the sidecar)."""
+    if piece_range.whole:
+        return 0, piece_range.piece.bytes
+    with storage.open_read(piece_range.piece.offsets_path) as offsets:
+        start = 0
+        if piece_range.first:
+            offsets.seek(_OFFSET.size * (piece_range.first - 1))
+            (start,) = _OFFSET.unpack(offsets.read(_OFFSET.size))
+        offsets.seek(_OFFSET.size * (piece_range.last - 1))
+        (end,) = _OFFSET.unpack(offsets.read(_OFFSET.size))
+    return start, end
+
+
+def _copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int) -> None:
+    source.seek(start)
+    remaining = end - start
+    while remaining:
+        chunk = source.read(min(_COPY_CHUNK, remaining))
+        if not chunk:
+            raise OSError(f"piece ended {remaining} bytes early")
+        out.write(chunk)
+        remaining -= len(chunk)
+
+
+def _write_shard(plan: ShardPlan, destination: str, compression: Optional[str]) -> None:
+    """Concatenate the plan's byte ranges into `destination` (whole: objects appear on close)."""
+    with storage.open_write(destination) as raw:
+        out = gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=6, mtime=0) if compression == "gzip" else raw
+        for piece_range in plan.ranges:
+            start, end = byte_range(piece_range)
+            with storage.open_read(piece_range.piece.path) as source:
+                _copy_range(source, out, start, end)
+        if out is not raw:
+            out.close()
+
+
+def _link_or_copy(source: str, destination: str) -> None:
+    """Make `destination` a copy of `source`, leaving the source in place (local: a hard link, O(1))."""
+    if storage.is_remote(destination):
+        storage.copy(source, destination)
+        return
+    try:
+        os.link(source, destination)
+    except OSError:  # file system without hard links
+        shutil.copyfile(source, destination)
 
 
 def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) -> dict:
-    """Create the final shard file from its pieces; returns its summary for metadata.json."""
-    destination = storage.join(directory, plan.file_name(compression))
-    if len(plan.pieces) == 1 and compression is None:
-        storage.rename(plan.pieces[0].path, destination)
-    else:
-        with storage.open_write(destination) as raw:
-            out = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) if compression == "gzip" else raw
-            for piece in plan.pieces:
-                with storage.open_read(piece.path) as source:
-                    shutil.copyfileobj(source, out, _COPY_CHUNK)
-            if out is not raw:
-                out.close()
-        storage.delete_files(p.path for p in plan.pieces)
+    """Create the final shard file from its record ranges; returns its summary for metadata.json.
+
+    Idempotent: pieces are only read, and the destination is replaced whole (locally through a
+    temporary name and one atomic rename), so a retried or repeated assembly gives the same file.
+    """
+    name = plan.file_name(compression)
+    destination = storage.join(directory, name)
+    staging = destination if storage.is_remote(destination) else storage.join(directory, f".{name}.{uuid.uuid4().hex}")
+    try:
+        if len(plan.ranges) == 1 and plan.ranges[0].whole and compression is None:
+            _link_or_copy(plan.ranges[0].piece.path, staging)
+        else:
+            _write_shard(plan, staging, compression)
+        if staging != destination:
+            os.replace(staging, destination)
+    finally:
+        if staging != destination and os.path.exists(staging):
+            os.remove(staging)
     return {
         "split": plan.split,
         "index": plan.index,
-        "file": plan.file_name(compression),
+        "file": name,
         "records": plan.records,
         "bytes": storage.size(destination),
     }

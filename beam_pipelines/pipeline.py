@@ -4,7 +4,8 @@
          │                                                                    │   + write pieces ─► plan shards
          │                                                                    │      ─► Reshuffle ─► assemble shards
          └► read rows ─► table stats (rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
-    discards (all stages) ─► discarded.csv;   everything ─► finalize (metadata.json, publish directory)
+    discards (each stage) ─► part file per bundle ─► merge into discarded.csv
+    everything ─► finalize (metadata.json, publish directory)
 
 The source is cut into parts (CSV byte slices, Parquet row groups) that workers read in parallel.
 Whole-table facts come from a second read of the parts, so the encoding branch streams its rows
@@ -30,9 +31,10 @@ from tfrecorder.sharding import plan_shards
 def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
     """Add the conversion graph to `pipeline`; returns the PCollection holding the final directory.
 
-    Per-job results (piece list, discards) reach later steps as list side inputs: each global combine
-    or collection step adds a handful of transforms, and graph size is most of a small job's start-up
-    time. The table-stats combine keeps Beam's default value, so that an empty table is checked too.
+    Per-job descriptors (pieces, discard parts: O(bundles), never O(rows)) reach later steps as list
+    side inputs: each global combine or collection step adds a handful of transforms, and graph size is
+    most of a small job's start-up time. The table-stats combine keeps Beam's default value, so that an
+    empty table is checked too.
     """
     parts = sources.SourceParts(pipeline, config)
     stats = (
@@ -68,9 +70,13 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         | "SpreadShards" >> beam.Reshuffle()
         | "AssembleShards" >> beam.ParDo(transforms.AssembleShard(config))
     )
-    discards = (malformed, prepared[transforms.DISCARD], encoded[transforms.DISCARD]) | "AllDiscards" >> beam.Flatten()
+    found = {"Read": malformed, "Prepare": prepared[transforms.DISCARD], "Encode": encoded[transforms.DISCARD]}
+    discard_parts = [  # written where they are found (fused with the step): discards are never buffered
+        discards | f"{step}DiscardParts" >> beam.ParDo(transforms.WriteDiscardParts(config))
+        for step, discards in found.items()
+    ] | "AllDiscardParts" >> beam.Flatten()
     discard_reasons = start | "WriteDiscards" >> beam.Map(
-        lambda _, found: transforms.write_discards(found, config), AsList(discards)
+        lambda _, parts: transforms.write_discards(parts, config), AsList(discard_parts)
     )
     return start | "Finalize" >> beam.FlatMap(
         transforms.finalize_with_stats,

@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import collections
-import csv
 import dataclasses
-import io
-import itertools
+import errno
 from typing import Any, Iterable, Mapping
 
 import apache_beam as beam
@@ -13,15 +11,17 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from beam_pipelines.discards import DiscardPart, DiscardPartWriter, reason_counts, write_discard_file
 from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from beam_pipelines.progress import rows_processed_counter
 from beam_pipelines.sources import RECORDS, read_part
 from tfrecorder import jobdir, storage
+from tfrecorder.errors import StorageReadError
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter, report_total
 from tfrecorder.table_stats import StatsCounter, TableStats
-from tfrecorder.metadata import build_metadata, reason_category
+from tfrecorder.metadata import build_metadata
 from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
 from tfrecorder.schema import Schema
 
@@ -29,21 +29,31 @@ DISCARD = "discard"
 
 
 def read_image(uri: str) -> bytes:
-    """Read an image file's bytes, turning I/O failures into row-level discard reasons.
+    """Read an image file's bytes. Problems of the row's value become RowError (a discard reason);
+    storage failures (a 503 or a timeout still failing after retries, a disk error) raise
+    StorageReadError, which fails the bundle so that the runner retries it and, if it keeps failing,
+    the job stops with nothing published: an outage must never turn good rows into discards.
 
-    tfrecorder.storage raises gs:// failures as OS errors too (404 → FileNotFoundError, 403 →
-    PermissionError, anything still failing after retries → OSError).
+    tfrecorder.storage raises gs:// failures as OS errors (404 → FileNotFoundError, 403 →
+    PermissionError, 400 → EINVAL, anything still failing after retries → OSError EIO).
     """
     try:
         return storage.read_bytes(uri)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise RowError(f"missing file: {uri}") from None
     except IsADirectoryError:
         raise RowError(f"not a file: {uri} is a directory") from None
     except PermissionError:
         raise RowError(f"permission denied: {uri}") from None
+    except ValueError as exc:  # e.g. an embedded NUL byte
+        raise RowError(f"invalid path: {uri!r}: {exc}") from None
     except OSError as exc:
-        raise RowError(f"unreadable file: {uri}: {exc.strerror or exc}") from None
+        if exc.errno in _ROW_ERRNOS:
+            raise RowError(f"invalid path: {uri}: {exc.strerror or exc}") from None
+        raise StorageReadError(exc.errno or errno.EIO, f"could not read {uri}: {exc.strerror or exc}") from None
+
+
+_ROW_ERRNOS = {errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL}  # the value names no readable file
 
 
 class RowsDone:
@@ -131,8 +141,8 @@ class EncodeAndWritePieces(beam.DoFn):
     """Encode batches of rows into Examples and append them to piece files; emits one Piece per file.
 
     A batch's images are fetched together (concurrently when `fetch_concurrency` > 1). Each bundle
-    keeps at most one open piece per (split, shard index) and rolls over at max_shard_bytes, so
-    memory does not grow with the dataset.
+    keeps at most one open piece per split and rolls over at max_shard_bytes, so open files and memory
+    do not grow with the dataset or with num_shards (shards are cut from the pieces afterwards).
     """
 
     def __init__(self, config: JobConfig) -> None:
@@ -148,8 +158,7 @@ class EncodeAndWritePieces(beam.DoFn):
         self._fetcher.close()
 
     def start_bundle(self) -> None:
-        self.writers: dict[tuple[str, int], PieceWriter] = {}
-        self.round_robin = itertools.count()
+        self.writers: dict[str, PieceWriter] = {}
 
     def _encoder_for(self, vocabularies: Mapping[str, list[str]]) -> RowEncoder:
         if self._encoder is None:
@@ -176,14 +185,12 @@ class EncodeAndWritePieces(beam.DoFn):
         self._rows_done.add(len(batch))
 
     def _write(self, split: str, data: bytes, unknown: int):
-        num_shards = self.config.num_shards
-        key = (split, next(self.round_robin) % num_shards if num_shards > 0 else -1)
-        writer = self.writers.get(key)
+        writer = self.writers.get(split)
         if writer is None:
-            writer = self.writers[key] = PieceWriter(self.config.pieces_dir, split, key[1])
+            writer = self.writers[split] = PieceWriter(self.config.pieces_dir, split)
         writer.write(data, unknown)
-        if num_shards <= 0 and writer.bytes >= self.config.max_shard_bytes:
-            yield self.writers.pop(key).close()
+        if writer.bytes >= self.config.max_shard_bytes:
+            yield self.writers.pop(split).close()
 
     def finish_bundle(self):
         for writer in self.writers.values():
@@ -199,32 +206,46 @@ class AssembleShard(beam.DoFn):
         yield assemble_shard(plan, self.config.temp_dir, self.config.compression)
 
 
-def write_discards(discards: list[tuple[dict, str]], config: JobConfig) -> dict[str, int]:
-    """Write discarded.csv (original columns + reason); returns counts per reason category."""
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow([*config.columns, "reason"])
-    counts: collections.Counter = collections.Counter()
-    for row, reason in sorted(discards, key=lambda d: (d[1], str(d[0]))):
-        writer.writerow([_cell(row.get(c)) for c in config.columns] + [reason])
-        counts[reason_category(reason)] += 1
-    storage.write_bytes(storage.join(config.temp_dir, jobdir.DISCARD_FILE), out.getvalue().encode("utf-8"))
-    return dict(counts)
+class WriteDiscardParts(beam.DoFn):
+    """Stream the discarded rows a bundle finds into one part file; emits its DiscardPart at the end."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def start_bundle(self) -> None:
+        self.writer = None
+
+    def process(self, discard: tuple[dict, str]):
+        if self.writer is None:
+            self.writer = DiscardPartWriter(self.config.discards_dir, self.config.columns)
+        self.writer.write(*discard)
+        return ()
+
+    def finish_bundle(self):
+        if self.writer is not None:
+            yield _global(self.writer.close())
+            self.writer = None
 
 
-def _cell(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+def write_discards(parts: list[DiscardPart], config: JobConfig) -> dict[str, int]:
+    """Write discarded.csv (original columns + reason) from the committed parts; returns counts per reason."""
+    write_discard_file(parts, config.columns, storage.join(config.temp_dir, jobdir.DISCARD_FILE))
+    return reason_counts(parts)
 
 
 def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_reasons, pieces):
-    """Write metadata.json, clean temporary files, and publish the job directory."""
-    unknown: collections.Counter = collections.Counter()
-    for piece in pieces:
-        unknown[piece.split] += piece.unknown_labels
-    metadata = build_metadata(config, shards, vocabularies, rows_in, discard_reasons, unknown)
-    storage.delete_tree(config.pieces_dir)
-    storage.delete_tree(config.work_dir)
-    jobdir.write_metadata(config.temp_dir, metadata)
+    """Write metadata.json, clean temporary files, and publish the job directory.
+
+    Safe to run again after any part of it ran: once the job is published it only cleans up.
+    """
+    if not jobdir.is_published(config.final_dir):
+        unknown: collections.Counter = collections.Counter()
+        for piece in pieces:
+            unknown[piece.split] += piece.unknown_labels
+        metadata = build_metadata(config, shards, vocabularies, rows_in, discard_reasons, unknown)
+        for scratch in config.scratch_dirs:
+            storage.delete_tree(scratch)
+        jobdir.write_metadata(config.temp_dir, metadata)
     jobdir.finalize(config.temp_dir, config.final_dir)
     yield config.final_dir
 

@@ -64,3 +64,14 @@ def gcs():
     emulator = start_emulator()
     yield emulator
     emulator.stop()
+
+
+@pytest.fixture
+def proxy(gcs, monkeypatch):
+    """A fault-injecting proxy in front of the emulator; tfrecorder talks to the proxy."""
+    from gcs_proxy import FaultProxy
+
+    fault_proxy = FaultProxy(gcs.host, delay_seconds=0.01).start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", fault_proxy.url)
+    yield fault_proxy
+    fault_proxy.stop()

@@ -63,6 +63,11 @@ class FaultProxy:
         with self._lock:
             return sum(n for path, n in self.requests.items() if fragment in path)
 
+    def answered(self, fragment: str) -> list[tuple[str, float, float]]:
+        """(decoded path, start, end) of the forwarded requests with `fragment` in their path, by start."""
+        with self._lock:
+            return sorted((s for s in self._spans if fragment in s[0]), key=lambda s: s[1])
+
     def peak_in_flight(self, fragment: str) -> int:
         """The most requests with `fragment` in their path that were being served at the same time."""
         with self._lock:

@@ -6,6 +6,7 @@ google-cloud-storage and read back with plain tf.data from local files.
 from __future__ import annotations
 
 import csv
+import errno
 import gzip
 import io
 import json
@@ -17,7 +18,6 @@ import pytest
 from google.api_core import exceptions as api_exceptions
 
 import tfrecorder
-from gcs_proxy import FaultProxy
 from readers import read_job
 from tfrecorder import gcs, jobdir, storage
 from tfrecorder.sample_data import make_sample_dataset
@@ -161,15 +161,6 @@ def test_nonexistent_output_bucket_is_a_clear_error(gs_images, sample):
         tfrecorder.convert(sample.head(3), "gs://no-such-bucket/out")
 
 
-@pytest.fixture
-def proxy(gcs, monkeypatch):
-    """A fault-injecting proxy in front of the emulator; tfrecorder talks to the proxy."""
-    fault_proxy = FaultProxy(gcs.host, delay_seconds=0.01).start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", fault_proxy.url)
-    yield fault_proxy
-    fault_proxy.stop()
-
-
 def test_output_bucket_that_refuses_writes_is_a_clear_error(proxy, gcs, sample):
     gcs.bucket("tfr-readonly")
     proxy.fail("/b/tfr-readonly/o", 403, times=10)
@@ -243,6 +234,42 @@ def test_finalize_on_gs_moves_everything_and_metadata_last(gcs):
     assert storage.list_files(final) == []
 
 
+def test_publishing_on_gs_is_parallel_constant_requests_per_shard_metadata_last_and_repeatable(gcs, proxy):
+    gcs.bucket("tfr-publish")
+    final, temp = jobdir.reserve_job_dir("gs://tfr-publish/jobs", "pub")
+    shards = [f"train-{i:05d}-of-00060.tfrecord" for i in range(60)]
+    for name in [*shards, jobdir.DISCARD_FILE]:
+        gcs.upload(f"{temp}/{name}", name.encode())
+    gcs.upload(f"{temp}/{jobdir.METADATA_FILE}", b"{}")
+    proxy.clear()
+    proxy.delay_seconds = 0.02
+    jobdir.finalize(temp, final)
+    objects = len(shards) + 2
+    assert sum(proxy.requests.values()) <= 2 * objects + 8  # one copy and one delete per object, a few listings
+    copies = proxy.answered("/rewriteTo/")
+    assert len(copies) == objects and copies[-1][0].split("?")[0].endswith(f"/{jobdir.METADATA_FILE}")
+    assert copies[-1][1] >= max(end for _path, _start, end in copies[:-1])  # metadata.json after all the rest
+    assert proxy.peak_in_flight("/rewriteTo/") > 4  # in parallel
+    assert gcs.list(temp + "/") == []
+    assert sorted(url.rsplit("/", 1)[1] for url in gcs.list(final + "/")) == sorted(
+        [*shards, jobdir.DISCARD_FILE, jobdir.METADATA_FILE])
+    jobdir.finalize(temp, final)  # a retried finalize finds the job published and only cleans up
+    assert gcs.download(f"{final}/{shards[7]}") == shards[7].encode()
+
+
+def test_a_failed_run_removes_its_temporary_objects_and_a_half_published_directory(gcs):
+    gcs.bucket("tfr-publish")
+    for published in (False, True):
+        final, temp = jobdir.reserve_job_dir("gs://tfr-publish/failed", "fail")
+        gcs.upload(f"{temp}/_pieces/train-1.part", b"piece")
+        gcs.upload(f"{final}/train-00000-of-00001.tfrecord", b"copied before the failure")
+        if published:
+            gcs.upload(f"{final}/{jobdir.METADATA_FILE}", b"{}")
+        jobdir.abandon(temp, final)
+        assert gcs.list(temp + "/") == []
+        assert len(gcs.list(final + "/")) == (2 if published else 0)
+
+
 @pytest.mark.parametrize("error, expected_type, message", [
     (api_exceptions.NotFound("x"), FileNotFoundError, "no such object"),
     (api_exceptions.Forbidden("x"), PermissionError, "permission denied"),
@@ -257,3 +284,5 @@ def test_gcs_failures_become_os_errors_naming_the_url(error, expected_type, mess
         with gcs.os_errors("gs://bucket/a.jpg"):
             raise error
     assert (type(raised.value), raised.value.strerror, raised.value.filename) == (expected_type, message, "gs://bucket/a.jpg")
+    io_errno = errno.EINVAL if isinstance(error, api_exceptions.BadRequest) else errno.EIO  # a bad name is the row's
+    assert raised.value.errno == {FileNotFoundError: errno.ENOENT, PermissionError: errno.EACCES}.get(expected_type, io_errno)

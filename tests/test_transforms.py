@@ -1,6 +1,9 @@
 """The pure parts of the conversion graph's DoFns and CombineFns, without running a pipeline."""
 from __future__ import annotations
 
+import pytest
+
+from beam_pipelines import transforms
 from beam_pipelines.transforms import DISCARD, PrepareRows
 from tfrecorder import types
 from tfrecorder.job_config import JobConfig
@@ -33,3 +36,22 @@ def test_prepare_emits_one_list_per_batch_and_discards_row_by_row():
     assert len(only_bad) == 1 and only_bad[0].tag == DISCARD  # no empty batch is emitted
 
 
+def test_read_image_discards_problems_of_the_path_and_raises_storage_failures(tmp_path):
+    from tfrecorder.errors import StorageReadError
+    from tfrecorder.row_encoder import RowError
+
+    image = tmp_path / "a.jpg"
+    image.write_bytes(b"bytes")
+    assert transforms.read_image(str(image)) == b"bytes"
+    row_problems = {
+        str(tmp_path / "missing.jpg"): "missing file: ",
+        str(image / "under-a-file.jpg"): "missing file: ",
+        str(tmp_path): "not a file: ",
+        str(tmp_path / ("x" * 300)): "invalid path: ",
+        "nul\x00byte.jpg": "invalid path: ",
+    }
+    for uri, reason in row_problems.items():
+        with pytest.raises(RowError, match=f"^{reason}"):
+            transforms.read_image(uri)
+    with pytest.raises(StorageReadError, match=r"could not read /proc/self/mem: Input/output error"):
+        transforms.read_image("/proc/self/mem")  # the kernel answers EIO: a device error, not the row's fault

@@ -18,7 +18,7 @@ import logging
 import sys
 from typing import Optional, Sequence
 
-from tfrecorder.errors import OutputWriteError
+from tfrecorder.errors import OutputWriteError, StorageReadError
 from tfrecorder.result import DataflowJobError
 
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR, EXIT_VERIFY_FAILED, EXIT_OUTPUT_ERROR = 0, 1, 2, 3, 4
@@ -214,6 +214,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OutputWriteError as exc:
         print(f"tfrecorder: error: {exc.strerror}", file=sys.stderr)
         return EXIT_OUTPUT_ERROR
+    except StorageReadError as exc:  # an outage, after retries: one line, like other failures
+        print(f"tfrecorder: error: {exc.strerror}", file=sys.stderr)
+        return EXIT_FAILURE
     except DataflowJobError as exc:
         print(f"tfrecorder: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE

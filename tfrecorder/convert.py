@@ -196,7 +196,7 @@ def convert(
                                            rows_estimated=table.kind == "csv")
                 pipeline.run().wait_until_finish()
     except BaseException as exc:
-        storage.delete_tree(temp_dir)
+        jobdir.abandon(temp_dir, final_dir)
         translated = translate_pipeline_error(exc, output_dir)
         if translated is exc:
             raise

@@ -81,13 +81,16 @@ def _make_client(emulator_host: Optional[str]) -> gcs_storage.Client:
 
 @contextlib.contextmanager
 def os_errors(url: str) -> Iterator[None]:
-    """Raise GCS failures as FileNotFoundError (404), PermissionError (401/403) or OSError (others)."""
+    """Raise GCS failures as FileNotFoundError (404), PermissionError (401/403) or OSError (EINVAL for
+    400, EIO for the others)."""
     try:
         yield
     except api_exceptions.NotFound:
         raise FileNotFoundError(errno.ENOENT, "no such object", url) from None
     except (api_exceptions.Forbidden, api_exceptions.Unauthorized):
         raise PermissionError(errno.EACCES, "permission denied", url) from None
+    except api_exceptions.BadRequest as exc:  # e.g. an object name GCS does not accept
+        raise OSError(errno.EINVAL, _describe(exc), url) from None
     except api_exceptions.RetryError as exc:
         raise OSError(errno.EIO, f"gave up retrying: {_describe(exc.cause or exc)}", url) from None
     except (api_exceptions.GoogleAPIError, auth_exceptions.TransportError, InvalidResponse, DataCorruption,
@@ -98,6 +101,9 @@ def os_errors(url: str) -> Iterator[None]:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, api_exceptions.GoogleAPICallError) and exc.code:
         return f"HTTP {int(exc.code)} {type(exc).__name__}"
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(exc, InvalidResponse) and status:  # downloads report HTTP errors this way
+        return f"HTTP {int(status)} {type(api_exceptions.from_http_status(int(status), '')).__name__}"
     return type(exc).__name__
 
 
@@ -182,15 +188,14 @@ def list_files(prefix_url: str) -> list[str]:
         return sorted(f"{SCHEME}{bucket}/{b.name}" for b in blobs if not b.name.endswith("/"))
 
 
-def rename(source_url: str, destination_url: str) -> None:
-    """Server-side copy (rewrite, resumable for large objects), then delete the source."""
+def copy(source_url: str, destination_url: str) -> None:
+    """Server-side copy (rewrite: one request unless the object is large or changes location)."""
     source = _blob(source_url)
     destination = _blob(destination_url)
     with os_errors(source_url):
         token, _, _ = destination.rewrite(source, retry=RETRY)
         while token is not None:
             token, _, _ = destination.rewrite(source, token=token, retry=RETRY)
-        source.delete(retry=RETRY)
 
 
 def delete(urls: list[str]) -> None:

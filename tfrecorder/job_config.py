@@ -45,3 +45,14 @@ class JobConfig:
         from tfrecorder import storage
 
         return storage.join(self.temp_dir, "_work")
+
+    @property
+    def discards_dir(self) -> str:
+        from tfrecorder import storage
+
+        return storage.join(self.temp_dir, "_discards")
+
+    @property
+    def scratch_dirs(self) -> tuple[str, ...]:
+        """Directories of intermediate files under temp_dir, removed before the job is published."""
+        return self.pieces_dir, self.work_dir, self.discards_dir

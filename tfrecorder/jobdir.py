@@ -1,9 +1,10 @@
 """The job directory: naming, reserving, finalising, and its metadata.json.
 
-A conversion writes into a hidden temporary directory and, as its very last step, moves it to
-`output_dir/<job_label>-<UTC timestamp>[-N]/`. A locally finished directory appears by one atomic
-rename; on object stores `metadata.json` is copied last and is what marks a directory complete.
-Readers (`load`, `verify`) refuse directories without it.
+A conversion writes into a hidden temporary directory (`.incomplete-<name>`) and, as its very last
+step, publishes it as `output_dir/<job_label>-<UTC timestamp>[-N]/`. A locally finished directory
+appears by one atomic rename; on object stores the files are copied in parallel, `metadata.json` last:
+it is what marks a directory complete. Readers (`load`, `verify`) refuse directories without it, and
+anything under an `.incomplete-` prefix is the leftover of a failed or cancelled job.
 """
 from __future__ import annotations
 
@@ -74,17 +75,46 @@ def reserve_job_dir(output_dir: str, label: Optional[str]) -> tuple[str, str]:
     raise RuntimeError(f"could not find a free job directory name under {output_dir}")
 
 
-def finalize(temp_dir: str, final_dir: str) -> None:
-    """Make the finished job visible: one rename locally, metadata.json last remotely."""
+def is_published(final_dir: str) -> bool:
+    """True once `final_dir` holds its metadata.json: the job is finished and visible."""
+    return storage.exists(storage.join(final_dir, METADATA_FILE))
+
+
+def publish(temp_dir: str, final_dir: str) -> None:
+    """Make the finished job visible: one rename locally; remotely, parallel server-side copies, with
+    metadata.json copied last (only once everything else is in place). The temporary objects stay
+    until `remove_temp`, so running this again after a failure part-way redoes the same copies."""
     if not storage.is_remote(final_dir):
         if os.path.exists(final_dir):
             raise FileExistsError(f"job directory {final_dir} already exists; refusing to overwrite it")
         os.rename(temp_dir, final_dir)
         return
-    files = storage.list_files(temp_dir)
     metadata = storage.join(temp_dir, METADATA_FILE)
-    for path in sorted(files, key=lambda p: p == metadata):  # metadata.json goes last
-        storage.rename(path, final_dir.rstrip("/") + path[len(temp_dir.rstrip("/")):])
+    files = [path for path in storage.list_files(temp_dir) if path != metadata]
+    prefix = len(temp_dir.rstrip("/"))
+    storage.copy_files([(path, final_dir.rstrip("/") + path[prefix:]) for path in files])
+    storage.copy(metadata, storage.join(final_dir, METADATA_FILE))
+
+
+def remove_temp(temp_dir: str) -> None:
+    """Remove the temporary directory and everything left in it (missing is fine)."""
+    storage.delete_tree(temp_dir)
+
+
+def abandon(temp_dir: str, final_dir: str) -> None:
+    """After a failed run: remove the temporary directory, and a job directory whose publishing
+    started but never reached metadata.json (its name was reserved for this run alone)."""
+    remove_temp(temp_dir)
+    if not is_published(final_dir):
+        storage.delete_tree(final_dir)
+
+
+def finalize(temp_dir: str, final_dir: str) -> None:
+    """Publish the job directory (unless an earlier attempt already did), then remove what is left of
+    the temporary one. Safe to run again after it failed or finished."""
+    if not is_published(final_dir):
+        publish(temp_dir, final_dir)
+    remove_temp(temp_dir)
 
 
 def write_metadata(directory: str, metadata: dict[str, Any]) -> None:

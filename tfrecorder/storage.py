@@ -13,9 +13,12 @@ import os
 import posixpath
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO, Iterable
 
 from tfrecorder import gcs
+
+PARALLEL_REQUESTS = 32  # concurrent copy/delete requests when publishing or cleaning up remote files
 
 
 def is_remote(path: str) -> bool:
@@ -100,18 +103,36 @@ def list_files(prefix: str) -> list[str]:
     return sorted(found)
 
 
-def rename(source: str, destination: str) -> None:
+def copy(source: str, destination: str) -> None:
+    """Copy a file or object, leaving the source in place (gs:// to gs://: server-side)."""
     if gcs.is_gcs(source) and gcs.is_gcs(destination):
-        gcs.rename(source, destination)
+        gcs.copy(source, destination)
     elif is_remote(source) or is_remote(destination):
-        _filesystems().rename([source], [destination])
+        _filesystems().copy([source], [destination])
     else:
         os.makedirs(os.path.dirname(destination) or ".", exist_ok=True)
-        os.replace(source, destination)
+        shutil.copyfile(source, destination)
+
+
+def copy_files(pairs: Iterable[tuple[str, str]]) -> None:
+    """Copy many (source, destination) files or objects; remote ones in parallel."""
+    pairs = list(pairs)
+    _in_parallel(lambda pair: copy(*pair), pairs, any(is_remote(s) or is_remote(d) for s, d in pairs))
+
+
+def _in_parallel(action, items: list, remote: bool = True) -> None:
+    """Apply `action` to every item; remote requests (I/O-bound) run on up to PARALLEL_REQUESTS threads."""
+    if len(items) <= 1 or not remote:
+        for item in items:
+            action(item)
+        return
+    with ThreadPoolExecutor(min(PARALLEL_REQUESTS, len(items)), thread_name_prefix="tfrecorder-storage") as pool:
+        for _ in pool.map(action, items):  # re-raises the first failure
+            pass
 
 
 def delete_tree(prefix: str) -> None:
-    """Remove a directory (local) or every object under a prefix (remote); missing is fine."""
+    """Remove a directory (local) or every object under a prefix (remote, in parallel); missing is fine."""
     if is_remote(prefix):
         delete_files(list_files(prefix))
     else:
@@ -120,7 +141,7 @@ def delete_tree(prefix: str) -> None:
 
 def delete_files(paths: Iterable[str]) -> None:
     paths = list(paths)
-    gcs.delete([p for p in paths if gcs.is_gcs(p)])
+    _in_parallel(lambda path: gcs.delete([path]), [p for p in paths if gcs.is_gcs(p)])
     other_remote = [p for p in paths if is_remote(p) and not gcs.is_gcs(p)]
     if other_remote:
         _filesystems().delete(other_remote)
