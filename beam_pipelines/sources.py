@@ -68,13 +68,8 @@ class SourceParts:
 
 
 def scan_range(byte_range: csv_split.ByteRange, path: str, data_start: int, size: int) -> csv_split.RangeScan:
-    with storage.open_read(path) as stream:
-
-        def read_at(offset: int, length: int) -> bytes:
-            stream.seek(offset)
-            return stream.read(length)
-
-        return csv_split.read_scan(read_at, byte_range, data_start, size)
+    return csv_split.read_scan(lambda offset, length: storage.read_range(path, offset, length), byte_range,
+                               data_start, size)
 
 
 def read_part(config: JobConfig, part: Union[int, csv_split.Slice]) -> Iterator[Any]:
@@ -83,10 +78,9 @@ def read_part(config: JobConfig, part: Union[int, csv_split.Slice]) -> Iterator[
     if config.source_kind == "parquet":
         yield from iter_row_group(config.source_path, part)
         return
-    with open_csv_slice(config.source_path, part.start, part.end) as text:
-        records = CsvRecords(text, list(config.columns))
-        for item in records:
-            yield (part.index, *item) if isinstance(item, tuple) else item
+    records = CsvRecords(open_csv_slice(config.source_path, part.start, part.end), list(config.columns))
+    for item in records:
+        yield (part.index, *item) if isinstance(item, tuple) else item
     yield RECORDS, (part.index, records.records)
 
 

@@ -67,24 +67,8 @@ def test_local_csv_head_is_read_in_steps_up_to_the_sample(tmp_path, monkeypatch)
     path = tmp_path / "big.csv"
     path.write_bytes(big_csv(3 * 1024 * 1024))
     read = []
-    real_open = storage.open_read
-
-    class Counting:
-        def __init__(self, stream):
-            self.stream = stream
-
-        def read(self, n=-1):
-            data = self.stream.read(n)
-            read.append(len(data))
-            return data
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.stream.close()
-
-    monkeypatch.setattr(storage, "open_read", lambda p: Counting(real_open(p)))
+    real = storage.read_range
+    monkeypatch.setattr(storage, "read_range", lambda *args: read.append(len(real(*args))) or real(*args))
     table = tables.open_table(str(path))
     assert sum(read) <= tables.HEAD_STEP_BYTES  # 10,000 sample rows fit in the first step
     assert table.columns == ["split", "id", "x", "note", "label"] and len(table.sample) == tables.SAMPLE_ROWS

@@ -149,6 +149,15 @@ def read_bytes(url: str) -> bytes:
         return _blob(url).download_as_bytes(retry=RETRY)
 
 
+def read_range(url: str, start: int, length: int) -> bytes:
+    """Bytes [start, start + length) of the object, fewer at its end (`start` must be inside it):
+    exactly those bytes are downloaded (a reader would fetch whole STREAM_CHUNK_BYTES buffers)."""
+    if length <= 0:
+        return b""
+    with os_errors(url):
+        return _blob(url).download_as_bytes(start=start, end=start + length - 1, retry=RETRY)
+
+
 def _existing_blob(url: str) -> gcs_storage.Blob:
     """The object's blob with its metadata loaded; FileNotFoundError when there is none."""
     bucket, name = split_url(url)

@@ -60,6 +60,15 @@ def read_bytes(path: str) -> bytes:
         return stream.read()
 
 
+def read_range(path: str, start: int, length: int) -> bytes:
+    """Bytes [start, start + length) of a file, fewer at its end; only those are read."""
+    if gcs.is_gcs(path):
+        return gcs.read_range(path, start, length)
+    with open_read(path) as stream:
+        stream.seek(start)
+        return stream.read(length)
+
+
 def write_bytes(path: str, data: bytes) -> None:
     with open_write(path) as stream:
         stream.write(data)

@@ -1,12 +1,11 @@
 """Open a conversion source (DataFrame, CSV path, or SPLIT/LABEL/image folder) as a `Table`.
 
 The driver reads at most the first SAMPLE_BYTES of a CSV (header, sample for schema inference, row
-estimate); the pipeline reads the whole file in parallel slices and computes every whole-table fact. Image folders are listed into a small DataFrame of
-split,image_uri,label rows.
+estimate); the pipeline reads the whole file in parallel slices and computes every whole-table fact.
+Image folders are listed (once) into a small DataFrame of split,image_uri,label rows.
 """
 from __future__ import annotations
 
-import contextlib
 import csv
 import dataclasses
 import io
@@ -15,7 +14,7 @@ import logging
 import os
 import posixpath
 import re
-from typing import Any, BinaryIO, Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 import pandas as pd
 
@@ -102,8 +101,8 @@ class CsvRecords:
     Iterating yields each well-formed row as a dict, and each malformed one as (row, record index,
     field count), the index counting every record of this text from 0 (blank lines included).
     `records` is the number of records read so far. Python's csv module handles quoted fields holding
-    commas, quotes and newlines; the driver's sample, the whole-file reader and the parallel slice
-    reader all parse through this one class, so they always agree.
+    commas, quotes and newlines; the pipeline's slice reader and the sequential whole-file reader
+    (`iter_csv_rows`) parse through this one class, so they always agree.
     """
 
     def __init__(self, text: io.TextIOBase, header: list[str]) -> None:
@@ -139,31 +138,31 @@ def iter_csv_rows(path: str) -> Iterator[Union[dict[str, Any], tuple[dict[str, A
 
 
 class _ByteWindow(io.RawIOBase):
-    """Bytes [start, end) of a seekable binary stream, as a raw stream of its own."""
+    """Bytes [start, end) of a file as a raw stream, read with ranged reads (nothing past `end`)."""
 
-    def __init__(self, stream: BinaryIO, start: int, end: int) -> None:
+    def __init__(self, path: str, start: int, end: int) -> None:
         super().__init__()
-        self._stream, self._left = stream, end - start
-        stream.seek(start)
+        self._path, self._position, self._end = path, start, end
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:
-        if self._left <= 0:
+        if self._position >= self._end:
             return 0
-        data = self._stream.read(min(len(buffer), self._left))
+        data = storage.read_range(self._path, self._position, min(len(buffer), self._end - self._position))
         buffer[: len(data)] = data
-        self._left -= len(data)
+        self._position += len(data)
         return len(data)
 
 
-@contextlib.contextmanager
-def open_csv_slice(path: str, start: int, end: int) -> Iterator[io.TextIOBase]:
+SLICE_READ_BYTES = 4 * 1024 * 1024  # one ranged read per this much of a CSV slice
+
+
+def open_csv_slice(path: str, start: int, end: int) -> io.TextIOBase:
     """The text of bytes [start, end) of a CSV (whole records, see tfrecorder.csv_split)."""
-    with storage.open_read(path) as raw:
-        window = io.BufferedReader(_ByteWindow(raw, start, end), buffer_size=1024 * 1024)
-        yield io.TextIOWrapper(window, encoding="utf-8", newline="")
+    window = io.BufferedReader(_ByteWindow(path, start, end), buffer_size=SLICE_READ_BYTES)
+    return io.TextIOWrapper(window, encoding="utf-8", newline="")
 
 
 def _parent(path: str) -> str:
@@ -218,13 +217,12 @@ def _image_table(frame: pd.DataFrame) -> Table:
 def _read_head(path: str, size: int) -> bytes:
     """The file's first bytes: enough for the header and SAMPLE_ROWS records, at most SAMPLE_BYTES."""
     head, want = b"", HEAD_STEP_BYTES
-    with storage.open_read(path) as stream:
-        while len(head) < min(size, SAMPLE_BYTES):
-            head += stream.read(min(want, SAMPLE_BYTES, size) - len(head))
-            data_start = csv_split.header_end(head, len(head) >= size)
-            if data_start is not None and csv_split.record_count(head, data_start) > SAMPLE_ROWS + 1:
-                break
-            want *= 2
+    while len(head) < min(size, SAMPLE_BYTES):
+        head += storage.read_range(path, len(head), min(want, SAMPLE_BYTES, size) - len(head))
+        data_start = csv_split.header_end(head, len(head) >= size)
+        if data_start is not None and csv_split.record_count(head, data_start) > SAMPLE_ROWS + 1:
+            break
+        want *= 2
     return head
 
 
