@@ -15,12 +15,13 @@ $(VENV)/.installed: setup.py $(BIN)/python
 	$(BIN)/python -m pip install -e .
 	touch $@
 
+# --upgrade pandas: the suite runs under the newest pandas setup.py allows, even in an existing .venv.
 $(VENV)/.installed-test: setup.py $(BIN)/python
-	$(BIN)/python -m pip install -e '.[test]'
+	$(BIN)/python -m pip install -e '.[test]' --upgrade pandas
 	touch $(VENV)/.installed $@
 
 demo: $(VENV)/.installed
-	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m tfrecorder.demo
+	$(BIN)/python -m tfrecorder.demo
 
 test: $(VENV)/.installed-test
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q tests

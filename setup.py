@@ -7,7 +7,7 @@ from setuptools import find_packages, setup
 VERSION = re.search(r'__version__ = "([^"]+)"', Path(__file__).with_name("tfrecorder").joinpath("__init__.py").read_text()).group(1)
 
 INSTALL_REQUIRES = [
-    "pandas>=2.0,<2.4",  # Beam 2.77 loads its interactive layer in every IPython kernel; it supports pandas < 2.4
+    "pandas>=2.0",  # 2.x and 3.x; tfrecorder keeps Beam's DataFrame layer (pandas < 2.4 only) out of its pipelines
     "tensorflow>=2.16",
     "apache-beam[gcp]>=2.60",
     "google-cloud-storage>=2.10",

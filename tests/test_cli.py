@@ -8,16 +8,26 @@ import sys
 import imagegen
 
 
-def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "tfrecorder", *args], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
+# As a user runs it: no TF_CPP_MIN_LOG_LEVEL, so TensorFlow's start-up lines would show if they leaked.
+USER_ENV = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+# Runs the CLI like `python -m tfrecorder`, then fails (exit 99) if TensorFlow was imported.
+WITHOUT_TENSORFLOW = ("import sys; from tfrecorder.cli import main; code = main(sys.argv[1:]); "
+                      "sys.exit(99 if 'tensorflow' in sys.modules else code)")
+
+
+def run(*args, cwd=None, entry=("-m", "tfrecorder")):
+    return subprocess.run([sys.executable, *entry, *args], capture_output=True, text=True, cwd=cwd,
+                          env=USER_ENV, timeout=300)
 
 
 def test_convert_csv(tmp_path):
     imagegen.write_files(tmp_path / "img", {"a.jpg": imagegen.odd_images()["rgb.jpg"][0]})
     (tmp_path / "t.csv").write_text("split,image_uri,label\nTRAIN,img/a.jpg,cat\nTRAIN,img/zzz.jpg,cat\n")
-    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"), "--job_label", "cli")
-    assert done.returncode == 0, done.stderr
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"), "--job_label", "cli",
+               entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 0, done.stderr  # 99: the conversion imported TensorFlow
+    assert done.stderr == ""
+    assert done.stdout.splitlines()[0] == "ConversionResult(DirectRunner)"
     assert "TRAIN=1" in done.stdout and "discarded: 1" in done.stdout
     jobs = os.listdir(tmp_path / "out")
     assert len(jobs) == 1 and jobs[0].startswith("cli-")
@@ -49,3 +59,19 @@ def test_schema_file_parsing_and_errors(tmp_path):
             read_schema_file(str(tmp_path / name))
     with pytest.raises(ValueError, match="cannot read schema file"):
         read_schema_file(str(tmp_path / "absent.json"))
+
+
+def test_readme_exit_codes_match_the_cli():
+    import re
+    from pathlib import Path
+
+    from tfrecorder import cli
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    paragraph = " ".join(readme.split("Exit codes: ", 1)[1].split("\n\n", 1)[0].split())
+    for code, meaning in [(cli.EXIT_OK, "success"), (cli.EXIT_FAILURE, "unexpected failure"),
+                          (cli.EXIT_INPUT_ERROR, "bad input"), (cli.EXIT_VERIFY_FAILED, "`verify` found a mismatch"),
+                          (cli.EXIT_OUTPUT_ERROR, "output could not be written")]:
+        assert re.search(rf"\b{code} (an? |the )?{re.escape(meaning)}", paragraph), (code, meaning)
+    disk_lines = [line for line in readme.splitlines() if "disk" in line and "exit" in line]
+    assert disk_lines and all(re.findall(r"exit (\d)", line) == [str(cli.EXIT_OUTPUT_ERROR)] for line in disk_lines)

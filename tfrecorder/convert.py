@@ -19,7 +19,7 @@ from tfrecorder import dataflow, jobdir, runners, staging, storage, tables
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show
-from tfrecorder.quiet import quiet_libraries
+from tfrecorder.quiet import leaves_logging_alone, quiet_libraries
 from tfrecorder.result import ConversionResult
 from tfrecorder.row_encoder import check_sample, is_missing
 from tfrecorder.schema import Schema, check_column_names, infer_schema
@@ -124,6 +124,7 @@ def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> dict[str,
     return dict(source_kind="parquet", source_path=path, source_parts=row_groups)
 
 
+@leaves_logging_alone
 def convert(
     source: Union[pd.DataFrame, str, os.PathLike],
     output_dir: Union[str, os.PathLike],

@@ -28,7 +28,7 @@ from tfrecorder.schema import Schema
 # are encoded by hand, see tfrecorder.example_encoder), so it is deliberately left out: installing it
 # would add minutes to every worker's start-up. Keep in step with setup.py's install_requires.
 WORKER_REQUIREMENTS = (
-    "pandas>=2.0,<2.4",
+    "pandas>=2.0",
     "pillow>=10.0",
     "google-crc32c>=1.5",
     "pyarrow>=14",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import os
 import struct
 import warnings
 from typing import Optional
@@ -65,8 +64,9 @@ def _channels(fmt: str, image: Image.Image) -> int:
 def _check_tensorflow_decodes(data: bytes) -> None:
     """validate="decode": TensorFlow's own decoder is the only exact test of "decodes in training"
     (Pillow ignores some libjpeg warnings TensorFlow fails on), so workers import it for this mode."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    from tfrecorder.tensorflow_import import import_tensorflow
+
+    tf = import_tensorflow()
 
     try:
         tf.io.decode_image(data, expand_animations=False)

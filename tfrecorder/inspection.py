@@ -20,6 +20,7 @@ from typing import Any, Optional
 from tfrecorder import storage
 from tfrecorder.example_decoder import parse_example
 from tfrecorder.job_info import JobInfo
+from tfrecorder.quiet import leaves_logging_alone
 
 CSV_FILE = "records.csv"
 CONTACT_SHEET = "contact_sheet.png"
@@ -29,6 +30,7 @@ SHEET_COLUMNS = 5
 CAPTION_HEIGHT = 28
 
 
+@leaves_logging_alone
 def inspect(tfrecord_dir: str, split: str = "TRAIN", num_records: int = 5, output_dir: Optional[str] = None) -> str:
     """Write the first `num_records` records of `split` as CSV + image files + contact sheet.
 

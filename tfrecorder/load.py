@@ -19,6 +19,8 @@ import math
 from typing import Any, Mapping, Optional, Sequence
 
 from tfrecorder.job_info import JobInfo
+from tfrecorder.quiet import leaves_logging_alone
+from tfrecorder.tensorflow_import import import_tensorflow
 
 PARSE_BLOCK = 128  # records parsed per parse_example call when single examples are requested
 JPEG_RATIOS = (2, 4, 8)  # libjpeg can decode straight to 1/2, 1/4, 1/8 of the stored size
@@ -42,6 +44,7 @@ class Splits(dict):
         return super().get(self._key(key), default)
 
 
+@leaves_logging_alone
 def load(
     tfrecord_dir: str,
     split: Optional[str] = None,
@@ -68,6 +71,7 @@ def load(
     """
     job = JobInfo.read(tfrecord_dir)
     image_size = _check_options(job, batch_size, shuffle_buffer, image_size, channels, as_supervised)
+    import_tensorflow()  # the first import, without TensorFlow's start-up lines
     build = functools.partial(_dataset, job, batch_size=batch_size, shuffle_buffer=shuffle_buffer, repeat=repeat,
                               decode_images=decode_images, image_size=image_size, as_supervised=as_supervised,
                               deterministic=deterministic, channels=channels, drop_remainder=drop_remainder, seed=seed)

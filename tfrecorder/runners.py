@@ -2,7 +2,8 @@
 
 Locally we pin the in-process FnApiRunner: Beam's default DirectRunner first tries to download the
 Prism runner binary from the internet. DataflowRunner pipelines get Beam's Dataflow runner; with the
-`no_auth` option, Cloud Storage is accessed anonymously too (emulators, public buckets).
+`no_auth` option, Cloud Storage is accessed anonymously too (emulators, public buckets). Both are
+PlainPipelines, built the same way inside Jupyter as in a script (tfrecorder.plain_pipeline).
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any, Mapping, Optional
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
+
+from tfrecorder.plain_pipeline import PlainPipeline
 
 KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
 
@@ -27,12 +30,12 @@ def make_pipeline(runner: str, options: Optional[Mapping[str, Any]] = None) -> b
     if runner == "DirectRunner":
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-        return beam.Pipeline(runner=FnApiRunner(), options=pipeline_options)
+        return PlainPipeline(runner=FnApiRunner(), options=pipeline_options)
     if pipeline_options.view_as(GoogleCloudOptions).no_auth:
         connect_anonymously()
     from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
 
-    return beam.Pipeline(runner=DataflowRunner(), options=pipeline_options)
+    return PlainPipeline(runner=DataflowRunner(), options=pipeline_options)
 
 
 def connect_anonymously() -> None:

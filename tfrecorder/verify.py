@@ -17,6 +17,7 @@ from typing import Iterable, Optional
 from tfrecorder import storage
 from tfrecorder.job_info import JobInfo
 from tfrecorder.jobdir import DISCARD_FILE, METADATA_FILE
+from tfrecorder.quiet import leaves_logging_alone
 from tfrecorder.tfrecord_format import CorruptRecordError, read_records
 
 PARSE_BLOCK = 256
@@ -68,6 +69,7 @@ class VerifyReport:
     __str__ = __repr__
 
 
+@leaves_logging_alone
 def verify(tfrecord_dir: str) -> VerifyReport:
     """Check every shard, record and count of a finished job directory; returns a `VerifyReport`."""
     job = JobInfo.read(tfrecord_dir)
@@ -134,11 +136,10 @@ class _ExampleChecker:
     MAX_REPORTED = 5  # per shard; a badly damaged shard should not produce a million lines
 
     def __init__(self, job: JobInfo) -> None:
-        import tensorflow as tf
-
         from tfrecorder.load import parse_spec
+        from tfrecorder.tensorflow_import import import_tensorflow
 
-        self.tf = tf
+        self.tf = import_tensorflow()
         self.spec = parse_spec(job.features)
         self.fixed_lengths = {  # ragged-parsed features that must still hold exactly n values when present
             name: math.prod(feature["shape"]) for name, feature in job.features.items()

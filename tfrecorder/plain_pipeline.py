@@ -1,0 +1,69 @@
+"""A Beam Pipeline that is built and run inside IPython/Jupyter exactly as in a script.
+
+Inside an IPython kernel, Beam's `Pipeline.apply` calls `alter_label_if_ipython` for every top-level
+transform. That function imports Interactive Beam, which imports Beam's DataFrame layer, which fails
+under pandas 3 (Beam supports pandas < 2.4 there) and only serves to prefix labels with the cell
+number for Interactive Beam, which tfrecorder does not use.
+
+`PlainPipeline` skips that call for its own `apply` and `run` calls only: while one of them runs in
+this thread (a context variable), the module-level name Beam's `Pipeline.apply` looks up is a wrapper
+that does nothing; any other call — another thread, the user's own pipelines — goes to Beam's function
+unchanged. The wrapper is installed only while such a call is in progress and removed afterwards, so
+Beam is left as it was found. `run` also removes the pipeline's local temp directory, which Beam only
+deletes outside IPython (inside, it leaves that to Interactive Beam).
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import shutil
+import threading
+from typing import Any, Callable, Iterator, Optional
+
+import apache_beam as beam
+from apache_beam import pipeline as beam_pipeline
+
+_inside_plain_pipeline = contextvars.ContextVar("tfrecorder_inside_plain_pipeline", default=False)
+_install_lock = threading.Lock()
+_active_calls = 0
+_beams_alter_label: Optional[Callable[[Any, Any], None]] = None
+
+
+def _alter_label_unless_plain(transform: Any, pvalueish: Any) -> None:
+    """Beam's alter_label_if_ipython, except inside a PlainPipeline call of this thread."""
+    if not _inside_plain_pipeline.get():
+        _beams_alter_label(transform, pvalueish)
+
+
+@contextlib.contextmanager
+def _plain_labels() -> Iterator[None]:
+    global _active_calls, _beams_alter_label
+    token = _inside_plain_pipeline.set(True)
+    with _install_lock:
+        if _active_calls == 0 and beam_pipeline.alter_label_if_ipython is not _alter_label_unless_plain:
+            _beams_alter_label = beam_pipeline.alter_label_if_ipython
+            beam_pipeline.alter_label_if_ipython = _alter_label_unless_plain
+        _active_calls += 1
+    try:
+        yield
+    finally:
+        with _install_lock:
+            _active_calls -= 1
+            if _active_calls == 0 and beam_pipeline.alter_label_if_ipython is _alter_label_unless_plain:
+                beam_pipeline.alter_label_if_ipython = _beams_alter_label
+        _inside_plain_pipeline.reset(token)
+
+
+class PlainPipeline(beam.Pipeline):
+    """beam.Pipeline without Interactive Beam's label rewriting (see the module docstring)."""
+
+    def apply(self, transform, pvalueish=None, label=None):
+        with _plain_labels():
+            return super().apply(transform, pvalueish, label)
+
+    def run(self, test_runner_api="AUTO"):
+        with _plain_labels():
+            try:
+                return super().run(test_runner_api)
+            finally:
+                shutil.rmtree(self.local_tempdir, ignore_errors=True)
