@@ -27,6 +27,8 @@ EXTRAS = {
         "nbclient>=0.10",
         "nbformat>=5.10",
         "ipykernel>=6.29",
+        "tensorflow-datasets>=4.9,<4.10",  # tests that TFDS reads job directories as they are
+        "tfrecord>=1.14",  # tests that a third-party reader uses our index files (DALI's format)
     ],
 }
 

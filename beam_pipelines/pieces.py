@@ -23,9 +23,9 @@ import struct
 import sys
 import uuid
 import zlib
-from typing import BinaryIO, Optional
+from typing import BinaryIO, Iterator, Optional
 
-from tfrecorder import storage
+from tfrecorder import record_index, storage
 from tfrecorder.sharding import Piece, PieceRange, ShardPlan
 from tfrecorder.tfrecord_format import write_record
 
@@ -132,10 +132,30 @@ def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) 
     finally:
         if staging != destination and os.path.exists(staging):
             os.remove(staging)
-    return {
+    summary = {
         "split": plan.split,
         "index": plan.index,
         "file": name,
         "records": plan.records,
         "bytes": storage.size(destination),
     }
+    if compression is None:  # issue 15: index/<shard>.index, from the offsets sidecars (no record bytes read)
+        summary["index_file"] = record_index.write_index(directory, name, _index_entries(plan))
+    return summary
+
+
+def _index_entries(plan: ShardPlan) -> Iterator[tuple[int, int]]:
+    """(offset, length) of each record of an uncompressed shard, from its ranges' offsets sidecars."""
+    shard_offset = 0
+    for piece_range in plan.ranges:
+        if not piece_range.records:
+            continue
+        first = max(piece_range.first - 1, 0)  # the end offset before the range is where it starts
+        ends = array.array("Q", storage.read_range(piece_range.piece.offsets_path, _OFFSET.size * first,
+                                                   _OFFSET.size * (piece_range.last - first)))
+        if sys.byteorder == "big":
+            ends.byteswap()
+        start = ends[0] if piece_range.first else 0
+        ends = ends[1:] if piece_range.first else ends
+        yield from record_index.entries_from_ends(ends, start, shard_offset)
+        shard_offset += ends[-1] - start

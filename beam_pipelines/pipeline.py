@@ -59,9 +59,12 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         rows_to_encode
         | "EncodeAndWrite"
         >> beam.ParDo(transforms.EncodeAndWritePieces(config), vocabulary_side).with_outputs(
-            transforms.DISCARD, main="pieces"
+            transforms.DISCARD, transforms.IMAGE_KINDS, main="pieces"
         )
     )
+    image_kinds = encoded[transforms.IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(
+        transforms.ImageKindsFn()
+    ).without_defaults()
     start = pipeline | "Start" >> beam.Create([None])
     shards = (
         start
@@ -85,4 +88,5 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         stats_side,
         AsSingleton(discard_reasons),
         AsList(encoded.pieces),
+        image_kinds=AsSingleton(image_kinds, default_value={}),
     )

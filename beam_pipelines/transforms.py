@@ -16,7 +16,7 @@ from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from beam_pipelines.progress import rows_processed_counter
 from beam_pipelines.sources import RECORDS, read_part
-from tfrecorder import jobdir, storage
+from tfrecorder import jobdir, storage, tfds_files, types
 from tfrecorder.errors import StorageReadError
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter, report_total
@@ -26,6 +26,7 @@ from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
 from tfrecorder.schema import Schema
 
 DISCARD = "discard"
+IMAGE_KINDS = "image_kinds"
 
 
 def read_image(uri: str) -> bytes:
@@ -196,6 +197,34 @@ class EncodeAndWritePieces(beam.DoFn):
         for writer in self.writers.values():
             yield _global(writer.close())
         self.writers = {}
+        if self._encoder is not None and self._encoder.image_kinds:  # a few tuples per bundle
+            yield beam.pvalue.TaggedOutput(IMAGE_KINDS, _global(sorted(self._encoder.image_kinds)))
+            self._encoder.image_kinds.clear()
+
+
+class ImageKindsFn(beam.CombineFn):
+    """Lists of (feature prefix, format, channels) → {prefix: {"channels": [...], "formats": [...]}}.
+
+    The accumulator holds the distinct kinds only (a handful), so memory does not grow with rows.
+    """
+
+    def create_accumulator(self) -> set:
+        return set()
+
+    def add_input(self, accumulator: set, kinds: Iterable[tuple[str, str, int]]) -> set:
+        accumulator.update(tuple(kind) for kind in kinds)
+        return accumulator
+
+    def merge_accumulators(self, accumulators: Iterable[set]) -> set:
+        return set().union(*accumulators)
+
+    def extract_output(self, accumulator: set) -> dict[str, dict[str, list]]:
+        out: dict[str, dict[str, list]] = {}
+        for prefix, image_format, channels in sorted(accumulator):
+            entry = out.setdefault(prefix, {"channels": [], "formats": []})
+            entry["channels"] = sorted({*entry["channels"], channels})
+            entry["formats"] = sorted({*entry["formats"], image_format})
+        return out
 
 
 class AssembleShard(beam.DoFn):
@@ -233,8 +262,8 @@ def write_discards(parts: list[DiscardPart], config: JobConfig) -> dict[str, int
     return reason_counts(parts)
 
 
-def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_reasons, pieces):
-    """Write metadata.json, clean temporary files, and publish the job directory.
+def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_reasons, pieces, image_kinds=None):
+    """Write metadata.json (and the TFDS files), clean temporary files, and publish the job directory.
 
     Safe to run again after any part of it ran: once the job is published it only cleans up.
     """
@@ -243,8 +272,10 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
         for piece in pieces:
             unknown[piece.split] += piece.unknown_labels
         metadata = build_metadata(config, shards, vocabularies, rows_in, discard_reasons, unknown)
+        metadata["images"] = dict(image_kinds or {})  # issue 15: channel counts and formats per image feature
         for scratch in config.scratch_dirs:
             storage.delete_tree(scratch)
+        tfds_files.write_tfds_files(config.temp_dir, metadata)  # issue 15: before metadata.json, the completion marker
         jobdir.write_metadata(config.temp_dir, metadata)
     jobdir.finalize(config.temp_dir, config.final_dir)
     yield config.final_dir

@@ -120,10 +120,10 @@ def test_emulator_conversion_never_looks_up_credentials(gs_to_gs):
 
 def test_gs_job_directory_holds_only_finished_files(gcs, gs_to_gs):
     result = gs_to_gs[0]
-    names = {url.rsplit("/", 1)[1] for url in gcs.list(result["tfrecord_dir"] + "/")}
-    assert names == {"metadata.json", "discarded.csv", "train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord",
-                     "validation-00000-of-00002.tfrecord", "validation-00001-of-00002.tfrecord",
-                     "test-00000-of-00002.tfrecord", "test-00001-of-00002.tfrecord"}
+    names = {url[len(result["tfrecord_dir"]) + 1:] for url in gcs.list(result["tfrecord_dir"] + "/")}
+    shards = {f"{split}-0000{i}-of-00002.tfrecord" for split in ("train", "validation", "test") for i in (0, 1)}
+    assert names == {"metadata.json", "discarded.csv", "dataset_info.json", "features.json", "label.labels.txt",
+                     *shards, *(f"index/{shard}.index" for shard in shards)}
     assert gcs.list("gs://tfr-out/jobs/.incomplete-") == []
     assert jobdir.read_metadata(result["tfrecord_dir"])["records_written"] == 59
 

@@ -70,8 +70,9 @@ def test_inspect_and_verify_on_gcs_emulator(converted, gcs, tmp_path):
     emulator = gcs
     local = Path(converted["tfrecord_dir"])
     remote = f"gs://tfr-inspect/jobs/{local.name}"
-    for path in local.iterdir():
-        emulator.upload(f"{remote}/{path.name}", path.read_bytes())
+    for path in local.rglob("*"):  # index/ files included
+        if path.is_file():
+            emulator.upload(f"{remote}/{path.relative_to(local).as_posix()}", path.read_bytes())
     report = tfrecorder.verify(remote)
     assert report.ok, report
     assert sum(s.records for s in report.shards) == json.loads((local / "metadata.json").read_text())["records_written"]

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 
@@ -76,7 +77,8 @@ def test_batches_have_static_shapes_with_image_size(converted, tf):
     batches = list(dataset)
     assert batches and all(b["image"].shape == (4, 16, 20, 3) and b["image"].dtype == tf.uint8 for b in batches)
     loose = tfrecorder.load(converted["tfrecord_dir"], "train", batch_size=4, image_size=(16, 20))
-    assert loose.element_spec["image"].shape.as_list() == [None, 16, 20, None]
+    assert loose.element_spec["image"].shape.as_list() == [None, 16, 20, 4]  # the widest of the 1, 3, 4 stored
+    assert all(b["image"].shape[1:] == (16, 20, 4) for b in loose)
 
 
 def test_shuffle_with_seed_is_a_reproducible_permutation(converted, tf):
@@ -245,3 +247,19 @@ def test_photo_jpeg_bytes_decode_like_tensorflow(tf):
                          None, None)
     assert np.array_equal(image.numpy(), tf.io.decode_jpeg(data).numpy())
     assert np.asarray(Image.open(io.BytesIO(data))).shape == image.shape
+
+
+def test_resized_split_mixing_gray_rgb_and_rgba_converts_to_the_widest(tmp_path, tf):
+    """metadata.json records the channel counts seen per image column; load() decodes to the widest."""
+    images = imagegen.odd_images()
+    names = ["gray.png", "rgb.jpg", "rgba.png", "gray.jpg", "anim.gif", "palette.png"]
+    paths = imagegen.write_files(tmp_path / "images", {n: images[n][0] for n in names})
+    table = pd.DataFrame({"split": "TRAIN", "image_uri": [str(paths[n]) for n in names] * 2, "label": "a"})
+    job = tfrecorder.convert(table, tmp_path / "out")["tfrecord_dir"]
+    assert metadata_of(job)["images"] == {"image": {"channels": [1, 3, 4], "formats": ["gif", "jpeg", "png"]}}
+    batches = list(tfrecorder.load(job, "train", image_size=(16, 16), batch_size=4).as_numpy_iterator())
+    assert [b["image"].shape for b in batches] == [(4, 16, 16, 4)] * 3
+    stored = {int(c) for b in batches for c in b["image_channels"]}
+    assert stored == {1, 3, 4}  # the records are unchanged
+    gray = tfrecorder.load(job, "train", image_size=(16, 16), batch_size=4, channels=1)
+    assert {b["image"].shape[3] for b in gray.as_numpy_iterator()} == {1}

@@ -58,9 +58,9 @@ def test_assembly_twice_gives_the_same_shards_and_keeps_its_inputs(tmp_path, com
     out = str(tmp_path / "out")
     os.makedirs(out)
     first = [assemble_shard(plan, out, compression) for plan in plans]
-    shards = {name: open(os.path.join(out, name), "rb").read() for name in os.listdir(out)}
+    shards = {path: open(path, "rb").read() for path in storage.list_files(out)}  # index files included
     again = [assemble_shard(plan, out, compression) for plan in plans]
-    assert again == first and {n: open(os.path.join(out, n), "rb").read() for n in os.listdir(out)} == shards
+    assert again == first and {path: open(path, "rb").read() for path in storage.list_files(out)} == shards
     assert {p.path: open(p.path, "rb").read() for p in pieces} == before
     ordered = sorted(pieces, key=lambda p: p.digest)
     expected = [r for p in ordered for r in records_of(p.path)]
@@ -86,3 +86,18 @@ def test_assembly_on_gcs_copies_ranges_and_whole_pieces(gcs, tmp_path):
         got = [r for s in summaries for r in records_of(f"{out}/{s['file']}")]
         assert sorted(got) == sorted(data(6, 1000) + data(2, 1000))
     assert all(storage.exists(p.path) for p in pieces)
+
+
+def test_uncompressed_shards_get_index_files_from_the_offsets_sidecars(tmp_path):
+    """Issue 15: each record's (offset, length) in the shard, for whole pieces and cut ranges alike."""
+    from tfrecorder.record_index import parse_index, scan_index
+
+    pieces = [write_piece(str(tmp_path / "pieces"), "TRAIN", data(n)) for n in (5, 1, 8)]
+    out = str(tmp_path / "out")
+    os.makedirs(out)
+    for plan in plan_shards(pieces, 3, 1 << 20) + plan_shards(pieces[:1], 0, 1 << 20):
+        summary = assemble_shard(plan, out, None)
+        with open(os.path.join(out, summary["file"]), "rb") as shard:
+            scanned = list(scan_index(shard))
+        assert parse_index(open(os.path.join(out, summary["index_file"]), "rb").read()) == scanned
+        assert len(scanned) == summary["records"]

@@ -118,3 +118,31 @@ def test_truncated_gzip_shard(image_table, tmp_path):
 def test_not_a_job_directory(tmp_path):
     with pytest.raises(ValueError, match="not a finished tfrecorder job directory"):
         tfrecorder.verify(str(tmp_path))
+
+
+def index_of(job: Path, shard: Path) -> Path:
+    return job / "index" / (shard.name + ".index")
+
+
+def test_index_file_that_disagrees_with_its_shard(job_copy):
+    shard = largest_shard(job_copy)
+    index = index_of(job_copy, shard)
+    lines = index.read_text().splitlines()
+    offset, length = lines[1].split()
+    lines[1] = f"{offset} {int(length) + 1}"
+    index.write_text("\n".join(lines[:-1]) + "\n")  # one length off, last record dropped
+    report = tfrecorder.verify(str(job_copy))
+    (bad,) = [s for s in report.shards if not s.ok]
+    assert bad.file == shard.name and not report.ok
+    assert any("line 2 says" in p and f"length {length}" in p for p in bad.problems), bad.problems
+    assert any(f"lists {len(lines) - 1} records" in p for p in bad.problems), bad.problems
+
+
+def test_missing_and_unlisted_index_files(job_copy):
+    shard = largest_shard(job_copy)
+    index = index_of(job_copy, shard)
+    index.rename(job_copy / "index" / "stray-00000-of-00001.tfrecord.index")
+    report = tfrecorder.verify(str(job_copy))
+    problems = report.all_problems
+    assert any(f"index file index/{shard.name}.index is missing" in p for p in problems), problems
+    assert any("index file not listed in metadata.json" in p for p in problems), problems

@@ -10,8 +10,9 @@ from tfrecorder import types  # noqa: E402
 from tfrecorder.schema import Schema  # noqa: E402
 from tfrecorder.convert import convert  # noqa: E402
 from tfrecorder.load import load  # noqa: E402
+from tfrecorder.data_source import data_source  # noqa: E402
 from tfrecorder.inspection import inspect  # noqa: E402
 from tfrecorder.verify import verify  # noqa: E402
 from tfrecorder import accessor as _accessor  # noqa: E402,F401  (registers df.tensorflow)
 
-__all__ = ["Schema", "convert", "inspect", "load", "types", "verify", "__version__"]
+__all__ = ["Schema", "convert", "data_source", "inspect", "load", "types", "verify", "__version__"]

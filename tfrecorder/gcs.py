@@ -150,8 +150,8 @@ def read_bytes(url: str) -> bytes:
 
 
 def read_range(url: str, start: int, length: int) -> bytes:
-    """Bytes [start, start + length) of the object, fewer at its end (`start` must be inside it):
-    exactly those bytes are downloaded (a reader would fetch whole STREAM_CHUNK_BYTES buffers)."""
+    """`length` bytes of an object from byte `start` (one ranged GET, retried like every other call);
+    fewer at its end (`start` must be inside it)."""
     if length <= 0:
         return b""
     with os_errors(url):

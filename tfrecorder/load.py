@@ -65,13 +65,16 @@ def load(
     Elements are dicts of tensors named as in metadata.json's "features" (images decoded to uint8
     `[H, W, C]`, C as stored unless `channels` is 1, 3 or 4; labels int64; a feature that may be
     missing comes with a boolean `<name>_missing`), or `(image, label)` with `as_supervised=True`.
-    `image_size=(h, w)` resizes every image so batches have a static shape; `drop_remainder=True`
+    `image_size=(h, w)` resizes every image so batches have a static shape (an image column whose
+    split mixes channel counts, e.g. gray and RGB, is then converted to the widest one seen, as recorded
+    in metadata.json's "images"); `drop_remainder=True`
     also makes the batch dimension static. `seed` makes shuffling reproducible (with
     `deterministic=True`).
     """
     job = JobInfo.read(tfrecord_dir)
     image_size = _check_options(job, batch_size, shuffle_buffer, image_size, channels, as_supervised)
     import_tensorflow()  # the first import, without TensorFlow's start-up lines
+    channels = {prefix: decode_channels(job, prefix, channels, image_size) for prefix in job.image_prefixes}
     build = functools.partial(_dataset, job, batch_size=batch_size, shuffle_buffer=shuffle_buffer, repeat=repeat,
                               decode_images=decode_images, image_size=image_size, as_supervised=as_supervised,
                               deterministic=deterministic, channels=channels, drop_remainder=drop_remainder, seed=seed)
@@ -103,6 +106,19 @@ def _check_options(job: JobInfo, batch_size, shuffle_buffer, image_size, channel
     for name, feature in job.features.items():
         _check_feature(name, feature)
     return image_size
+
+
+def decode_channels(job: JobInfo, prefix: str, channels: Optional[int], image_size) -> Optional[int]:
+    """The channel count to decode an image feature to: `channels` if given; with `image_size`, the widest
+    count metadata.json says the column holds when it holds several (gray + RGB + RGBA → 4; gray + alpha
+    only as RGBA), so every element has one static shape; otherwise None (as stored)."""
+    if channels or image_size is None:
+        return channels
+    seen = job.metadata.get("images", {}).get(prefix, {}).get("channels", [])
+    if len(seen) < 2:
+        return None
+    widest = max(seen)
+    return 4 if widest == 2 else widest
 
 
 def _check_feature(name: str, feature: Mapping[str, Any]) -> None:
@@ -211,31 +227,57 @@ def decode_image(data: "tf.Tensor", image_format: "tf.Tensor", height: "tf.Tenso
     import tensorflow as tf
 
     wanted = channels or 0
+    # Every decoder accepts 0 (as stored) and 3; others (1 for GIF, 4 for JPEG and GIF) fail, so other
+    # counts are decoded as stored and converted after (`_convert_channels`).
+    decode_as = 3 if wanted == 3 else 0
 
     def full():
-        return tf.io.decode_image(data, channels=wanted, dtype=tf.uint8, expand_animations=False)
+        return tf.io.decode_image(data, channels=decode_as, dtype=tf.uint8, expand_animations=False)
 
     if image_size is None:
-        image = full()
+        image = _convert_channels(tf, full(), wanted)
         image.set_shape([None, None, channels])
         return image
     target_h, target_w = image_size
-    branches = [full] + [lambda r=r: tf.io.decode_jpeg(data, channels=wanted, ratio=r) for r in JPEG_RATIOS]
+    branches = [full] + [lambda r=r: tf.io.decode_jpeg(data, channels=decode_as, ratio=r) for r in JPEG_RATIOS]
     branch = tf.constant(0)
     for index, ratio in enumerate(JPEG_RATIOS, start=1):
         fits = tf.logical_and(height >= target_h * ratio, width >= target_w * ratio)
         branch = tf.where(tf.logical_and(tf.equal(image_format, "jpeg"), fits), index, branch)
     image = tf.switch_case(branch, branches)
     resized = tf.image.resize(image, [target_h, target_w])
-    image = tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8)
+    image = _convert_channels(tf, tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8), wanted)
     image.set_shape([target_h, target_w, channels])
     return image
 
 
-def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels) -> dict:
+def _convert_channels(tf, image, wanted: int):
+    """uint8 [H, W, 1|2|3|4] → [H, W, wanted] (gray ↔ RGB, alpha added opaque or dropped); 0 = unchanged."""
+    if not wanted or image.shape[-1] == wanted:
+        return image
+
+    def from_layout(stored: int):
+        def convert():
+            color = image[..., :1] if stored <= 2 else image[..., :3]
+            if wanted == 1:
+                if stored <= 2:
+                    return color
+                gray = tf.image.rgb_to_grayscale(tf.cast(color, tf.float32))
+                return tf.cast(tf.clip_by_value(tf.round(gray), 0.0, 255.0), tf.uint8)
+            rgb = tf.tile(color, [1, 1, 3]) if stored <= 2 else color
+            if wanted == 3:
+                return rgb
+            opaque = tf.fill(tf.shape(image[..., :1]), tf.constant(255, tf.uint8))
+            return tf.concat([rgb, image[..., stored - 1:] if stored in (2, 4) else opaque], axis=-1)
+        return convert
+
+    return tf.switch_case(tf.shape(image)[-1] - 1, [from_layout(n) for n in (1, 2, 3, 4)])
+
+
+def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels: Mapping[str, Optional[int]]) -> dict:
     for prefix in prefixes:
         features[prefix] = decode_image(features[prefix], features[f"{prefix}_format"], features[f"{prefix}_height"],
-                                        features[f"{prefix}_width"], image_size, channels)
+                                        features[f"{prefix}_width"], image_size, channels[prefix])
     return features
 
 

@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping
 from tfrecorder import __version__
 from tfrecorder.jobdir import FORMAT_VERSION
 from tfrecorder.job_config import JobConfig
+from tfrecorder.record_index import INDEX_DIR
 from tfrecorder.row_encoder import feature_spec
 from tfrecorder.schema import Schema
 from tfrecorder.splits import SPLITS
@@ -38,7 +39,8 @@ def build_metadata(
             "records": sum(s["records"] for s in entries),
             "bytes": sum(s["bytes"] for s in entries),
             "unknown_labels": int(unknown_labels.get(split, 0)),
-            "shards": [{"file": s["file"], "records": s["records"], "bytes": s["bytes"]} for s in entries],
+            "shards": [{"file": s["file"], "records": s["records"], "bytes": s["bytes"],
+                        **({"index_file": s["index_file"]} if s.get("index_file") else {})} for s in entries],
         }
     written = sum(info["records"] for info in split_info.values())
     discarded = sum(discard_reasons.values())
@@ -61,8 +63,17 @@ def build_metadata(
         "discarded": discarded,
         "discard_reasons": dict(sorted(discard_reasons.items(), key=lambda kv: -kv[1])),
         "splits": split_info,
+        "record_index": record_index_note(config.compression),
         **config.extra_metadata,
     }
+
+
+def record_index_note(compression: str | None) -> dict[str, Any]:
+    """What metadata.json says about index files (each shard entry names its own "index_file")."""
+    if compression:
+        return {"written": False, "reason": f"{compression} shards allow no random access, so they have no index files"}
+    return {"written": True, "directory": INDEX_DIR, "line_format": "offset length",
+            "length": "whole framed record: 12-byte header + data + 4-byte footer"}
 
 
 def reason_category(reason: str) -> str:

@@ -198,6 +198,7 @@ class RowEncoder:
         self.base_dir = base_dir
         self.image_size = tuple(image_size) if image_size else None
         self.full_decode = full_decode
+        self.image_kinds: set[tuple[str, str, int]] = set()  # (feature prefix, format, channels) written
 
     def image_uris(self, row: Mapping[str, Any]) -> list[str]:
         """The resolved URIs of the images `encode` will read for this row (for prefetching)."""
@@ -212,6 +213,7 @@ class RowEncoder:
         except images.InvalidImage as exc:
             raise RowError(str(exc)) from None
         prefix = image_feature_prefix(column)
+        self.image_kinds.add((prefix, info.format, info.channels))
         return {
             prefix: Feature("bytes", (data,)),
             f"{prefix}_format": Feature("bytes", (info.format.encode(),)),

@@ -61,7 +61,9 @@ def read_bytes(path: str) -> bytes:
 
 
 def read_range(path: str, start: int, length: int) -> bytes:
-    """Bytes [start, start + length) of a file, fewer at its end; only those are read."""
+    """`length` bytes of a file from byte offset `start` (fewer only at the end of the file)."""
+    if length <= 0:
+        return b""
     if gcs.is_gcs(path):
         return gcs.read_range(path, start, length)
     with open_read(path) as stream:

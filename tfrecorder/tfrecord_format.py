@@ -57,3 +57,18 @@ def read_records(stream: BinaryIO, check_crc: bool = True) -> Iterator[bytes]:
             raise CorruptRecordError("data checksum mismatch", offset)
         yield data
         offset += 16 + length
+
+
+def unframe_record(framed: bytes, offset: int = 0, check_crc: bool = True) -> bytes:
+    """The data of one whole framed record (as located by an index line); `offset` only names it in errors."""
+    if len(framed) < 16:
+        raise CorruptRecordError("truncated record", offset)
+    (length,), (length_crc,) = struct.unpack("<Q", framed[:8]), _FOOTER.unpack(framed[8:12])
+    if check_crc and masked_crc32c(framed[:8]) != length_crc:
+        raise CorruptRecordError("length checksum mismatch", offset)
+    if len(framed) != length + 16:
+        raise CorruptRecordError(f"record of {length + 16} bytes where the index says {len(framed)}", offset)
+    data = framed[12:12 + length]
+    if check_crc and masked_crc32c(data) != _FOOTER.unpack(framed[12 + length:])[0]:
+        raise CorruptRecordError("data checksum mismatch", offset)
+    return data

@@ -18,6 +18,7 @@ from tfrecorder import storage
 from tfrecorder.job_info import JobInfo
 from tfrecorder.jobdir import DISCARD_FILE, METADATA_FILE
 from tfrecorder.quiet import leaves_logging_alone
+from tfrecorder.record_index import INDEX_DIR, index_array
 from tfrecorder.tfrecord_format import CorruptRecordError, read_records
 
 PARSE_BLOCK = 256
@@ -80,6 +81,8 @@ def verify(tfrecord_dir: str) -> VerifyReport:
         split_shards = []
         for shard in info["shards"]:
             listed.add(shard["file"])
+            if shard.get("index_file"):
+                listed.add(shard["index_file"])
             split_shards.append(_check_shard(job, checker, split, shard))
         shards.extend(split_shards)
         found = sum(s.records for s in split_shards)
@@ -90,7 +93,8 @@ def verify(tfrecord_dir: str) -> VerifyReport:
         problems.append(f"{total} readable records in all, metadata.json says {job.metadata['records_written']}")
     for name in _extra_shard_files(job, listed):
         extra = ShardReport(name, None, None)
-        extra.problems.append("shard file not listed in metadata.json")
+        kind = "index" if name.startswith(INDEX_DIR + "/") else "shard"
+        extra.problems.append(f"{kind} file not listed in metadata.json")
         shards.append(extra)
     return VerifyReport(job.tfrecord_dir, shards, problems)
 
@@ -112,9 +116,11 @@ def _check_shard(job: JobInfo, checker: "_ExampleChecker", split: str, shard: di
     if "bytes" in shard and size != shard["bytes"]:
         report.problems.append(f"{size} bytes, metadata.json says {shard['bytes']}")
     block: list[bytes] = []
+    offsets = _IndexCheck(job, shard, report.problems)
     try:
         with job.open_shard(path) as stream:
             for record in read_records(stream):
+                offsets.add(len(record))
                 report.records += 1
                 block.append(record)
                 if len(block) == PARSE_BLOCK:
@@ -125,9 +131,50 @@ def _check_shard(job: JobInfo, checker: "_ExampleChecker", split: str, shard: di
     except (EOFError, OSError, zlib.error, gzip.BadGzipFile) as exc:
         report.problems.append(f"record {report.records}: broken gzip stream ({exc})")
     checker.check(block, report.records - len(block), report.problems)
+    offsets.finish()
     if report.records != shard["records"]:
         report.problems.append(f"{report.records} readable records, metadata.json says {shard['records']}")
     return report
+
+
+class _IndexCheck:
+    """Compares a shard's index file (if metadata.json lists one) with the records as they are read."""
+
+    MAX_REPORTED = 5
+
+    def __init__(self, job: JobInfo, shard: dict, problems: list[str]) -> None:
+        self.problems = problems
+        self.name = shard.get("index_file")
+        self.entries = None  # int64 [records, 2] of (offset, length)
+        self.offset = self.position = self.mismatches = 0
+        if not self.name:
+            return
+        path = storage.join(job.tfrecord_dir, *self.name.split("/"))
+        if not storage.exists(path):
+            problems.append(f"index file {self.name} is missing")
+            return
+        try:
+            self.entries = index_array(storage.read_bytes(path))
+        except ValueError as exc:
+            problems.append(f"index file {self.name}: {exc}")
+
+    def add(self, data_length: int) -> None:
+        if self.entries is None:
+            return
+        actual = (self.offset, data_length + 16)
+        expected = tuple(int(v) for v in self.entries[self.position]) if self.position < len(self.entries) else None
+        if expected != actual and self.mismatches < self.MAX_REPORTED:
+            self.mismatches += 1
+            self.problems.append(f"index file {self.name} line {self.position + 1} says "
+                                 f"{'nothing' if expected is None else '%d %d' % expected}, record {self.position} "
+                                 f"is at offset {actual[0]} with length {actual[1]}")
+        self.offset += data_length + 16
+        self.position += 1
+
+    def finish(self) -> None:
+        if self.entries is not None and len(self.entries) != self.position:
+            self.problems.append(f"index file {self.name} lists {len(self.entries)} records, "
+                                 f"the shard has {self.position} readable records")
 
 
 class _ExampleChecker:

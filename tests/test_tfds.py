@@ -1,0 +1,107 @@
+"""TensorFlow Datasets reads job directories as they are: tfds.builder_from_directory(job_dir)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import imagegen
+import tfrecorder
+from tfrecorder import storage, tfds_files
+
+tfds = pytest.importorskip("tensorflow_datasets")
+
+# Every kind TFDS's Image decodes (GIF and WebP excluded: TFDS decodes them as 4-D frames), mixed channels.
+NAMES = ["rgb.jpg", "gray.jpg", "cmyk.jpg", "rgb.png", "gray.png", "rgba.png", "palette.png", "rgb.bmp"]
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory) -> pd.DataFrame:
+    images = imagegen.odd_images()
+    paths = imagegen.write_files(tmp_path_factory.mktemp("tfds_images"), {n: images[n][0] for n in NAMES})
+    rows = []
+    for i in range(24):
+        name = NAMES[i % len(NAMES)]
+        rows.append({"split": "TRAIN" if i % 4 else "TEST", "image_uri": str(paths[name]),
+                     "label": ("cat", "dog", "emu")[i % 3], "count": i, "score": i / 4,
+                     "tags": json.dumps(["a"] * (i % 3)), "vector": json.dumps([i, -i])})
+    return pd.DataFrame(rows)
+
+
+SCHEMA = {"split": "SplitKey", "image_uri": "ImageUri", "label": "StringLabel", "count": "IntegerInput",
+          "score": "DoubleInput", "tags": "StringInput[]", "vector": "IntegerInput[2]"}
+
+
+@pytest.fixture(scope="module")
+def job(table, tmp_path_factory) -> str:
+    return tfrecorder.convert(table, tmp_path_factory.mktemp("tfds_out"), schema=SCHEMA, num_shards=2)["tfrecord_dir"]
+
+
+def by_row(examples) -> dict[int, dict]:
+    return {int(ex["count"]): ex for ex in examples}
+
+
+def test_tfds_reads_the_job_directory_as_it_is(job, tf):
+    builder = tfds.builder_from_directory(job)
+    metadata = json.loads((Path(job) / "metadata.json").read_text())
+    assert builder.info.features["label"].names == metadata["vocabularies"]["label"] == ["cat", "dog", "emu"]
+    assert {name: info.num_examples for name, info in builder.info.splits.items()} == {
+        split.lower(): info["records"] for split, info in metadata["splits"].items()}
+    assert builder.info.splits["train"].num_shards == 2
+    loaded = by_row(ex for ex in tfrecorder.load(job, "train").as_numpy_iterator())
+    read = by_row(tfds.as_numpy(builder.as_dataset(split="train")))
+    assert sorted(read) == sorted(loaded) and len(read) == metadata["splits"]["TRAIN"]["records"]
+    for row, example in read.items():
+        expected = loaded[row]
+        assert example["image"].dtype == np.uint8
+        assert np.array_equal(example["image"], expected["image"]), row  # decoded as stored, mixed channels
+        assert example["label"] == expected["label"] and example["count"] == expected["count"]
+        assert list(example["tags"]) == list(expected["tags"]) and list(example["vector"]) == list(expected["vector"])
+    assert "score" not in builder.info.features  # float64 stored as bits: left out, the records are unchanged
+
+
+def test_split_slicing_uses_the_shard_lengths(job, tf):
+    builder = tfds.builder_from_directory(job)
+    train = builder.info.splits["train"].num_examples
+    assert sum(1 for _ in builder.as_dataset(split="train[:50%]")) == train // 2
+    assert sum(1 for _ in builder.as_dataset(split="train[-3:]")) == 3
+    assert sum(1 for _ in builder.as_dataset(split="train+test")) == train + builder.info.splits["test"].num_examples
+
+
+def test_features_json_mapping(job):
+    features, labels = tfds_files.tfds_features(json.loads((Path(job) / "metadata.json").read_text()))
+    features = features["featuresDict"]["features"]
+    assert features["image"]["image"]["shape"]["dimensions"] == ["-1", "-1", "-1"]  # 1, 3 and 4 channels seen
+    assert "encodingFormat" not in features["image"]["image"]  # jpeg, png, bmp mixed
+    assert features["tags"]["tensor"]["shape"]["dimensions"] == ["-1"]
+    assert features["vector"]["tensor"] == {"shape": {"dimensions": ["2"]}, "dtype": "int64", "encoding": "none"}
+    assert labels == {"label": ["cat", "dog", "emu"]}
+    assert (Path(job) / "label.labels.txt").read_text() == "cat\ndog\nemu\n"
+    gif = tfds_files._image({"channels": [3], "formats": ["gif", "png"]})
+    assert gif["pythonClassName"].endswith("Tensor") and gif["tensor"]["dtype"] == "string"
+    one = tfds_files._image({"channels": [3], "formats": ["jpeg"]})["image"]
+    assert one == {"shape": {"dimensions": ["-1", "-1", "3"]}, "dtype": "uint8", "encodingFormat": "jpeg"}
+    assert tfds_files.tfds_name("My Job-20250101-120000") == "my_job_20250101_120000"
+
+
+def test_gzip_jobs_get_no_tfds_files(table, tmp_path):
+    result = tfrecorder.convert(table.head(4), tmp_path, compression="gzip")
+    assert not (Path(result["tfrecord_dir"]) / tfds_files.DATASET_INFO_FILE).exists()
+
+
+def test_gs_job_directory_reads_with_tfds_after_copying_through_the_storage_layer(gcs, table, tmp_path, tf):
+    """TFDS reaches gs:// through TensorFlow's filesystem, which cannot be pointed at an emulator: the
+    emulator's job directory (written through tfrecorder.storage) is copied verbatim, then read."""
+    gcs.bucket("tfr-tfds")
+    job = tfrecorder.convert(table, "gs://tfr-tfds/jobs", schema=SCHEMA)["tfrecord_dir"]
+    local = tmp_path / "copy"
+    for url in storage.list_files(job):
+        target = local / url[len(job.rstrip("/")) + 1:]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(storage.read_bytes(url))
+    builder = tfds.builder_from_directory(str(local))
+    assert builder.info.features["label"].names == ["cat", "dog", "emu"]
+    assert sum(1 for _ in builder.as_dataset(split="train[:50%]")) == builder.info.splits["train"].num_examples // 2

@@ -1,0 +1,100 @@
+"""Record index sidecars: `index/<shard file>.index`, one `offset length` text line per record.
+
+This is the index format NVIDIA DALI's TFRecord reader and the `tfrecord` PyPI package read: `offset`
+is where a framed record starts in the shard, `length` its whole framed size (12-byte header + data +
+4-byte footer). `tfrecorder.data_source` uses it for random access.
+
+Shard assembly knows every record's place without reading record bytes: pieces carry an offsets
+sidecar (each record's end offset), and `entries_from_ends` turns a range of those into the shard's
+index lines, which `write_index` streams to the file (nothing accumulates per record). `scan_index`
+indexes an existing shard from its record headers (readers' fallback for shards without an index).
+Gzip shards get no index: there is no random access into a gzip stream.
+"""
+from __future__ import annotations
+
+import itertools
+import posixpath
+import struct
+from typing import BinaryIO, Iterable, Iterator
+
+INDEX_DIR = "index"
+INDEX_SUFFIX = ".index"
+_HEADER = 12  # uint64 length + uint32 masked crc of the length
+_FOOTER = 4  # uint32 masked crc of the data
+
+
+def index_file_name(shard_file: str) -> str:
+    """The index file of a shard, relative to the job directory: `index/train-00000-of-00004.tfrecord.index`."""
+    return posixpath.join(INDEX_DIR, posixpath.basename(shard_file) + INDEX_SUFFIX)
+
+
+def write_index(job_dir: str, shard_file: str, entries: Iterable[tuple[int, int]]) -> str:
+    """Stream a shard's index file into `job_dir` (replaced whole if it exists); returns its name there."""
+    from tfrecorder import storage
+
+    name = index_file_name(shard_file)
+    entries = iter(entries)
+    with storage.open_write(storage.join(job_dir, *name.split("/"))) as out:
+        while block := list(itertools.islice(entries, 4096)):
+            out.write(format_index(block))
+    return name
+
+
+def entries_from_ends(ends: Iterable[int], start: int, shard_offset: int) -> Iterator[tuple[int, int]]:
+    """(offset, length) in the shard of consecutive records of a piece, from their end offsets in the piece.
+
+    `start` is the piece offset where the first of them begins, `shard_offset` where that byte lands in
+    the shard. For writers that record each record's end as they write a piece: the index of a shard
+    assembled from piece ranges then needs no read of record bytes at all.
+    """
+    previous = start
+    for end in ends:
+        yield shard_offset + previous - start, end - previous
+        previous = end
+
+
+def format_index(entries: Iterable[tuple[int, int]]) -> bytes:
+    return "".join(f"{offset} {length}\n" for offset, length in entries).encode("ascii")
+
+
+def parse_index(text: bytes) -> list[tuple[int, int]]:
+    """Parse an index file; ValueError naming the line if one is not two non-negative integers."""
+    entries = []
+    for number, line in enumerate(text.decode("ascii").splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 2 or not all(p.isdigit() for p in parts):
+            raise ValueError(f"index line {number} is not 'offset length': {line!r}")
+        entries.append((int(parts[0]), int(parts[1])))
+    return entries
+
+
+def index_array(text: bytes) -> "numpy.ndarray":
+    """An index file as an int64 array [records, 2] of (offset, length): 16 bytes a record in memory."""
+    import numpy as np
+
+    try:
+        values = np.array(text.split(), dtype=np.int64)
+    except ValueError:
+        values = None
+    if values is None or values.size % 2 or (values < 0).any():
+        parse_index(text)  # names the first bad line
+        raise ValueError("index file is not 'offset length' lines")
+    return values.reshape(-1, 2)
+
+
+def scan_index(stream: BinaryIO) -> Iterator[tuple[int, int]]:
+    """(offset, length) of each record of a seekable uncompressed shard, reading only the headers."""
+    offset = 0
+    while True:
+        header = stream.read(_HEADER)
+        if not header:
+            return
+        if len(header) < _HEADER:
+            raise ValueError(f"truncated record header at byte offset {offset}")
+        (length,) = struct.unpack("<Q", header[:8])
+        yield offset, _HEADER + length + _FOOTER
+        offset += _HEADER + length + _FOOTER
+        stream.seek(offset)
+
