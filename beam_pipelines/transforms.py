@@ -16,7 +16,7 @@ from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from beam_pipelines.progress import rows_processed_counter
 from beam_pipelines.sources import RECORDS, read_part
-from tfrecorder import jobdir, storage, tfds_files, types
+from tfrecorder import jobdir, storage, tfds_files
 from tfrecorder.errors import StorageReadError
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter, report_total
