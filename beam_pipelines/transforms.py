@@ -281,7 +281,8 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
     yield config.final_dir
 
 
-def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard_reasons, pieces):
+def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard_reasons, pieces, image_kinds=None):
     """finalize_job with the whole-table facts the pipeline computed (row count, nullable columns)."""
     config = dataclasses.replace(config, nullable_columns=stats.nullable_columns)
-    yield from finalize_job(_, config, shards, stats.vocabularies, stats.rows_in, discard_reasons, pieces)
+    yield from finalize_job(_, config, shards, stats.vocabularies, stats.rows_in, discard_reasons, pieces,
+                            image_kinds=image_kinds)
