@@ -1,14 +1,22 @@
 """The conversion graph, shared by local (DirectRunner) and Dataflow runs.
 
-    read rows ─► batch ─► prepare (split, label checks) ─► Reshuffle ─► encode + write pieces ─► plan shards
-                                │                                               │              ─► Reshuffle ─► assemble shards
-                                └► TRAIN labels ─► vocabulary combine ──(side input)┘
+    source parts ─► read rows ─► batch ─► prepare (split, label checks) ─► [Dataflow: Reshuffle] ─► encode
+         │                                                                    │   + write pieces ─► plan shards
+         │                                                                    │      ─► Reshuffle ─► assemble shards
+         └► read rows ─► table stats (rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
     discards (each stage) ─► part file per bundle ─► merge into discarded.csv
     everything ─► finalize (metadata.json, publish directory)
 
-Rows travel in batches of `JobConfig.batch_size` from the source on, so Beam's per-element cost is
-paid per batch. Only rows, labels and small descriptors are combined; image bytes flow straight from
-the reading worker into a piece file.
+The source is cut into parts (CSV byte slices, Parquet row groups) that workers read in parallel.
+Whole-table facts come from a second read of the parts, so the encoding branch streams its rows
+straight from the reader: nothing waits for the side input holding rows back, and no collection of
+rows is materialised between steps (memory does not grow with the table). On Dataflow, batches of
+rows are also reshuffled before encoding (SpreadRows, a distributed shuffle) so that image reads
+spread over every worker, not only those that read a part; the in-process runner would hold every
+row in memory for it, and runs no more workers than there are parts anyway. A table-level error
+(no rows, none in TRAIN) fails the job before anything is encoded. Rows travel in batches of
+`JobConfig.batch_size`, so Beam's per-element cost is paid per batch; image bytes flow straight
+from the reading worker into a piece file.
 """
 from __future__ import annotations
 
@@ -26,30 +34,31 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     """Add the conversion graph to `pipeline`; returns the PCollection holding the final directory.
 
     Per-job descriptors (pieces, discard parts: O(bundles), never O(rows)) reach later steps as list
-    side inputs and the two global combines skip Beam's default-value branch: each global combine or
-    collection step adds a handful of transforms, and graph size is most of a small job's start-up time.
+    side inputs: each global combine or collection step adds a handful of transforms, and graph size is
+    most of a small job's start-up time. The table-stats combine keeps Beam's default value, so that an
+    empty table is checked too.
     """
-    rows, malformed = pipeline | "ReadRows" >> sources.ReadRows(config)
+    parts = sources.SourceParts(pipeline, config)
+    stats = (
+        parts.branch("Stats")
+        | "CountParts" >> beam.ParDo(transforms.PartStats(config))
+        | "TableStats" >> beam.CombineGlobally(transforms.merge_stats)
+        | "CheckTable" >> beam.Map(transforms.checked_stats, config)
+    )
+    stats_side = AsSingleton(stats)
+    rows, malformed = parts.branch("Rows") | "ReadRows" >> sources.ReadRows(config)
     batches = rows | "BatchRows" >> beam.BatchElements(
         min_batch_size=config.batch_size, max_batch_size=config.batch_size
-    )
-    rows_in = (
-        (batches | "BatchSizes" >> beam.Map(len), malformed | "OneEach" >> beam.Map(lambda _: 1))
-        | "AllRows" >> beam.Flatten()
-        | "CountRows" >> beam.CombineGlobally(sum).without_defaults()
     )
     prepared = batches | "Prepare" >> beam.ParDo(transforms.PrepareRows(config)).with_outputs(
         transforms.DISCARD, main="rows"
     )
-    vocabularies = (
-        prepared.rows
-        | "TrainLabels" >> beam.FlatMap(transforms.train_labels, transforms.string_label_columns(config))
-        | "Vocabulary" >> beam.CombineGlobally(transforms.VocabularyFn()).without_defaults()
-    )
-    vocabulary_side = AsSingleton(vocabularies, default_value={})
+    vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
+    rows_to_encode = prepared.rows
+    if config.runner == "DataflowRunner":  # spread image reads over every worker, not only those reading parts
+        rows_to_encode = prepared.rows | "SpreadRows" >> beam.Reshuffle()
     encoded = (
-        prepared.rows
-        | "SpreadRows" >> beam.Reshuffle()
+        rows_to_encode
         | "EncodeAndWrite"
         >> beam.ParDo(transforms.EncodeAndWritePieces(config), vocabulary_side).with_outputs(
             transforms.DISCARD, transforms.IMAGE_KINDS, main="pieces"
@@ -59,8 +68,8 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         transforms.ImageKindsFn()
     ).without_defaults()
     found = {"Read": malformed, "Prepare": prepared[transforms.DISCARD], "Encode": encoded[transforms.DISCARD]}
-    return write_outputs(pipeline, config, encoded.pieces, found, transforms.finalize_job, vocabulary_side,
-                         AsSingleton(rows_in, default_value=0), image_kinds=AsSingleton(image_kinds, default_value={}))
+    return write_outputs(pipeline, config, encoded.pieces, found, transforms.finalize_with_stats, stats_side,
+                         image_kinds=AsSingleton(image_kinds, default_value={}))
 
 
 def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollection,

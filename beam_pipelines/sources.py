@@ -1,21 +1,136 @@
-"""Reading table rows into the pipeline as dicts keyed by column name.
+"""Reading table rows into the pipeline as dicts keyed by column name, in parallel parts.
 
-CSV files are streamed with Python's csv module through tfrecorder.storage, which handles quoted
-fields containing commas and newlines (a line-splitting text reader would break them). DataFrames
-arrive as a Parquet file the driver wrote, read batch by batch with pyarrow through tfrecorder.storage,
-so rows are never embedded in the job graph, and gs:// files never go through Beam's GCS filesystem
-(whose credential lookup stalls when there are none).
+A source is cut into parts that workers read independently:
+- a CSV into byte slices that hold whole records (tfrecorder.csv_split: one parallel pass finds
+  where records start, even when quoted fields hold newlines), each parsed with Python's csv module
+  exactly as one sequential parse would (tables.CsvRecords);
+- a DataFrame (staged by the driver as Parquet, tfrecorder.staging) into its row groups.
+Parts are small descriptors, reshuffled so that every worker gets some; rows are never materialised
+between steps. gs:// files go through tfrecorder.storage, never through Beam's GCS filesystem (whose
+credential lookup stalls when there are none).
 """
 from __future__ import annotations
 
-import apache_beam as beam
+from typing import Any, Iterator, Union
 
-from tfrecorder import storage
+import apache_beam as beam
+from apache_beam.pvalue import AsDict, AsList
+
+from tfrecorder import csv_split, storage
 from tfrecorder.annotations import KIND_PREFIX, iter_rows as iter_annotation_rows
 from tfrecorder.job_config import JobConfig
-from tfrecorder.tables import iter_csv_rows
+from tfrecorder.tables import CsvRecords, malformed_reason, open_csv_slice
 
 MALFORMED = "malformed"
+RECORDS = "records"  # (slice index, records in it): numbers malformed lines once every slice is read
+
+
+class SourceParts:
+    """The parts of the job's source (csv_split.Slice for a CSV, a row-group index for Parquet), as
+    independent copies: one per branch of the graph that reads the rows.
+
+    Each branch must start from its own root: Beam's in-process runner fuses a consumer with its
+    producer only when nothing downstream of the producer feeds the consumer's side inputs, so an
+    encoding branch sharing its root with the branch that computes the table stats would have its rows
+    held back (materialised) until the stats are ready. The CSV range scans are computed once.
+    """
+
+    def __init__(self, pipeline: beam.Pipeline, config: JobConfig) -> None:
+        self.pipeline, self.config = pipeline, config
+        self.ranges = []
+        if config.source_kind == "csv":
+            self.ranges = csv_split.byte_ranges(config.source_data_start, config.source_size)
+        self._scans = None
+
+    def branch(self, label: str) -> beam.PCollection:
+        config, root = self.config, self.pipeline
+        if config.source_kind == "parquet":  # Create reshuffles two or more elements itself
+            return root | f"{label}RowGroups" >> beam.Create(list(range(config.source_parts)))
+        data_start, size = config.source_data_start, config.source_size
+        if len(self.ranges) <= 1:
+            return root | f"{label}Slices" >> beam.Create([csv_split.Slice(0, data_start, size)])
+        return (
+            root
+            | f"{label}PlanSlices" >> beam.Create([None])
+            | f"{label}Slices" >> beam.FlatMap(lambda _, found: csv_split.plan_slices(found, data_start, size),
+                                               AsList(self._range_scans()))
+            | f"{label}SpreadSlices" >> beam.Reshuffle()
+        )
+
+    def _range_scans(self) -> beam.PCollection:
+        if self._scans is None:
+            config = self.config
+            self._scans = (
+                self.pipeline
+                | "ByteRanges" >> beam.Create(self.ranges)
+                | "ScanRanges" >> beam.Map(scan_range, config.source_path, config.source_data_start, config.source_size)
+            )
+        return self._scans
+
+
+def scan_range(byte_range: csv_split.ByteRange, path: str, data_start: int, size: int) -> csv_split.RangeScan:
+    return csv_split.read_scan(lambda offset, length: storage.read_range(path, offset, length), byte_range,
+                               data_start, size)
+
+
+def read_part(config: JobConfig, part: Union[int, csv_split.Slice]) -> Iterator[Any]:
+    """Rows of one part; for a CSV slice, also (index, row, record, fields) for each malformed line, and
+    finally (RECORDS, (index, record count))."""
+    if config.source_kind == "parquet":
+        yield from iter_row_group(config.source_path, part)
+        return
+    records = CsvRecords(open_csv_slice(config.source_path, part.start, part.end), list(config.columns))
+    for item in records:
+        yield (part.index, *item) if isinstance(item, tuple) else item
+    yield RECORDS, (part.index, records.records)
+
+
+def iter_row_group(path: str, index: int) -> Iterator[dict[str, Any]]:
+    """Rows of one row group of the driver-staged Parquet file, as {column: value}."""
+    import pyarrow.parquet as pq
+
+    with storage.open_read(path) as raw:
+        for batch in pq.ParquetFile(raw).iter_batches(row_groups=[index], batch_size=PARQUET_BATCH_ROWS):
+            yield from batch.to_pylist()
+
+
+PARQUET_BATCH_ROWS = 10_000
+
+
+class _ReadPart(beam.DoFn):
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def process(self, part):
+        for item in read_part(self.config, part):
+            if isinstance(item, dict):
+                yield item
+            elif item[0] == RECORDS:
+                yield beam.pvalue.TaggedOutput(RECORDS, item[1])
+            else:
+                yield beam.pvalue.TaggedOutput(MALFORMED, item)
+
+
+def number_malformed(item: tuple, records: dict[int, int], expected: int) -> tuple[dict[str, Any], str]:
+    """(slice index, row, record in slice, fields) → (row, reason) with the line number in the file."""
+    index, row, record, fields = item
+    line = 2 + record + sum(count for i, count in records.items() if i < index)  # line 1 is the header
+    return row, malformed_reason(line, fields, expected)
+
+
+class ReadRows(beam.PTransform):
+    """Rows of the parts as dicts; the second output carries (row, reason) for unparseable CSV lines."""
+
+    def __init__(self, config: JobConfig) -> None:
+        super().__init__()
+        self.config = config
+
+    def expand(self, parts):
+        results = parts | "ReadParts" >> beam.ParDo(_ReadPart(self.config)).with_outputs(MALFORMED, RECORDS,
+                                                                                        main="rows")
+        malformed = results[MALFORMED] | "NumberLines" >> beam.Map(
+            number_malformed, AsDict(results[RECORDS]), len(self.config.columns))
+        return results.rows, malformed
 
 
 class _ReadAnnotations(beam.DoFn):
@@ -26,54 +141,17 @@ class _ReadAnnotations(beam.DoFn):
             yield beam.pvalue.TaggedOutput(MALFORMED, item) if isinstance(item, tuple) else item
 
 
-class _ReadCsv(beam.DoFn):
-    def process(self, path: str):
-        for item in iter_csv_rows(path):
-            if isinstance(item, tuple):
-                yield beam.pvalue.TaggedOutput(MALFORMED, item)
-            else:
-                yield item
+def read_rows(pipeline: beam.Pipeline, config: JobConfig) -> tuple[beam.PCollection, beam.PCollection]:
+    """(rows, malformed) of the job's source, whatever its kind.
 
-
-PARQUET_BATCH_ROWS = 10_000
-
-
-def iter_parquet_rows(path: str) -> Iterator[dict[str, Any]]:
-    """Yield each row of the driver-staged Parquet file as {column: value}, a batch at a time."""
-    import pyarrow.parquet as pq
-
-    with storage.open_read(path) as raw:
-        for batch in pq.ParquetFile(raw).iter_batches(batch_size=PARQUET_BATCH_ROWS):
-            yield from batch.to_pylist()
-
-
-class ReadRows(beam.PTransform):
-    """Source rows as dicts; output tag MALFORMED carries (row, reason) for unparseable CSV lines."""
-
-    def __init__(self, config: JobConfig) -> None:
-        super().__init__()
-        self.config = config
-
-    def expand(self, pbegin):
-        if self.config.source_kind == "parquet":
-            rows = (
-                pbegin
-                | "ParquetPath" >> beam.Create([self.config.source_path])
-                | "ReadParquet" >> beam.FlatMap(iter_parquet_rows)
-            )
-            malformed = pbegin | "NoMalformed" >> beam.Create([])
-            return rows, malformed
-        if self.config.source_kind.startswith(KIND_PREFIX):
-            fmt = self.config.source_kind[len(KIND_PREFIX):]
-            results = (
-                pbegin
-                | "AnnotationPath" >> beam.Create([(self.config.source_path, fmt)])
-                | "ReadAnnotations" >> beam.ParDo(_ReadAnnotations()).with_outputs(MALFORMED, main="rows")
-            )
-            return results.rows, results[MALFORMED]
+    An annotation file (tfrecorder.annotations) is read whole by one worker; CSVs and staged DataFrames
+    are read in parallel parts (SourceParts).
+    """
+    if config.source_kind.startswith(KIND_PREFIX):
         results = (
-            pbegin
-            | "CsvPath" >> beam.Create([self.config.source_path])
-            | "ReadCsv" >> beam.ParDo(_ReadCsv()).with_outputs(MALFORMED, main="rows")
+            pipeline
+            | "AnnotationPath" >> beam.Create([(config.source_path, config.source_kind[len(KIND_PREFIX):])])
+            | "ReadAnnotations" >> beam.ParDo(_ReadAnnotations()).with_outputs(MALFORMED, main="rows")
         )
         return results.rows, results[MALFORMED]
+    return SourceParts(pipeline, config).branch("Rows") | "ReadRows" >> ReadRows(config)

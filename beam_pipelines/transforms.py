@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import errno
 from typing import Any, Iterable, Mapping
 
@@ -15,15 +16,16 @@ from beam_pipelines.discards import DiscardPart, DiscardPartWriter, reason_count
 from beam_pipelines.fetch import Fetcher, reader_for
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from beam_pipelines.progress import rows_processed_counter
-from tfrecorder import jobdir, storage, tfds_files, types
+from beam_pipelines.sources import RECORDS, read_part
+from tfrecorder import jobdir, storage, tfds_files
 from tfrecorder.errors import StorageReadError
 from tfrecorder.job_config import JobConfig
-from tfrecorder.progress import ProgressReporter
+from tfrecorder.progress import ProgressReporter, report_total
+from tfrecorder.table_stats import StatsCounter, TableStats
 from tfrecorder.metadata import build_metadata
 from tfrecorder.row_encoder import RowEncoder, RowError, multi_label_names, prepare_row
 from tfrecorder.runners import usable_cores
 from tfrecorder.schema import Schema
-from tfrecorder.splits import TRAIN
 
 DISCARD = "discard"
 IMAGE_KINDS = "image_kinds"
@@ -118,16 +120,41 @@ class VocabularyFn(beam.CombineFn):
         return {column: sorted(labels) for column, labels in accumulator.items()}
 
 
-def train_labels(batch: list[tuple[str, Mapping[str, Any]]], string_label_columns: Mapping[str, bool]):
-    """The distinct TRAIN labels of a prepared batch, per StringLabel/MultiLabel column (nothing if there are none).
+class PartStats(beam.DoFn):
+    """One source part's TableStats (rows, malformed lines, missing values, TRAIN, TRAIN labels)."""
 
-    `string_label_columns`: column → True for a MultiLabel column (each name of its lists counts).
-    """
-    labels = {column: {name for split, row in batch if split == TRAIN
-                       for name in (multi_label_names(row[column], column) if multi else [str(row[column])])}
-              for column, multi in string_label_columns.items()}
-    if any(labels.values()):
-        yield labels
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def setup(self) -> None:
+        self._counter = StatsCounter(Schema.from_json(self.config.schema), self.config.split_ratios)
+
+    def process(self, part):
+        stats = TableStats()
+
+        def rows():
+            for item in read_part(self.config, part):
+                if isinstance(item, dict):
+                    yield item
+                elif item[0] != RECORDS:
+                    stats.malformed += 1
+
+        yield self._counter.count(rows(), stats)
+
+
+def merge_stats(parts: Iterable[TableStats]) -> TableStats:
+    merged = TableStats()
+    for part in parts:
+        merged.merge(part)
+    return merged
+
+
+def checked_stats(stats: TableStats, config: JobConfig) -> TableStats:
+    """Fail the job on a table-level error before anything is encoded; tell the progress bar the total."""
+    stats.check()
+    if config.progress_dir:
+        report_total(config.progress_dir, stats.rows_in)
+    return stats
 
 
 def _global(value: Any) -> WindowedValue:
@@ -285,7 +312,8 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
     yield config.final_dir
 
 
-def string_label_columns(config: JobConfig) -> dict[str, bool]:
-    """Columns with a vocabulary: column → whether it is a MultiLabel column (lists of names)."""
-    return {c: role == types.MultiLabel.name for c, role in config.schema.items()
-            if role in (types.StringLabel.name, types.MultiLabel.name)}
+def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard_reasons, pieces, image_kinds=None):
+    """finalize_job with the whole-table facts the pipeline computed (row count, nullable columns)."""
+    config = dataclasses.replace(config, nullable_columns=stats.nullable_columns)
+    yield from finalize_job(_, config, shards, stats.vocabularies, stats.rows_in, discard_reasons, pieces,
+                            image_kinds=image_kinds)

@@ -12,8 +12,13 @@ Write side:
                  metadata.json marker, cleanup), counted by a proxy in front of a GCS emulator in a
                  child process (127.0.0.1 only), at two directory sizes, with the peak of requests in
                  flight (publishing is parallel).
-Each figure is one function returning Figure rows; add more (read side: RSS per row, driver bytes
-read) to FIGURES.
+Read side:
+  rows_rss     - peak RSS growth per row of a local conversion of a structured CSV (no images),
+                 between 100k and 400k rows, each in a fresh process;
+  driver_bytes - bytes of a big gs:// CSV the driver downloads before submitting a Dataflow job
+                 (dry run on a GCS emulator in a child process; downloads counted at the client);
+  staging_rss  - the driver's peak memory while staging a DataFrame, against the frame's own memory.
+Each figure is one function returning Figure rows, listed in FIGURES.
 """
 from __future__ import annotations
 
@@ -230,10 +235,130 @@ def publish(quick: bool) -> list[Figure]:
     return figures
 
 
+# --- read side: rows_rss, driver_bytes, staging_rss ----------------------------------------------------
+
+
+def structured_csv(path: Path, rows: int) -> Path:
+    """Structured columns only (ints, floats, text, a string label, a split column): no images."""
+    with open(path, "w") as stream:
+        stream.write("split,id,x,y,note,label\n")
+        for i in range(rows):
+            split = "TRAIN" if i % 10 < 8 else ("VALIDATION" if i % 10 == 8 else "TEST")
+            stream.write(f"{split},{i},{i / 7:.5f},{(i * 31) % 1000},note {i % 977},{'abcde'[i % 5]}\n")
+    return path
+
+
+def rows_rss(quick: bool) -> list[Figure]:
+    small, large = (25_000, 100_000) if quick else (100_000, 400_000)
+    with tempfile.TemporaryDirectory(prefix="scale-bench-") as scratch:
+        peaks = {}
+        for rows in (small, large):
+            csv_path = structured_csv(Path(scratch, f"rows-{rows}.csv"), rows)
+            started = time.perf_counter()
+            measured = in_child("--child-convert", str(csv_path), str(Path(scratch, f"out-{rows}")))
+            assert measured["rows_in"] == rows and measured["discarded"] == 0, measured
+            peaks[rows] = measured["rss_mb"]
+            print(f"  {rows:>9,} structured rows: peak RSS {measured['rss_mb']:.0f} MB "
+                  f"({time.perf_counter() - started:.0f} s)", flush=True)
+    per_row_kb = (peaks[large] - peaks[small]) * 1024 / (large - small)
+    return [Figure(f"RSS growth per row ({small // 1000}k→{large // 1000}k CSV rows)", per_row_kb, "KB/row",
+                   "≤ 0.1 KB/row (was ~0.6)", per_row_kb <= 0.1)]
+
+
+def child_driver_bytes(host: str, mib: int) -> None:
+    """Upload a CSV of about `mib` MiB to the emulator at `host`, dry-run a Dataflow submit of it, and
+    print the bytes of it the driver downloaded (counted at google-cloud-storage's download call)."""
+    os.environ["STORAGE_EMULATOR_HOST"] = host
+    from google.cloud.storage import Blob
+
+    import tfrecorder
+    from tfrecorder import gcs
+
+    gcs.client().create_bucket("scale-bench")
+    line = b"TRAIN,12345,0.14286,123,a short note,b\n"
+    payload = b"split,id,x,y,note,label\n" + line * (mib * 1024 * 1024 // len(line))
+    gcs.client().bucket("scale-bench").blob("big.csv").upload_from_string(payload)
+    downloaded = [0]
+    real = Blob.download_as_bytes
+
+    def counting(self, *args, **kwargs):
+        data = real(self, *args, **kwargs)
+        if self.name == "big.csv":
+            downloaded[0] += len(data)
+        return data
+
+    Blob.download_as_bytes = counting
+    started = time.perf_counter()
+    result = tfrecorder.convert("gs://scale-bench/big.csv", "gs://scale-bench/out", runner="DataflowRunner",
+                                project="scale-bench", region="us-central1", progress=False,
+                                dataflow_options={"dry_run": True, "no_auth": True})
+    print(json.dumps({"bytes": downloaded[0], "size": len(payload), "seconds": time.perf_counter() - started,
+                      "state": result["state"], "rows_estimate": result["rows_in"],
+                      "rows": len(payload) // len(line)}))
+
+
+def driver_bytes(quick: bool) -> list[Figure]:
+    mib = 40 if quick else 120
+    emulator, host = _serve(str(ROOT / "tests" / "gcs_emulator.py"))
+    try:
+        measured = in_child("--child-driver-bytes", host, str(mib))
+    finally:
+        emulator.stdin.close()
+        emulator.wait()
+    print(f"  {measured['size'] / 2**20:.0f} MiB gs:// CSV, Dataflow dry-run submit: driver downloaded "
+          f"{measured['bytes'] / 2**20:.1f} MiB in {measured['seconds']:.1f} s; rows estimated "
+          f"{measured['rows_estimate']:,} (true {measured['rows']:,})", flush=True)
+    return [Figure(f"driver bytes read, {mib} MiB CSV submit", measured["bytes"] / 2**20, "MiB",
+                   "≤ 32 MiB (was 136 MiB for 120 MiB)", measured["bytes"] <= 32 * 2**20)]
+
+
+def child_staging_rss(rows: int) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from tfrecorder import staging
+    from tfrecorder.schema import infer_schema
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({
+        "i": rng.integers(0, 1000, rows), "f": rng.random(rows), "s": [f"text {i}" for i in range(rows)],
+        "label": [("cat", "dog", "bird")[i % 3] for i in range(rows)], "v": list(rng.random((rows, 4))),
+    })
+    frame_mb = frame.memory_usage(deep=True, index=True).sum() / 2**20
+    before = rss_mb()
+    reset_peak_rss()
+    with tempfile.TemporaryDirectory(prefix="scale-bench-") as scratch:
+        started = time.perf_counter()
+        groups = staging.stage_frame(frame, infer_schema(frame), str(Path(scratch, "rows.parquet")))
+        seconds = time.perf_counter() - started
+    print(json.dumps({"frame_mb": frame_mb, "before_mb": before, "peak_mb": peak_rss_mb(), "row_groups": groups,
+                      "seconds": seconds}))
+
+
+def reset_peak_rss() -> None:
+    """Make VmHWM start again from the current RSS (Linux: write 5 to /proc/self/clear_refs)."""
+    with open("/proc/self/clear_refs", "w") as stream:
+        stream.write("5")
+
+
+def staging_rss(quick: bool) -> list[Figure]:
+    rows = 500_000 if quick else 2_000_000
+    measured = in_child("--child-staging-rss", str(rows))
+    extra = measured["peak_mb"] - measured["before_mb"]
+    ratio = (measured["frame_mb"] + extra) / measured["frame_mb"]
+    print(f"  {rows:,}-row DataFrame ({measured['frame_mb']:.0f} MB): staging peak +{extra:.0f} MB over the "
+          f"{measured['before_mb']:.0f} MB process, {measured['row_groups']} row groups, "
+          f"{measured['seconds']:.1f} s", flush=True)
+    return [Figure("driver memory while staging / frame memory", ratio, "x", "≤ ~1.3x", ratio <= 1.3)]
+
+
 FIGURES: dict[str, Callable[[bool], list[Figure]]] = {
     "discard_rss": discard_rss,
     "open_files": open_files,
     "publish": publish,
+    "rows_rss": rows_rss,
+    "driver_bytes": driver_bytes,
+    "staging_rss": staging_rss,
 }
 
 
@@ -242,6 +367,10 @@ def main() -> None:
         return child_convert(*sys.argv[2:4])
     if sys.argv[1:2] == ["--child-open-files"]:
         return child_open_files(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    if sys.argv[1:2] == ["--child-driver-bytes"]:
+        return child_driver_bytes(sys.argv[2], int(sys.argv[3]))
+    if sys.argv[1:2] == ["--child-staging-rss"]:
+        return child_staging_rss(int(sys.argv[2]))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", default=",".join(FIGURES), help=f"comma-separated subset of {list(FIGURES)}")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run, not the reported figures)")

@@ -132,10 +132,12 @@ def test_dry_run_graph_keeps_image_bytes_out_of_group_by_keys(emulator, image_ro
     proto = result.pipeline_result.job.proto_pipeline
     transforms = {t.unique_name: t for t in proto.components.transforms.values()}
     group_by_keys = sorted(n for n, t in transforms.items() if t.spec.urn == "beam:transform:group_by_key:v1")
-    # The only GroupByKeys: the reshuffles of rows and of shard plans, and combines of small values.
+    # The only GroupByKeys: the reshuffles of rows, of source parts and of shard plans, and combines of
+    # small values.
     assert any(n.startswith("SpreadRows/") for n in group_by_keys)
     for name in group_by_keys:
-        assert name.startswith(("SpreadRows/", "SpreadShards/")) or "/CombinePerKey/" in name, name
+        assert name.startswith(("SpreadRows/", "SpreadShards/", "StatsSpreadSlices/", "RowsSpreadSlices/")) \
+            or "/CombinePerKey/" in name or "/MaybeReshuffle/" in name, name
     # Rows are reshuffled between reading and fetching images: EncodeAndWrite ← BatchRows ← SpreadRows.
     encode = next(t for n, t in transforms.items() if n.startswith("EncodeAndWrite/") and not t.subtransforms)
     upstream = []

@@ -6,7 +6,7 @@ from apache_beam.metrics.metric import MetricsFilter
 import imagegen
 from beam_pipelines.pipeline import build_pipeline
 from beam_pipelines.progress import NAMESPACE, ROWS_PROCESSED
-from tfrecorder import jobdir, runners, types
+from tfrecorder import jobdir, runners, tables, types
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import rows_reported
 from tfrecorder.schema import Schema
@@ -20,11 +20,13 @@ def test_rows_processed_counts_rows_written_and_discarded_at_every_step(tmp_path
     final_dir, temp_dir = jobdir.reserve_job_dir(str(tmp_path / "out"), "pipe")
     (tmp_path / "progress").mkdir()
     schema = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": types.StringLabel})
+    table = tables.open_table(str(csv_path))
     config = JobConfig(
         source_kind="csv", source_path=str(csv_path), schema=schema.to_json(), columns=("split", "image_uri", "label"),
         base_dir=str(tmp_path), final_dir=final_dir, temp_dir=temp_dir, job_name="pipe", runner="DirectRunner",
         split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20, compression=None, image_size=None,
-        validate="header", progress_dir=str(tmp_path / "progress"),
+        validate="header", progress_dir=str(tmp_path / "progress"), source_size=table.csv_size,
+        source_data_start=table.csv_data_start,
     )
     pipeline = runners.make_pipeline("DirectRunner")
     build_pipeline(pipeline, config)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import io
 import time
 
-from tfrecorder.progress import ProgressBar, ProgressReporter, rows_reported, should_show
+from tfrecorder.progress import ProgressBar, ProgressReporter, report_total, rows_reported, should_show
 
 
 def test_reporters_sum_across_workers(tmp_path):
@@ -25,6 +25,20 @@ def test_bar_follows_reports_and_finishes(tmp_path):
         assert bar.bar.n == 40
         reporter.add(60)
     assert "100/100" in out.getvalue()
+
+
+def test_bar_starts_on_an_estimate_and_switches_to_the_counted_total(tmp_path):
+    out = io.StringIO()
+    reporter = ProgressReporter(str(tmp_path))
+    with ProgressBar(str(tmp_path), total=1000, file=out) as bar:  # the driver's estimate from a CSV's head
+        report_total(str(tmp_path), 987)  # the pipeline has counted the rows
+        reporter.add(500)
+        deadline = time.monotonic() + 10
+        while (bar.bar.total, bar.bar.n) != (987, 500) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (bar.bar.total, bar.bar.n) == (987, 500)  # the total file is not counted as rows done
+        reporter.add(487)
+    assert "987/987" in out.getvalue()
 
 
 def test_quiet_when_nobody_watches():

@@ -51,3 +51,45 @@ def test_values_that_do_not_fit_the_declared_type_are_staged_as_text():
     frame = pd.DataFrame({"n": [1, "seven"], "v": [["a", 1.5], "oops"], "big": [np.uint64(2**64 - 1), np.uint64(1)]})
     rows = staged(frame, Schema({"n": "IntegerInput", "v": "FloatInput[]", "big": "IntegerInput"}))
     assert rows == {"n": ["1", "seven"], "v": ['["a", 1.5]', "oops"], "big": ["18446744073709551615", "1"]}
+
+
+def test_chunks_become_row_groups_and_a_late_misfit_restages_its_column_as_text(monkeypatch):
+    from tfrecorder import staging
+
+    monkeypatch.setattr(staging, "MAX_ROW_GROUP_ROWS", 4)
+    n = [*range(9), "seven", 11]  # the bad value only shows up in the third chunk
+    frame = pd.DataFrame({"n": pd.Series(n, dtype=object), "s": ["a"] * 6 + [b"\xff"] * 5, "x": np.arange(11.0)})
+    buffer = io.BytesIO()
+    assert write_parquet(frame, Schema({"n": "IntegerInput", "s": "StringInput", "x": "FloatInput"}), buffer) == 3
+    buffer.seek(0)
+    parquet = pq.ParquetFile(buffer)
+    assert parquet.metadata.num_row_groups == 3 and parquet.metadata.num_rows == 11
+    rows = parquet.read().to_pydict()
+    assert rows["n"] == [str(v) for v in n] and rows["x"] == list(np.arange(11.0))
+    assert rows["s"] == [b"a"] * 6 + [b"\xff"] * 5  # text and bytes together: bytes throughout
+
+
+def test_staging_a_frame_holds_one_chunk_at_a_time(tmp_path, monkeypatch):
+    """Peak Arrow memory while staging stays near one row group's worth, whatever the frame's size."""
+    import pyarrow as pa
+
+    from tfrecorder import staging
+
+    monkeypatch.setattr(staging, "ROW_GROUP_BYTES", 1024 * 1024)
+    frame = pd.DataFrame({"i": np.arange(400_000), "s": [f"text {i}" for i in range(400_000)]})
+    frame_bytes = int(frame.memory_usage(deep=True).sum())
+    pool = pa.default_memory_pool()
+    held = pool.bytes_allocated()  # pandas 3 keeps the frame's strings in Arrow memory itself
+    peaks = []
+    real = staging._chunk_table
+
+    def tracking(*args, **kwargs):
+        table = real(*args, **kwargs)
+        peaks.append(pool.bytes_allocated())
+        return table
+
+    monkeypatch.setattr(staging, "_chunk_table", tracking)
+    groups = staging.stage_frame(frame, Schema.infer(frame), str(tmp_path / "rows.parquet"))
+    assert groups > 5 and max(peaks) - held < frame_bytes * 0.7, (max(peaks) - held, frame_bytes)  # no full copy
+    assert max(peaks) - peaks[1] < 2 * staging.ROW_GROUP_BYTES, peaks  # flat from chunk to chunk
+    assert pq.ParquetFile(tmp_path / "rows.parquet").metadata.num_rows == 400_000

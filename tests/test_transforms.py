@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from beam_pipelines import transforms
-from beam_pipelines.transforms import DISCARD, PrepareRows, VocabularyFn, train_labels
+from beam_pipelines.transforms import DISCARD, PrepareRows, VocabularyFn
 from tfrecorder import types
 from tfrecorder.job_config import JobConfig
 from tfrecorder.schema import Schema
@@ -34,14 +34,6 @@ def test_prepare_emits_one_list_per_batch_and_discards_row_by_row():
     ]
     only_bad = list(prepare.process([bad_split]))
     assert len(only_bad) == 1 and only_bad[0].tag == DISCARD  # no empty batch is emitted
-
-
-def test_train_labels_are_collected_per_batch_and_only_from_train():
-    batch = [("TRAIN", {"label": "cat"}), ("TRAIN", {"label": "cat"}), ("TEST", {"label": "owl"}),
-             ("TRAIN", {"label": 3})]
-    assert list(train_labels(batch, {"label": False})) == [{"label": {"cat", "3"}}]
-    assert list(train_labels([("TEST", {"label": "owl"})], {"label": False})) == []
-    assert list(train_labels(batch, {})) == []
 
 
 def test_vocabulary_merges_batches_into_sorted_distinct_labels():

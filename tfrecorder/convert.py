@@ -1,7 +1,9 @@
 """`convert()`: check the request, plan the job, run the Beam pipeline, return a ConversionResult.
 
-Every table-level problem raises ValueError here, before any pipeline starts; row-level problems
-are the pipeline's to record in discarded.csv.
+Every table-level problem the driver can see from a sample (or from a DataFrame in memory) raises
+ValueError here, before any pipeline starts; whole-table facts of a file source (row count, no TRAIN
+rows, missing values, vocabulary) are computed by the pipeline, which fails with the same ValueError
+text and publishes nothing. Row-level problems are the pipeline's to record in discarded.csv.
 """
 from __future__ import annotations
 
@@ -21,10 +23,11 @@ from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show
 from tfrecorder.quiet import leaves_logging_alone, quiet_libraries
 from tfrecorder.result import ConversionResult
-from tfrecorder.row_encoder import RowError, check_sample, is_missing, prepare_row
+from tfrecorder.row_encoder import check_sample, is_missing
 from tfrecorder.schema import Schema, check_column_names, infer_schema
 from tfrecorder.sharding import DEFAULT_MAX_SHARD_BYTES
-from tfrecorder.splits import DEFAULT_SPLIT_RATIOS, TRAIN, validate_split_ratios
+from tfrecorder.splits import DEFAULT_SPLIT_RATIOS, validate_split_ratios
+from tfrecorder.table_stats import StatsCounter, TableStats
 from tfrecorder.tensorflow_import import import_tensorflow
 
 logger = logging.getLogger("tfrecorder")
@@ -99,44 +102,33 @@ def _check_split_column(table: tables.Table, schema: Schema) -> None:
         )
 
 
-def _scan_table(table: tables.Table, schema: Schema, split_ratios) -> tuple[int, frozenset[str]]:
-    """Count rows, make sure some reach TRAIN, and find the columns holding a missing value.
+def _check_frame(table: tables.Table, schema: Schema, split_ratios) -> None:
+    """A DataFrame is in memory, so its table-level errors are raised before any pipeline starts (a CSV's
+    are found by the pipeline, which fails with the same message). Stops at the first TRAIN row.
 
-    Returns (row count, nullable columns): only those columns get allow_missing in metadata.json.
-    A DataFrame is checked column-wise (no row dicts); a CSV is streamed once.
-    """
-
-    def reaches_train(row: Mapping[str, Any]) -> bool:
-        try:
-            return prepare_row(row, schema, split_ratios) == TRAIN
-        except RowError:
-            return False
-
-    if table.frame is not None:
-        rows = len(table.frame)
-        nullable = {c for c in schema if c in table.frame.columns and table.frame[c].isna().any()}
-        train_found = any(reaches_train(row) for row in table.iter_rows())  # stops at the first
-    else:
-        rows, train_found, nullable = 0, False, set()
-        for row in table.iter_rows():
-            rows += 1
-            nullable.update(column for column in schema if row.get(column) is None)
-            train_found = train_found or reaches_train(row)
-    if rows == 0:
-        raise ValueError("the table is empty: there are no rows to convert")
-    if not train_found:
-        raise ValueError("no rows are assigned to TRAIN (check the split column and split_ratios)")
-    return rows, frozenset(nullable)
+    An annotation file is still checked here too (streamed until its first TRAIN row): the detection
+    graph has no in-pipeline table check yet."""
+    if table.kind == "csv":
+        return
+    counter, stats = StatsCounter(schema, split_ratios), TableStats()
+    for row in table.iter_rows():
+        counter.count([row], stats)
+        if stats.train_found:
+            break
+    stats.check()
 
 
-def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> tuple[str, str]:
-    """Where the pipeline reads rows from: the CSV itself, or the DataFrame written as typed Parquet."""
-    if table.frame is None:  # a CSV or annotation file: the pipeline streams it
-        return table.kind, table.csv_path
+def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> dict[str, Any]:
+    """Where and how the pipeline reads rows: the CSV itself in byte slices, an annotation file streamed
+    whole, or the DataFrame written as typed Parquet row groups. Returns the JobConfig fields that say so."""
+    if table.kind == "csv":
+        return dict(source_kind="csv", source_path=table.csv_path, source_size=table.csv_size,
+                    source_data_start=table.csv_data_start)
+    if table.frame is None:  # an annotation file
+        return dict(source_kind=table.kind, source_path=table.csv_path)
     path = storage.join(work_dir, "rows.parquet")
-    with storage.open_write(path) as stream:
-        staging.write_parquet(table.frame, schema, stream)
-    return "parquet", path
+    row_groups = staging.stage_frame(table.frame, schema, path)
+    return dict(source_kind="parquet", source_path=path, source_parts=row_groups)
 
 
 @leaves_logging_alone
@@ -206,25 +198,23 @@ def convert(
     if request is not None:
         dataflow.check_table_reachable(table.kind, table.csv_path, table.base_dir, table.sample, resolved_schema)
     concurrency = _fetch_concurrency(fetch_concurrency, table, resolved_schema)
-    total_rows, nullable_columns = _scan_table(table, resolved_schema, ratios)
+    _check_frame(table, resolved_schema, ratios)
 
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
     try:
-        with local_progress(request is None and should_show(progress), total_rows) as progress_dir:
+        with local_progress(request is None and should_show(progress), table.rows_estimate) as progress_dir:
             config = JobConfig(
                 source_kind="", source_path="", schema=resolved_schema.to_json(), columns=tuple(table.columns),
                 base_dir=table.base_dir, final_dir=final_dir, temp_dir=temp_dir,
                 job_name=os.path.basename(final_dir), runner=runner, split_ratios=ratios, num_shards=num_shards,
                 max_shard_bytes=max_shard_bytes, compression=compression, image_size=image_size, validate=validate,
                 fetch_concurrency=concurrency, progress_dir=progress_dir,
-                nullable_columns=tuple(sorted(nullable_columns)),
                 extra_metadata={"task": detection.TASK, "box_units": box_units} if is_detection else {},
             )
             options = (dataflow.pipeline_options(request, config.job_name) if request
-                       else runners.local_options(total_rows, dataflow_options,
+                       else runners.local_options(table.rows_estimate, dataflow_options,
                                                   threads_use_every_core=validate == DECODE))
-            source_kind, source_path = _stage_rows(table, resolved_schema, config.work_dir)
-            config = dataclasses.replace(config, source_kind=source_kind, source_path=source_path)
+            config = dataclasses.replace(config, **_stage_rows(table, resolved_schema, config.work_dir))
             if is_detection:
                 from beam_pipelines.detection import build_pipeline
             else:
@@ -237,7 +227,8 @@ def convert(
                 pipeline = runners.make_pipeline(runner, options)
                 build_pipeline(pipeline, config)
                 if request is not None:
-                    return dataflow.submit(pipeline, request, config, total_rows)
+                    return dataflow.submit(pipeline, request, config, table.rows_estimate,
+                                           rows_estimated=table.kind == "csv")
                 pipeline.run().wait_until_finish()
     except BaseException as exc:
         jobdir.abandon(temp_dir, final_dir)

@@ -226,8 +226,12 @@ def rows_processed(job_metrics) -> Optional[int]:
     return total
 
 
-def submit(pipeline, request: DataflowRequest, config: JobConfig, rows_total: int) -> DataflowConversionResult:
-    """Stage the worker package, submit the built pipeline, and return without waiting."""
+def submit(pipeline, request: DataflowRequest, config: JobConfig, rows_total: int,
+           rows_estimated: bool = False) -> DataflowConversionResult:
+    """Stage the worker package, submit the built pipeline, and return without waiting.
+
+    `rows_total` is exact for a DataFrame; for a file source it is estimated from the driver's sample
+    (`rows_estimated`), and metadata.json has the exact count once the job is done."""
     from apache_beam.options.pipeline_options import GoogleCloudOptions, SetupOptions, TestOptions
 
     with tempfile.TemporaryDirectory(prefix="tfrecorder-wheel-") as scratch:
@@ -238,7 +242,7 @@ def submit(pipeline, request: DataflowRequest, config: JobConfig, rows_total: in
         beam_result = pipeline.run()
     cloud = pipeline.options.view_as(GoogleCloudOptions)
     fields = dict(tfrecord_dir=config.final_dir, job_name=cloud.job_name, project=request.project,
-                  region=request.region, rows_in=rows_total)
+                  region=request.region, rows_in=rows_total, rows_in_estimated=rows_estimated)
     if pipeline.options.view_as(TestOptions).dry_run:
         storage.delete_tree(config.temp_dir)  # nothing will run: leave nothing behind
         return DataflowConversionResult(None, beam_result, state="DRY_RUN", job_id=None, console_url=None, **fields)

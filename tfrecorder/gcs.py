@@ -150,7 +150,10 @@ def read_bytes(url: str) -> bytes:
 
 
 def read_range(url: str, start: int, length: int) -> bytes:
-    """`length` bytes of an object from byte `start` (one ranged GET, retried like every other call)."""
+    """`length` bytes of an object from byte `start` (one ranged GET, retried like every other call);
+    fewer at its end (`start` must be inside it)."""
+    if length <= 0:
+        return b""
     with os_errors(url):
         return _blob(url).download_as_bytes(start=start, end=start + length - 1, retry=RETRY)
 

@@ -1,5 +1,8 @@
 """Progress of a local conversion: rows processed / total, as a tqdm.auto bar.
 
+For a DataFrame the total is its length; for a CSV the bar starts on an estimate from the driver's
+sample and switches to the exact count as soon as the pipeline has counted the rows.
+
 Workers (in this process or in worker subprocesses on this machine) each keep a running count in a
 tiny file of their own under a local directory; a driver thread sums the files a few times a second.
 The bar renders in Jupyter and terminals and stays silent when output is neither (CI logs).
@@ -33,10 +36,29 @@ class ProgressReporter:
         os.replace(temporary, self.path)
 
 
+TOTAL_FILE = "rows.total"  # the exact row count, once the pipeline has counted it (the bar starts on an estimate)
+
+
+def report_total(directory: str, rows: int) -> None:
+    """Pipeline side: replace the bar's estimated total by the counted one."""
+    temporary = os.path.join(directory, f"{uuid.uuid4().hex}.tmp")
+    with open(temporary, "w") as stream:
+        stream.write(str(rows))
+    os.replace(temporary, os.path.join(directory, TOTAL_FILE))
+
+
+def total_reported(directory: str) -> Optional[int]:
+    try:
+        with open(os.path.join(directory, TOTAL_FILE)) as stream:
+            return int(stream.read())
+    except (OSError, ValueError):
+        return None
+
+
 def rows_reported(directory: str) -> int:
     total = 0
     for name in os.listdir(directory):
-        if not name.endswith(".tmp"):
+        if not name.endswith((".tmp", ".total")):
             try:
                 with open(os.path.join(directory, name)) as stream:
                     total += int(stream.read() or 0)
@@ -69,6 +91,10 @@ class ProgressBar:
         self._thread = threading.Thread(target=self._poll, name="tfrecorder-progress", daemon=True)
 
     def _update(self) -> None:
+        total = total_reported(self.directory)
+        if total is not None and total != self.bar.total:
+            self.bar.total = total
+            self.bar.refresh()
         done = min(rows_reported(self.directory), self.bar.total)
         self.bar.update(done - self.bar.n)
 

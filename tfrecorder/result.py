@@ -99,7 +99,8 @@ def print_progress(state: str, processed: Optional[int], total: int) -> None:
 class DataflowConversionResult(ConversionResult):
     """A conversion submitted to Dataflow, returned as soon as the job is submitted.
 
-    Known at once: job_id, job_name, console_url, tfrecord_dir, rows_in (counted by the driver), state.
+    Known at once: job_id, job_name, console_url, tfrecord_dir, state, rows_in (a DataFrame's length;
+    for a CSV an estimate from the driver's sample, flagged by rows_in_estimated).
     `wait()` blocks until the job ends, reports progress, and then adds the final counts from the job's
     metadata.json exactly as a local ConversionResult has them.
     """
@@ -144,6 +145,7 @@ class DataflowConversionResult(ConversionResult):
                                                jobdir.read_metadata(self["tfrecord_dir"]),
                                                time.monotonic() - self._submitted)
         self._fields.update(final)
+        self._fields["rows_in_estimated"] = False
         return self
 
     def __repr__(self) -> str:
@@ -151,7 +153,8 @@ class DataflowConversionResult(ConversionResult):
         if "written" in f:
             return super().__repr__() + f"\n  Dataflow job {f['job_name']}: {f['state']}  {f['console_url']}"
         lines = [f"{type(self).__name__}({f['job_id']})", f"  tfrecord_dir: {f['tfrecord_dir']} (when DONE)",
-                 f"  Dataflow job {f['job_name']}: {f['state']}, {f['rows_in']:,} rows in"]
+                 f"  Dataflow job {f['job_name']}: {f['state']}, {'~' if f.get('rows_in_estimated') else ''}"
+                 f"{f['rows_in']:,} rows in"]
         if f.get("console_url"):
             lines.append(f"  console: {f['console_url']}")
         if f.get("template_location"):

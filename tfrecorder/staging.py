@@ -13,6 +13,9 @@ text, so each bad value becomes a row-level discard in the pipeline, not a drive
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from typing import Any, BinaryIO, Optional
 
 import numpy as np
@@ -20,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tfrecorder import types
+from tfrecorder import storage, types
 from tfrecorder.row_encoder import INT64_MAX
 from tfrecorder.schema import Schema
 
@@ -107,8 +110,81 @@ def stage_column(series: pd.Series, role: Optional[types.ColumnType]) -> pa.Arra
         return _text(cells)
 
 
-def write_parquet(frame: pd.DataFrame, schema: Schema, stream: BinaryIO) -> None:
-    """Write every column of `frame` (schema columns typed by role, others as text) as Parquet."""
+ROW_GROUP_BYTES = 32 * 1024 * 1024  # about this much frame memory is staged (and later read) at a time
+MAX_ROW_GROUP_ROWS = 500_000
+
+
+def row_group_rows(frame: pd.DataFrame) -> int:
+    """Rows per row group: about ROW_GROUP_BYTES of the frame's memory (judged on its first rows)."""
+    head = frame.head(1000)
+    per_row = max(1, int(head.memory_usage(deep=True, index=False).sum()) // max(len(head), 1))
+    return max(1, min(MAX_ROW_GROUP_ROWS, ROW_GROUP_BYTES // per_row))
+
+
+def _chunk_table(chunk: pd.DataFrame, schema: Schema, columns: list[str],
+                 forced: dict[int, pa.DataType]) -> pa.Table:
+    arrays = []
+    for i, name in enumerate(columns):
+        if i in forced:
+            series = chunk.iloc[:, i]
+            cells = [None if m else v for v, m in zip(series.astype(object).tolist(), series.isna().to_numpy())]
+            arrays.append(_binary(cells) if forced[i] == pa.binary() else _text(cells))
+        else:
+            arrays.append(stage_column(chunk.iloc[:, i], schema.get(name)))
+    return pa.Table.from_arrays(arrays, names=columns)
+
+
+def _binary(cells: list) -> pa.Array:
+    return pa.array([v if v is None or isinstance(v, bytes) else _cell_text(v).encode("utf-8") for v in cells],
+                    pa.binary())
+
+
+def write_parquet(frame: pd.DataFrame, schema: Schema, stream: BinaryIO) -> int:
+    """Write every column of `frame` (schema columns typed by role, others as text) as Parquet, one row
+    group per chunk of rows so the driver never holds more than one chunk's Arrow copy. Returns the
+    number of row groups (each one element of the pipeline).
+
+    A column whose chunks disagree on their Arrow type (a bad value in a later chunk makes that chunk
+    text) is staged as text (or bytes) throughout: the file is written again with that column forced.
+    """
     columns = [str(c) for c in frame.columns]
-    arrays = [stage_column(frame.iloc[:, i], schema.get(name)) for i, name in enumerate(columns)]
-    pq.write_table(pa.Table.from_arrays(arrays, names=columns), stream)
+    step = row_group_rows(frame)
+    forced: dict[int, pa.DataType] = {}
+    while True:
+        start = stream.tell()
+        writer, row_groups, conflict = None, 0, None
+        for offset in range(0, max(len(frame), 1), step):
+            table = _chunk_table(frame.iloc[offset : offset + step], schema, columns, forced)
+            if writer is None:
+                writer = pq.ParquetWriter(stream, table.schema)
+            elif not table.schema.equals(writer.schema):
+                conflict = next(i for i, (a, b) in enumerate(zip(table.schema, writer.schema)) if a.type != b.type)
+                kinds = (table.schema.field(conflict).type, writer.schema.field(conflict).type)
+                forced[conflict] = pa.binary() if pa.binary() in kinds or forced.get(conflict) else pa.string()
+                break
+            writer.write_table(table)
+            row_groups += 1
+        writer.close()
+        pa.default_memory_pool().release_unused()
+        if conflict is None:
+            return row_groups
+        stream.seek(start)
+        stream.truncate()
+
+
+def stage_frame(frame: pd.DataFrame, schema: Schema, path: str) -> int:
+    """Write the frame's Parquet file at `path` (local or remote); returns its number of row groups.
+
+    A remote file is written to a local temporary file first (a restaged column needs a seekable
+    file), then uploaded in one stream.
+    """
+    if not storage.is_remote(path):
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w+b") as stream:
+            return write_parquet(frame, schema, stream)
+    with tempfile.TemporaryFile(prefix="tfrecorder-staging-") as local:
+        row_groups = write_parquet(frame, schema, local)
+        local.seek(0)
+        with storage.open_write(path) as stream:
+            shutil.copyfileobj(local, stream, 8 * 1024 * 1024)
+    return row_groups

@@ -1,8 +1,8 @@
 """Open a conversion source (DataFrame, CSV path, or SPLIT/LABEL/image folder) as a `Table`.
 
-The driver only samples a CSV for schema inference and scans it in chunks for table-level checks;
-the pipeline itself streams the file. Image folders are listed into a small DataFrame of
-split,image_uri,label rows.
+The driver reads at most the first SAMPLE_BYTES of a CSV (header, sample for schema inference, row
+estimate); the pipeline reads the whole file in parallel slices and computes every whole-table fact.
+Image folders are listed (once) into a small DataFrame of split,image_uri,label rows.
 """
 from __future__ import annotations
 
@@ -18,11 +18,13 @@ from typing import Any, Iterator, Optional, Union
 
 import pandas as pd
 
-from tfrecorder import storage
+from tfrecorder import csv_split, storage
 
 logger = logging.getLogger("tfrecorder")
 
 SAMPLE_ROWS = 10_000
+SAMPLE_BYTES = 32 * 1024 * 1024  # the most of a CSV the driver reads (header, sample, row estimate)
+HEAD_STEP_BYTES = 1024 * 1024  # the driver reads a CSV's head in growing steps until it holds the sample
 SCAN_CHUNK_ROWS = 50_000  # DataFrame rows converted to dicts at a time by the driver scan
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp")
 
@@ -33,14 +35,14 @@ class Table:
     columns: list[str]
     sample: pd.DataFrame  # rows with pandas' dtype inference, for schema inference
     base_dir: str  # relative image paths are resolved against this
+    rows_estimate: int  # exact for a DataFrame; for a CSV, from the records of its first SAMPLE_BYTES
     frame: Optional[pd.DataFrame] = None
     csv_path: Optional[str] = None
+    csv_data_start: int = 0  # byte offset of the CSV's first data record
+    csv_size: int = 0
 
     def iter_rows(self) -> Iterator[dict[str, Any]]:
-        """Every well-formed row as {column: value}, missing values as None: what the pipeline sees."""
-        if self.frame is None:
-            yield from (row for row in iter_csv_rows(self.csv_path) if not isinstance(row, tuple))
-            return
+        """Every row of the DataFrame as {column: value}, missing values as None: what the pipeline sees."""
         for start in range(0, len(self.frame), SCAN_CHUNK_ROWS):
             chunk = self.frame.iloc[start : start + SCAN_CHUNK_ROWS]
             yield from chunk.astype(object).where(chunk.notna(), None).to_dict("records")
@@ -89,33 +91,78 @@ def read_csv_sample(stream) -> pd.DataFrame:
     return sample
 
 
-def iter_csv_rows(path: str) -> Iterator[Union[dict[str, Any], tuple[dict[str, Any], str]]]:
-    """Stream a CSV's data rows as {column: str, or None for an empty field}; malformed rows as (row, reason).
+def malformed_reason(line_number: int, fields: int, expected: int) -> str:
+    return f"malformed CSV row: line {line_number} has {fields} fields, expected {expected}"
 
-    Python's csv module handles quoted fields holding commas, quotes and newlines; the driver's checks
-    and the pipeline both read rows through this one function, so they always agree.
+
+class CsvRecords:
+    """Data records of CSV text (no header) as {column: str, or None for an empty field}.
+
+    Iterating yields each well-formed row as a dict, and each malformed one as (row, record index,
+    field count), the index counting every record of this text from 0 (blank lines included).
+    `records` is the number of records read so far. Python's csv module handles quoted fields holding
+    commas, quotes and newlines; the pipeline's slice reader and the sequential whole-file reader
+    (`iter_csv_rows`) parse through this one class, so they always agree.
     """
-    with storage.open_read(path) as raw:
-        reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", newline=""))
-        header = next(reader, None)
-        if header is None:
-            return
-        for line_number, fields in enumerate(reader, start=2):
+
+    def __init__(self, text: io.TextIOBase, header: list[str]) -> None:
+        self.text, self.header, self.records = text, header, 0
+
+    def __iter__(self) -> Iterator[Union[dict[str, Any], tuple[dict[str, Any], int, int]]]:
+        header = self.header
+        for fields in csv.reader(self.text):
+            index = self.records
+            self.records += 1
             if not fields:
                 continue  # blank line
             row = {name: (value if value != "" else None) for name, value in zip(header, fields)}
             if len(fields) != len(header):
-                yield row, f"malformed CSV row: line {line_number} has {len(fields)} fields, expected {len(header)}"
+                yield row, index, len(fields)
             else:
                 yield row
 
 
-def _csv_header(path: str) -> list[str]:
+def iter_csv_rows(path: str) -> Iterator[Union[dict[str, Any], tuple[dict[str, Any], str]]]:
+    """Stream a whole CSV sequentially: data rows as dicts; malformed rows as (row, reason)."""
     with storage.open_read(path) as raw:
-        header = next(csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")), None)
-    if not header:
-        raise ValueError(f"CSV file {path} is empty (no header row)")
-    return header
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        header = next(csv.reader(text), None)
+        if header is None:
+            return
+        for item in CsvRecords(text, header):
+            if isinstance(item, tuple):
+                row, index, fields = item
+                yield row, malformed_reason(index + 2, fields, len(header))
+            else:
+                yield item
+
+
+class _ByteWindow(io.RawIOBase):
+    """Bytes [start, end) of a file as a raw stream, read with ranged reads (nothing past `end`)."""
+
+    def __init__(self, path: str, start: int, end: int) -> None:
+        super().__init__()
+        self._path, self._position, self._end = path, start, end
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._position >= self._end:
+            return 0
+        data = storage.read_range(self._path, self._position, min(len(buffer), self._end - self._position))
+        buffer[: len(data)] = data
+        self._position += len(data)
+        return len(data)
+
+
+SLICE_READ_BYTES = 4 * 1024 * 1024  # one ranged read per this much of a CSV slice
+
+
+def open_csv_slice(path: str, start: int, end: int) -> io.TextIOBase:
+    """The text of bytes [start, end) of a CSV (whole records, see tfrecorder.csv_split)."""
+    window = io.BufferedReader(_ByteWindow(path, start, end), buffer_size=SLICE_READ_BYTES)
+    return io.TextIOWrapper(window, encoding="utf-8", newline="")
 
 
 def _parent(path: str) -> str:
@@ -124,11 +171,12 @@ def _parent(path: str) -> str:
     return os.path.dirname(os.path.abspath(path))
 
 
-def list_image_directory(root: str) -> pd.DataFrame:
-    """Rows split,image_uri,label for every image file at ROOT/SPLIT/LABEL/file."""
+def list_image_directory(root: str, files: Optional[list[str]] = None) -> pd.DataFrame:
+    """Rows split,image_uri,label for every image file at ROOT/SPLIT/LABEL/file (`files`: the listing
+    of root, when the caller already has it)."""
     root = root.rstrip("/") if storage.is_remote(root) else os.path.abspath(root)
     rows, skipped = [], 0
-    for path in storage.list_files(root):
+    for path in files if files is not None else storage.list_files(root):
         parts = path[len(root):].strip("/").split("/")
         if len(parts) == 3 and not any(p.startswith(".") for p in parts):
             rows.append({"split": parts[0], "image_uri": path, "label": parts[1]})
@@ -145,16 +193,53 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
     """Recognise the source and return a Table; raise ValueError for anything unusable."""
     if isinstance(source, pd.DataFrame):
         columns = [str(c) for c in source.columns]
-        return Table("dataframe", columns, source.head(SAMPLE_ROWS), os.getcwd(), frame=source)
+        return Table("dataframe", columns, source.head(SAMPLE_ROWS), os.getcwd(), len(source), frame=source)
     if not isinstance(source, (str, os.PathLike)):
         raise ValueError(f"source must be a DataFrame, a CSV path or an image directory, not {type(source).__name__}")
     path = os.fspath(source)
-    if storage.is_dir(path):
-        frame = list_image_directory(path)
-        return Table("dataframe", list(frame.columns), frame.head(SAMPLE_ROWS), "", frame=frame)
-    if not storage.exists(path):
+    if storage.is_remote(path):  # one listing tells a folder of images from a missing object
+        listed = None if storage.exists(path.rstrip("/")) else storage.list_files(path)
+        if listed:
+            return _image_table(list_image_directory(path, listed))
+        if listed is not None:
+            raise ValueError(f"source {path} does not exist")
+    elif os.path.isdir(path):
+        return _image_table(list_image_directory(path))
+    elif not os.path.exists(path):
         raise ValueError(f"source {path} does not exist")
-    header = _csv_header(path)
-    with storage.open_read(path) as stream:
-        sample = read_csv_sample(stream)
-    return Table("csv", header, sample, _parent(path), csv_path=path)
+    return _open_csv(path)
+
+
+def _image_table(frame: pd.DataFrame) -> Table:
+    return Table("dataframe", list(frame.columns), frame.head(SAMPLE_ROWS), "", len(frame), frame=frame)
+
+
+def _read_head(path: str, size: int) -> bytes:
+    """The file's first bytes: enough for the header and SAMPLE_ROWS records, at most SAMPLE_BYTES."""
+    head, want = b"", HEAD_STEP_BYTES
+    while len(head) < min(size, SAMPLE_BYTES):
+        head += storage.read_range(path, len(head), min(want, SAMPLE_BYTES, size) - len(head))
+        data_start = csv_split.header_end(head, len(head) >= size)
+        if data_start is not None and csv_split.record_count(head, data_start) > SAMPLE_ROWS + 1:
+            break
+        want *= 2
+    return head
+
+
+def _open_csv(path: str) -> Table:
+    """Header, sample and row estimate from the file's first bytes (see _read_head): nothing more is read."""
+    size = storage.size(path)
+    head = _read_head(path, size)
+    complete = len(head) >= size
+    data_start = csv_split.header_end(head, complete)
+    if data_start is None:
+        raise ValueError(f"CSV file {path}: the header row does not end within its first {SAMPLE_BYTES:,} bytes")
+    header = next(csv.reader(io.StringIO(head[:data_start].decode("utf-8-sig"), newline="")), None)
+    if not header:
+        raise ValueError(f"CSV file {path} is empty (no header row)")
+    sample_end = size if complete else csv_split.last_record_end(head, data_start)
+    records = csv_split.record_count(head[:sample_end], data_start)
+    estimate = records if complete else round(records * (size - data_start) / max(sample_end - data_start, 1))
+    sample = read_csv_sample(io.BytesIO(head[:sample_end]))
+    return Table("csv", header, sample, _parent(path), estimate, csv_path=path, csv_data_start=data_start,
+                 csv_size=size)
