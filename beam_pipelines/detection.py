@@ -116,7 +116,7 @@ def _count(pcoll, label: str):
 
 def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
     """Add the detection graph to `pipeline`; returns the PCollection holding the final directory."""
-    rows, malformed = sources.read_rows(pipeline, config)
+    rows, malformed = sources.SourceParts(pipeline, config).branch("Rows") | "ReadRows" >> sources.ReadRows(config)
     rows_in = (
         (_count(rows, "CountRead"), _count(malformed, "CountMalformed"))
         | "AllRows" >> beam.Flatten()

@@ -23,6 +23,7 @@ from tfrecorder.tables import CsvRecords, malformed_reason, open_csv_slice
 
 MALFORMED = "malformed"
 RECORDS = "records"  # (slice index, records in it): numbers malformed lines once every slice is read
+REASONED = "reasoned"  # (row, reason) of a bad annotation-file line, its line number already in the reason
 
 
 class SourceParts:
@@ -44,6 +45,8 @@ class SourceParts:
 
     def branch(self, label: str) -> beam.PCollection:
         config, root = self.config, self.pipeline
+        if config.source_kind.startswith(KIND_PREFIX):  # an annotation file is read whole, as one part
+            return root | f"{label}AnnotationFile" >> beam.Create([0])
         if config.source_kind == "parquet":  # Create reshuffles two or more elements itself
             return root | f"{label}RowGroups" >> beam.Create(list(range(config.source_parts)))
         data_start, size = config.source_data_start, config.source_size
@@ -75,9 +78,14 @@ def scan_range(byte_range: csv_split.ByteRange, path: str, data_start: int, size
 
 def read_part(config: JobConfig, part: Union[int, csv_split.Slice]) -> Iterator[Any]:
     """Rows of one part; for a CSV slice, also (index, row, record, fields) for each malformed line, and
-    finally (RECORDS, (index, record count))."""
+    finally (RECORDS, (index, record count)); for an annotation file, (REASONED, (row, reason)) for each
+    bad line."""
     if config.source_kind == "parquet":
         yield from iter_row_group(config.source_path, part)
+        return
+    if config.source_kind.startswith(KIND_PREFIX):
+        for item in iter_annotation_rows(config.source_path, config.source_kind[len(KIND_PREFIX):]):
+            yield (REASONED, item) if isinstance(item, tuple) else item
         return
     records = CsvRecords(open_csv_slice(config.source_path, part.start, part.end), list(config.columns))
     for item in records:
@@ -107,6 +115,8 @@ class _ReadPart(beam.DoFn):
                 yield item
             elif item[0] == RECORDS:
                 yield beam.pvalue.TaggedOutput(RECORDS, item[1])
+            elif item[0] == REASONED:
+                yield beam.pvalue.TaggedOutput(REASONED, item[1])
             else:
                 yield beam.pvalue.TaggedOutput(MALFORMED, item)
 
@@ -126,32 +136,11 @@ class ReadRows(beam.PTransform):
         self.config = config
 
     def expand(self, parts):
-        results = parts | "ReadParts" >> beam.ParDo(_ReadPart(self.config)).with_outputs(MALFORMED, RECORDS,
-                                                                                        main="rows")
-        malformed = results[MALFORMED] | "NumberLines" >> beam.Map(
+        results = parts | "ReadParts" >> beam.ParDo(_ReadPart(self.config)).with_outputs(
+            MALFORMED, RECORDS, REASONED, main="rows")
+        numbered = results[MALFORMED] | "NumberLines" >> beam.Map(
             number_malformed, AsDict(results[RECORDS]), len(self.config.columns))
-        return results.rows, malformed
+        if not self.config.source_kind.startswith(KIND_PREFIX):
+            return results.rows, numbered
+        return results.rows, (numbered, results[REASONED]) | "AllMalformed" >> beam.Flatten()
 
-
-class _ReadAnnotations(beam.DoFn):
-    """Rows of an AutoML CSV or Vertex AI JSONL file (tfrecorder.annotations); bad lines to MALFORMED."""
-
-    def process(self, source: tuple[str, str]):
-        for item in iter_annotation_rows(*source):
-            yield beam.pvalue.TaggedOutput(MALFORMED, item) if isinstance(item, tuple) else item
-
-
-def read_rows(pipeline: beam.Pipeline, config: JobConfig) -> tuple[beam.PCollection, beam.PCollection]:
-    """(rows, malformed) of the job's source, whatever its kind.
-
-    An annotation file (tfrecorder.annotations) is read whole by one worker; CSVs and staged DataFrames
-    are read in parallel parts (SourceParts).
-    """
-    if config.source_kind.startswith(KIND_PREFIX):
-        results = (
-            pipeline
-            | "AnnotationPath" >> beam.Create([(config.source_path, config.source_kind[len(KIND_PREFIX):])])
-            | "ReadAnnotations" >> beam.ParDo(_ReadAnnotations()).with_outputs(MALFORMED, main="rows")
-        )
-        return results.rows, results[MALFORMED]
-    return SourceParts(pipeline, config).branch("Rows") | "ReadRows" >> ReadRows(config)
