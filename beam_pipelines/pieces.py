@@ -27,7 +27,7 @@ from typing import BinaryIO, Iterator, Optional
 
 from tfrecorder import record_index, storage
 from tfrecorder.sharding import Piece, PieceRange, ShardPlan
-from tfrecorder.tfrecord_format import write_record
+from tfrecorder.tfrecord_format import write_record_crc
 
 _COPY_CHUNK = 8 * 1024 * 1024
 _OFFSET = struct.Struct("<Q")
@@ -50,10 +50,15 @@ class PieceWriter:
         return len(self._ends)
 
     def write(self, data: bytes, unknown_labels: int = 0) -> None:
-        self.bytes += write_record(self._stream, data)
+        written, crc = write_record_crc(self._stream, data)
+        self.bytes += written
         self._ends.append(self.bytes)
-        self._crc = zlib.crc32(data, self._crc)
+        self._crc = zlib.crc32(crc.to_bytes(4, "little"), self._crc)  # the records' own CRCs, in order
         self.unknown_labels += unknown_labels
+
+    def abandon(self) -> None:
+        """Close the file without making it a piece (a failed bundle's output: removed with the directory)."""
+        self._stream.close()
 
     def close(self) -> Piece:
         self._stream.close()

@@ -14,6 +14,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from beam_pipelines.decode_pool import DecodePool
 from beam_pipelines.discards import DiscardPart, DiscardPartWriter, reason_counts, write_discard_file
 from beam_pipelines.fetch import Fetcher, reader_for
+from beam_pipelines.fork_pool import ForkPool
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from beam_pipelines.progress import rows_processed_counter
 from beam_pipelines.sources import RECORDS, read_part
@@ -161,6 +162,20 @@ def _global(value: Any) -> WindowedValue:
     return WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
 
 
+class RowsCounted:
+    """Counts rows done inside an encoding child process; the parent reports them with the batch."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+
+    def add(self, rows: int) -> None:
+        self.rows += rows
+
+    def take(self) -> int:
+        rows, self.rows = self.rows, 0
+        return rows
+
+
 class EncodeAndWritePieces(beam.DoFn):
     """Encode batches of rows into Examples and append them to piece files; emits one Piece per file.
 
@@ -168,6 +183,13 @@ class EncodeAndWritePieces(beam.DoFn):
     validate="decode", decoded by TensorFlow on a thread per core while this thread encodes. Each bundle
     keeps at most one open piece per split and rolls over at max_shard_bytes, so open files and memory
     do not grow with the dataset or with num_shards (shards are cut from the pieces afterwards).
+
+    With `config.encode_processes` > 1 (large local jobs, see tfrecorder.runners.encode_processes) the
+    batches are encoded and written by that many forked copies of this DoFn (beam_pipelines.fork_pool):
+    each child keeps its own open pieces for the bundle, and sends back only what the DoFn would emit
+    (pieces, discarded rows), never image bytes. Pieces still belong to one bundle attempt: the children
+    close them when the bundle finishes and drop them (orphans, removed with the pieces directory) when
+    a new bundle starts after a failed one.
     """
 
     def __init__(self, config: JobConfig) -> None:
@@ -179,14 +201,21 @@ class EncodeAndWritePieces(beam.DoFn):
         self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
         self._decoder = DecodePool(usable_cores()) if self.config.validate == "decode" else None
         self._rows_done = RowsDone(self.config)
+        self._pool = None
+        self.writers: dict[str, PieceWriter] = {}
 
     def teardown(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
         self._fetcher.close()
         if self._decoder:
             self._decoder.close()
 
     def start_bundle(self) -> None:
-        self.writers: dict[str, PieceWriter] = {}
+        self.writers = {}
+        if self._pool is not None:
+            self._pool.broadcast(("abandon", None))  # pieces a failed bundle left open are orphans
 
     def _encoder_for(self, vocabularies: Mapping[str, list[str]]) -> RowEncoder:
         if self._encoder is None:
@@ -199,7 +228,17 @@ class EncodeAndWritePieces(beam.DoFn):
             )
         return self._encoder
 
-    def process(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
+    def process(self, batch, vocabularies: Mapping[str, list[str]]):
+        if self.config.encode_processes > 1:
+            pool = self._pool_for(vocabularies)
+            for outputs, rows in pool.submit(("batch", batch)):
+                self._rows_done.add(rows)
+                yield from outputs
+            return
+        yield from self.encode_batch(batch, vocabularies)
+
+    def encode_batch(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
+        """Encode and write one batch: yields rolled-over pieces and (DISCARD) discarded rows."""
         encoder = self._encoder_for(vocabularies)
         uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
         fetched = self._fetcher.fetch(uris)
@@ -224,13 +263,50 @@ class EncodeAndWritePieces(beam.DoFn):
         if writer.bytes >= self.config.max_shard_bytes:
             yield self.writers.pop(split).close()
 
-    def finish_bundle(self):
+    def close_pieces(self):
+        """The bundle's open pieces, closed, and the image kinds (IMAGE_KINDS) it wrote."""
         for writer in self.writers.values():
-            yield _global(writer.close())
+            yield writer.close()
         self.writers = {}
         if self._encoder is not None and self._encoder.image_kinds:  # a few tuples per bundle
-            yield beam.pvalue.TaggedOutput(IMAGE_KINDS, _global(sorted(self._encoder.image_kinds)))
+            yield beam.pvalue.TaggedOutput(IMAGE_KINDS, sorted(self._encoder.image_kinds))
             self._encoder.image_kinds.clear()
+
+    def finish_bundle(self):
+        if self._pool is None:
+            outputs = list(self.close_pieces())
+        else:
+            batches, closed = self._pool.broadcast(("finish", None))
+            self._rows_done.add(sum(rows for _outputs, rows in batches))
+            outputs = [output for found, _rows in batches + closed for output in found]
+        for output in outputs:  # finish_bundle's outputs carry their window
+            if isinstance(output, beam.pvalue.TaggedOutput):
+                yield beam.pvalue.TaggedOutput(output.tag, _global(output.value))
+            else:
+                yield _global(output)
+
+    def _pool_for(self, vocabularies: Mapping[str, list[str]]) -> ForkPool:
+        if self._pool is None:
+            self._vocabularies = vocabularies  # the children inherit it and the encoder
+            self._encoder_for(vocabularies)
+            self._pool = ForkPool(self.config.encode_processes, self._serve_in_child)
+        return self._pool
+
+    def _serve_in_child(self, task: tuple[str, Any]) -> tuple[list, int]:
+        """A forked child's handler: ("batch", rows) → (outputs, rows done); ("finish", _) → the closed
+        pieces; ("abandon", _) → forget the open pieces of a failed bundle."""
+        if not isinstance(self._rows_done, RowsCounted):
+            self._rows_done = RowsCounted()  # Beam's counters live in the parent
+        operation, batch = task
+        if operation == "batch":
+            outputs = list(self.encode_batch(batch, self._vocabularies))
+            return outputs, self._rows_done.take()
+        if operation == "finish":
+            return list(self.close_pieces()), 0
+        for writer in self.writers.values():
+            writer.abandon()
+        self.writers = {}
+        return [], 0
 
 
 class ImageKindsFn(beam.CombineFn):

@@ -67,13 +67,17 @@ def _check_output_dir(output_dir: str) -> str:
     return output_dir
 
 
+def _images_remote(table: tables.Table, schema: Schema) -> bool:
+    """Whether the (sampled) images live on gs:// or another object store."""
+    sample = table.sample.rename(columns=str)
+    uris = (str(v) for c in schema.image_columns for v in sample[c] if not is_missing(v))
+    return storage.is_remote(table.base_dir) or any(storage.is_remote(u) for u in uris)
+
+
 def _fetch_concurrency(requested: Optional[int], table: tables.Table, schema: Schema) -> int:
     """The requested bound, or a default chosen by where the (sampled) images live."""
     if requested is None:
-        sample = table.sample.rename(columns=str)
-        uris = (str(v) for c in schema.image_columns for v in sample[c] if not is_missing(v))
-        remote = storage.is_remote(table.base_dir) or any(storage.is_remote(u) for u in uris)
-        return REMOTE_FETCH_CONCURRENCY if remote else LOCAL_FETCH_CONCURRENCY
+        return REMOTE_FETCH_CONCURRENCY if _images_remote(table, schema) else LOCAL_FETCH_CONCURRENCY
     if isinstance(requested, bool) or not isinstance(requested, int) or not 1 <= requested <= MAX_FETCH_CONCURRENCY:
         raise ValueError(f"fetch_concurrency must be an integer from 1 to {MAX_FETCH_CONCURRENCY}, got {requested!r}")
     return requested
@@ -211,9 +215,14 @@ def convert(
                 fetch_concurrency=concurrency, progress_dir=progress_dir,
                 extra_metadata={"task": detection.TASK, "box_units": box_units} if is_detection else {},
             )
+            if request is None and not is_detection:
+                config = dataclasses.replace(config, encode_processes=runners.encode_processes(
+                    table.rows_estimate, dataflow_options, threads_use_every_core=validate == DECODE,
+                    local_files=not (storage.is_remote(temp_dir) or _images_remote(table, resolved_schema))))
             options = (dataflow.pipeline_options(request, config.job_name) if request
                        else runners.local_options(table.rows_estimate, dataflow_options,
-                                                  threads_use_every_core=validate == DECODE))
+                                                  threads_use_every_core=validate == DECODE,
+                                                  encode_processes=config.encode_processes))
             config = dataclasses.replace(config, **_stage_rows(table, resolved_schema, config.work_dir))
             if is_detection:
                 from beam_pipelines.detection import build_pipeline

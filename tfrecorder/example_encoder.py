@@ -87,6 +87,20 @@ def _feature_value_pieces(feature: Feature) -> tuple[list, int]:
     return [_TAG_1_LEN, prefix, packed], 1 + len(prefix) + len(packed)
 
 
+_NAME_KEYS: dict[str, bytes] = {}  # feature name → its serialised map key (field 1); names repeat every row
+_MAX_NAME_KEYS = 4096
+
+
+def _name_key(name: str) -> bytes:
+    key = _NAME_KEYS.get(name)
+    if key is None:
+        name_bytes = name.encode("utf-8")
+        key = _TAG_1_LEN + _varint(len(name_bytes)) + name_bytes
+        if len(_NAME_KEYS) < _MAX_NAME_KEYS:
+            _NAME_KEYS[name] = key
+    return key
+
+
 def _example_pieces(features: Mapping[str, Feature]) -> list:
     """Pieces whose concatenation is the Example; lengths are computed, so each value is copied once."""
     entries: list = []
@@ -97,12 +111,10 @@ def _example_pieces(features: Mapping[str, Feature]) -> list:
         values_prefix = _varint(values_size)
         feature_size = 1 + len(values_prefix) + values_size  # Feature { <list> = 1|2|3 }
         feature_prefix = _varint(feature_size)
-        name_bytes = name.encode("utf-8")
-        name_prefix = _varint(len(name_bytes))
-        entry_size = 1 + len(name_prefix) + len(name_bytes) + 1 + len(feature_prefix) + feature_size
+        key = _name_key(name)
+        entry_size = len(key) + 1 + len(feature_prefix) + feature_size
         entry_prefix = _varint(entry_size)
-        entries += (_TAG_1_LEN, entry_prefix, _TAG_1_LEN, name_prefix, name_bytes, _TAG_2_LEN, feature_prefix,
-                    _LIST_TAGS[feature.kind], values_prefix)
+        entries += (_TAG_1_LEN, entry_prefix, key, _TAG_2_LEN, feature_prefix, _LIST_TAGS[feature.kind], values_prefix)
         entries += values
         entries_size += 1 + len(entry_prefix) + entry_size
     return [_TAG_1_LEN, _varint(entries_size), *entries]  # Example { Features features = 1 { map = 1 } }

@@ -193,6 +193,10 @@ def input_feature(role: types.ColumnType, value: Any, column: str) -> Feature:
     return Feature(role.feature_dtype, (_scalar(role, value, column),))
 
 
+_IMAGE, _STRING_LABEL, _MULTI_LABEL, _INPUT = "image", "string label", "multi label", "input"
+_KINDS = {types.ImageUri: _IMAGE, types.StringLabel: _STRING_LABEL, types.MultiLabel: _MULTI_LABEL}
+
+
 class RowEncoder:
     """Encode prepared rows of one table into serialized tf.train.Example bytes."""
 
@@ -210,10 +214,13 @@ class RowEncoder:
         self.image_size = tuple(image_size) if image_size else None
         self.validate = validate
         self.image_kinds: set[tuple[str, str, int]] = set()  # (feature prefix, format, channels) written
+        self._image_columns = schema.image_columns
+        self._plan = [(column, _KINDS.get(role, _INPUT), role) for column, role in schema.items()
+                      if role != types.SplitKey]  # roles compared once, not per row
 
     def image_uris(self, row: Mapping[str, Any]) -> list[str]:
         """The resolved URIs of the images `encode` will read for this row (for prefetching)."""
-        return [resolve_uri(str(row.get(c)), self.base_dir) for c in self.schema.image_columns if not is_missing(row.get(c))]
+        return [resolve_uri(str(row.get(c)), self.base_dir) for c in self._image_columns if not is_missing(row.get(c))]
 
     def _probe(self, uri: str, data: bytes, decoded: Optional[DecodeLookup]) -> images.ImageInfo:
         """The image's info under the validation mode; InvalidImage(reason) when it is refused."""
@@ -251,17 +258,15 @@ class RowEncoder:
         """
         features: dict[str, Feature] = {}
         unknown_labels = 0
-        for column, role in self.schema.items():
+        for column, kind, role in self._plan:
             value = row.get(column)
-            if role == types.SplitKey:
-                continue
-            if role == types.ImageUri:
+            if kind is _IMAGE:
                 features.update(self._image_features(column, str(value), read_image, decoded))
-            elif role == types.StringLabel:
+            elif kind is _STRING_LABEL:
                 index = self.label_index.get(column, {}).get(str(value), -1)
                 unknown_labels += index < 0
                 features[column] = Feature("int64", (index,))
-            elif role == types.MultiLabel:
+            elif kind is _MULTI_LABEL:
                 known = self.label_index.get(column, {})
                 names = multi_label_names(value, column)
                 unknown_labels += sum(name not in known for name in names)

@@ -8,6 +8,7 @@ PlainPipelines, built the same way inside Jupyter as in a script (tfrecorder.pla
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Mapping, Optional
 
 import apache_beam as beam
@@ -16,12 +17,17 @@ from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOpt
 from tfrecorder.plain_pipeline import PlainPipeline
 
 KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
-# When a local job runs on a worker process per core (Beam's multi_processing FnApiRunner), measured on
-# 2 cores with benchmarks/convert_bench.py: each worker process spends ~2.7 s of CPU starting (importing
-# Beam and tfrecorder's modules) and the runner adds ~1 s, while the per-row work (~170 µs in header
-# mode) is shared by the workers. Worker processes are chosen when the time they save beats twice that
-# start-up cost (a margin for the measurement's noise).
+# Local jobs spread their per-row work over the cores in one of two ways (see local_plan):
+# - forked encoding processes (beam_pipelines.fork_pool): a fork costs milliseconds, and each child
+#   encodes and writes whole batches while the in-process worker reads and prepares rows. Measured on
+#   2 cores with benchmarks/convert_bench.py (header mode): the in-process worker spends ~ROW_SECONDS of
+#   CPU per row, and a pool of forked children costs ~POOL_START_SECONDS to start and stop, so the pool
+#   is used once the rows' work it takes off the in-process worker beats twice that cost.
+# - Beam's multi_processing FnApiRunner: each worker process spends ~WORKER_START_SECONDS of CPU
+#   starting (fresh interpreters import Beam and tfrecorder); only chosen for jobs the pool cannot take
+#   (images or output on remote storage) when the rows' work beats twice that start-up.
 ROW_SECONDS = 170e-6
+POOL_START_SECONDS = 0.05
 WORKER_START_SECONDS = 4.0
 _WORKER_OPTIONS = ("direct_num_workers", "direct_running_mode")
 
@@ -55,24 +61,48 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def worker_processes_pay_off(rows: int, cores: int) -> bool:
-    """Whether a worker process per core finishes `rows` rows sooner than the in-process worker."""
-    return cores > 1 and rows * ROW_SECONDS * (1 - 1 / cores) > 2 * WORKER_START_SECONDS
+def worker_processes_pay_off(rows: int, cores: int, start_seconds: float = WORKER_START_SECONDS) -> bool:
+    """Whether a worker process per core, each costing `start_seconds` to start, finishes `rows` rows
+    sooner than the in-process worker alone."""
+    return cores > 1 and rows * ROW_SECONDS * (1 - 1 / cores) > 2 * start_seconds
+
+
+def can_fork() -> bool:
+    """Forking without exec is safe here (Linux; macOS and Windows libraries forbid or break it)."""
+    return sys.platform.startswith("linux")
+
+
+def encode_processes(rows: int, options: Optional[Mapping[str, Any]] = None, cores: Optional[int] = None,
+                     threads_use_every_core: bool = False, local_files: bool = True) -> int:
+    """How many forked processes encode and write a local job's batches (1: the in-process worker).
+
+    A process per core for jobs of enough rows whose images and output are local files (a fork must
+    not share network clients), unless the heavy work already runs on a thread per core
+    (`threads_use_every_core`: validate="decode") or the caller chose Beam's workers
+    (`direct_num_workers` / `direct_running_mode`; `direct_num_workers=1` keeps a job on one core).
+    """
+    cores = usable_cores() if cores is None else cores
+    if (threads_use_every_core or not local_files or not can_fork()
+            or any(name in (options or {}) for name in _WORKER_OPTIONS)
+            or not worker_processes_pay_off(rows, cores, POOL_START_SECONDS)):
+        return 1
+    return cores
 
 
 def local_options(rows: int, options: Optional[Mapping[str, Any]] = None, cores: Optional[int] = None,
-                  threads_use_every_core: bool = False) -> dict[str, Any]:
+                  threads_use_every_core: bool = False, encode_processes: int = 1) -> dict[str, Any]:
     """Beam options for a local (DirectRunner) job of `rows` rows: one worker process per core when
     that pays off (large jobs on several cores), the in-process worker otherwise — always when the
-    job's heavy work already runs on a thread per core (`threads_use_every_core`: validate="decode",
-    where each worker process would also pay TensorFlow's import).
+    job's heavy work already runs on every core: on a thread per core (`threads_use_every_core`:
+    validate="decode", where each worker process would also pay TensorFlow's import) or in forked
+    encoding processes (`encode_processes` > 1).
 
     Beam's own `direct_num_workers` / `direct_running_mode`, when the caller passes either, decide
     instead (e.g. `direct_num_workers=1` keeps a large job in-process).
     """
     chosen = dict(options or {})
     cores = usable_cores() if cores is None else cores
-    if (threads_use_every_core or any(name in chosen for name in _WORKER_OPTIONS)
+    if (threads_use_every_core or encode_processes > 1 or any(name in chosen for name in _WORKER_OPTIONS)
             or not worker_processes_pay_off(rows, cores)):
         return chosen
     return {**chosen, "direct_running_mode": "multi_processing", "direct_num_workers": cores}

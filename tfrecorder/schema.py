@@ -39,6 +39,8 @@ class Schema(Mapping[str, ColumnType]):
             if len(named) > 1:
                 raise ValueError(f"schema has more than one {role.name} column: {named}")
         self._columns = resolved
+        self._by_role: dict[ColumnType, tuple[str, ...]] = {}
+        self._labels = tuple(name for name, r in resolved.items() if r.is_label)
 
     def __getitem__(self, name: str) -> ColumnType:
         return self._columns[name]
@@ -54,7 +56,10 @@ class Schema(Mapping[str, ColumnType]):
         return f"Schema({{{inner}}})"
 
     def columns_of(self, role: ColumnType) -> list[str]:
-        return [name for name, r in self._columns.items() if r == role]
+        found = self._by_role.get(role)
+        if found is None:  # asked per row by the pipeline: computed once per role
+            found = self._by_role[role] = tuple(name for name, r in self._columns.items() if r == role)
+        return list(found)
 
     @property
     def split_column(self) -> Optional[str]:
@@ -67,7 +72,7 @@ class Schema(Mapping[str, ColumnType]):
 
     @property
     def label_columns(self) -> list[str]:
-        return [name for name, r in self._columns.items() if r.is_label]
+        return list(self._labels)
 
     def to_json(self) -> dict[str, str]:
         return {name: role.name for name, role in self._columns.items()}

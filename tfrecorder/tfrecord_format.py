@@ -30,11 +30,17 @@ def masked_crc32c(data: bytes) -> int:
 
 def write_record(stream: BinaryIO, data: bytes) -> int:
     """Append one framed record to `stream`; return the bytes written."""
+    return write_record_crc(stream, data)[0]
+
+
+def write_record_crc(stream: BinaryIO, data: bytes) -> tuple[int, int]:
+    """Append one framed record to `stream`; return (bytes written, the record's masked CRC32C)."""
     length = struct.pack("<Q", len(data))
+    crc = masked_crc32c(data)
     stream.write(length + _FOOTER.pack(masked_crc32c(length)))
     stream.write(data)
-    stream.write(_FOOTER.pack(masked_crc32c(data)))
-    return len(data) + 16
+    stream.write(_FOOTER.pack(crc))
+    return len(data) + 16, crc
 
 
 def read_records(stream: BinaryIO, check_crc: bool = True) -> Iterator[bytes]:
