@@ -1,0 +1,141 @@
+"""Forked encoding processes: the pool itself, and header-mode conversions that run on it."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import tfrecorder
+from beam_pipelines.fork_pool import ChildFailed, ForkPool
+from readers import read_job
+from test_retries import REPLAY, snapshot
+from tfrecorder import runners, storage
+
+pytestmark = pytest.mark.skipif(not runners.can_fork(), reason="forked encoding processes are Linux-only")
+
+
+def _pid_and(task):
+    if task == "fail":
+        raise FileNotFoundError(2, "no such file", "/x")
+    if task == "die":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return os.getpid(), task
+
+
+def test_tasks_go_round_robin_and_each_child_keeps_its_order():
+    pool = ForkPool(2, _pid_and, in_flight=2)
+    try:
+        results = [r for task in range(10) for r in pool.submit(task)] + pool.drain()
+        by_child: dict[int, list[int]] = {}
+        for pid, task in results:
+            by_child.setdefault(pid, []).append(task)
+        assert sorted(by_child.values()) == [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
+        assert os.getpid() not in by_child
+        drained, answers = pool.broadcast("all")
+        assert drained == [] and sorted(pid for pid, _ in answers) == sorted(by_child)
+        assert [task for _, task in pool.submit(0) + pool.drain()] == [0]  # a new round starts at child 0
+    finally:
+        pool.close()
+    assert multiprocessing.active_children() == []
+
+
+def test_at_most_in_flight_tasks_wait_per_child():
+    pool = ForkPool(1, _pid_and, in_flight=2)
+    try:
+        assert pool.submit(1) == [] and pool.submit(2) == []
+        assert [task for _, task in pool.submit(3)] == [1]  # the third task waits for the first result
+    finally:
+        pool.close()
+
+
+def test_a_failing_task_raises_its_exception_in_the_parent_and_closes_the_pool():
+    pool = ForkPool(2, _pid_and)
+    pool.submit("fail")
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        pool.drain()
+    assert multiprocessing.active_children() == []
+
+
+def test_a_child_that_dies_is_reported():
+    pool = ForkPool(1, _pid_and)
+    pool.submit("die")
+    with pytest.raises(ChildFailed, match="exit code -9"):
+        pool.drain()
+    assert multiprocessing.active_children() == []
+
+
+def test_large_local_header_jobs_get_a_process_per_core():
+    rows = 100_000
+    assert runners.encode_processes(rows, None, cores=2) == 2
+    assert runners.encode_processes(rows, None, cores=1) == 1
+    assert runners.encode_processes(200, None, cores=2) == 1  # forking costs more than it saves
+    assert runners.encode_processes(rows, None, cores=2, threads_use_every_core=True) == 1
+    assert runners.encode_processes(rows, None, cores=2, local_files=False) == 1  # no shared network clients
+    assert runners.encode_processes(rows, {"direct_num_workers": 1}, cores=2) == 1  # the caller decides
+    assert runners.local_options(10 ** 7, None, cores=2, encode_processes=2) == {}  # no Beam workers on top
+
+
+@pytest.fixture
+def pooled(monkeypatch, tmp_path) -> Path:
+    """Every local header-mode job on two forked encoding processes; returns the log of piece writers:
+    one "pid path" line per piece file opened (a file, so that the children's writes show)."""
+    monkeypatch.setattr(runners, "POOL_START_SECONDS", 0.0)
+    monkeypatch.setattr(runners, "usable_cores", lambda: 2)
+    log = tmp_path / "piece-writers.log"
+    real_open_write = storage.open_write
+
+    def watched(path):
+        if f"{os.sep}_pieces{os.sep}" in path and path.endswith(".part"):
+            with open(log, "a") as out:
+                out.write(f"{os.getpid()} {path}\n")
+        return real_open_write(path)
+
+    monkeypatch.setattr(storage, "open_write", watched)
+    return log
+
+
+@pytest.fixture
+def mixed_table(image_files) -> pd.DataFrame:
+    names = ["rgb.jpg", "gray.png", "anim.gif", "truncated.jpg", "text.jpg"] * 40
+    return pd.DataFrame({"split": ["TRAIN", "VALIDATION", "TEST", "TRAIN"] * 50,
+                         "image_uri": [str(image_files[n]) for n in names],
+                         "label": [n.split(".")[0] for n in names]})
+
+
+def _writers(log: Path) -> set[int]:
+    return {int(line.split()[0]) for line in log.read_text().splitlines()}
+
+
+def _records(result) -> dict:
+    return {split: sorted((e["image_uri"], e["label"], e["image_height"]) for e in examples)
+            for split, examples in read_job(result["tfrecord_dir"]).items()}
+
+
+def test_pooled_conversion_writes_what_the_in_process_one_writes(mixed_table, tmp_path, pooled):
+    single = tfrecorder.convert(mixed_table, tmp_path / "single", validate="header", progress=False,
+                                dataflow_options={"direct_num_workers": 1})
+    assert _writers(pooled) == {os.getpid()}  # direct_num_workers=1 keeps the job in this process
+    pooled.unlink()
+    multi = tfrecorder.convert(mixed_table, tmp_path / "multi", validate="header", progress=False)
+    writers = _writers(pooled)
+    assert len(writers) == 2 and os.getpid() not in writers  # two forked children wrote every piece
+    for key in ("rows_in", "written", "discarded", "discard_reasons"):
+        assert single[key] == multi[key], key
+    assert multi["discarded"] == 80
+    assert _records(single) == _records(multi)
+    assert multi.metadata["images"] == single.metadata["images"]
+    assert multiprocessing.active_children() == []
+
+
+def test_replaying_every_bundle_of_a_pooled_job_gives_the_same_job(mixed_table, tmp_path, pooled):
+    normal = tfrecorder.convert(mixed_table, tmp_path / "normal", job_label="retry", validate="header",
+                                progress=False, num_shards=3)
+    pieces = len(pooled.read_text().splitlines())
+    replayed = tfrecorder.convert(mixed_table, tmp_path / "replayed", job_label="retry", validate="header",
+                                  progress=False, num_shards=3, dataflow_options=REPLAY)
+    assert len(pooled.read_text().splitlines()) - pieces >= 2 * pieces > 0  # the writing bundles ran twice
+    assert snapshot(replayed["tfrecord_dir"]) == snapshot(normal["tfrecord_dir"])
