@@ -74,10 +74,10 @@ def _images_remote(table: tables.Table, schema: Schema) -> bool:
     return storage.is_remote(table.base_dir) or any(storage.is_remote(u) for u in uris)
 
 
-def _fetch_concurrency(requested: Optional[int], table: tables.Table, schema: Schema) -> int:
+def _fetch_concurrency(requested: Optional[int], images_remote: bool) -> int:
     """The requested bound, or a default chosen by where the (sampled) images live."""
     if requested is None:
-        return REMOTE_FETCH_CONCURRENCY if _images_remote(table, schema) else LOCAL_FETCH_CONCURRENCY
+        return REMOTE_FETCH_CONCURRENCY if images_remote else LOCAL_FETCH_CONCURRENCY
     if isinstance(requested, bool) or not isinstance(requested, int) or not 1 <= requested <= MAX_FETCH_CONCURRENCY:
         raise ValueError(f"fetch_concurrency must be an integer from 1 to {MAX_FETCH_CONCURRENCY}, got {requested!r}")
     return requested
@@ -201,7 +201,8 @@ def convert(
     _check_split_column(table, resolved_schema)
     if request is not None:
         dataflow.check_table_reachable(table.kind, table.csv_path, table.base_dir, table.sample, resolved_schema)
-    concurrency = _fetch_concurrency(fetch_concurrency, table, resolved_schema)
+    images_remote = _images_remote(table, resolved_schema)
+    concurrency = _fetch_concurrency(fetch_concurrency, images_remote)
     _check_frame(table, resolved_schema, ratios)
 
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
@@ -218,7 +219,7 @@ def convert(
             if request is None and not is_detection:
                 config = dataclasses.replace(config, encode_processes=runners.encode_processes(
                     table.rows_estimate, dataflow_options, threads_use_every_core=validate == DECODE,
-                    local_files=not (storage.is_remote(temp_dir) or _images_remote(table, resolved_schema))))
+                    local_files=not (storage.is_remote(temp_dir) or images_remote)))
             options = (dataflow.pipeline_options(request, config.job_name) if request
                        else runners.local_options(table.rows_estimate, dataflow_options,
                                                   threads_use_every_core=validate == DECODE,

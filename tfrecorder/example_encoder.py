@@ -87,18 +87,36 @@ def _feature_value_pieces(feature: Feature) -> tuple[list, int]:
     return [_TAG_1_LEN, prefix, packed], 1 + len(prefix) + len(packed)
 
 
-_NAME_KEYS: dict[str, bytes] = {}  # feature name → its serialised map key (field 1); names repeat every row
-_MAX_NAME_KEYS = 4096
+_ENTRIES: dict[tuple, tuple[tuple, int]] = {}  # (name, kind, values) → serialised map entry, for small values
+_MAX_ENTRIES = 65536
+_MAX_CACHED_BYTES = 64
 
 
-def _name_key(name: str) -> bytes:
-    key = _NAME_KEYS.get(name)
-    if key is None:
-        name_bytes = name.encode("utf-8")
-        key = _TAG_1_LEN + _varint(len(name_bytes)) + name_bytes
-        if len(_NAME_KEYS) < _MAX_NAME_KEYS:
-            _NAME_KEYS[name] = key
-    return key
+def _entry_key(name: str, feature: Feature):
+    """A cache key for features whose values repeat across rows (labels, sizes, formats), else None.
+
+    Floats are never cached: equal floats can differ in bits (0.0 and -0.0). Equal int64 and bytes
+    values always serialise the same way."""
+    values = feature.values
+    if feature.kind == "int64" and len(values) <= 4:
+        return name, "int64", tuple(values)
+    if feature.kind == "bytes" and len(values) == 1 and len(values[0]) <= _MAX_CACHED_BYTES:
+        return name, "bytes", values[0]
+    return None
+
+
+def _entry(name: str, feature: Feature) -> tuple[tuple, int]:
+    """One serialised features-map entry as pieces (values not copied) and its size."""
+    values, values_size = _feature_value_pieces(feature)
+    values_prefix = _varint(values_size)
+    feature_size = 1 + len(values_prefix) + values_size  # Feature { <list> = 1|2|3 }
+    feature_prefix = _varint(feature_size)
+    name_bytes = name.encode("utf-8")
+    name_prefix = _varint(len(name_bytes))
+    entry_size = 1 + len(name_prefix) + len(name_bytes) + 1 + len(feature_prefix) + feature_size
+    entry_prefix = _varint(entry_size)
+    return ((_TAG_1_LEN, entry_prefix, _TAG_1_LEN, name_prefix, name_bytes, _TAG_2_LEN, feature_prefix,
+             _LIST_TAGS[feature.kind], values_prefix, *values), 1 + len(entry_prefix) + entry_size)
 
 
 def _example_pieces(features: Mapping[str, Feature]) -> list:
@@ -107,16 +125,16 @@ def _example_pieces(features: Mapping[str, Feature]) -> list:
     entries_size = 0
     for name in sorted(features):
         feature = features[name]
-        values, values_size = _feature_value_pieces(feature)
-        values_prefix = _varint(values_size)
-        feature_size = 1 + len(values_prefix) + values_size  # Feature { <list> = 1|2|3 }
-        feature_prefix = _varint(feature_size)
-        key = _name_key(name)
-        entry_size = len(key) + 1 + len(feature_prefix) + feature_size
-        entry_prefix = _varint(entry_size)
-        entries += (_TAG_1_LEN, entry_prefix, key, _TAG_2_LEN, feature_prefix, _LIST_TAGS[feature.kind], values_prefix)
-        entries += values
-        entries_size += 1 + len(entry_prefix) + entry_size
+        key = _entry_key(name, feature)
+        found = _ENTRIES.get(key) if key is not None else None
+        if found is None:
+            found = _entry(name, feature)
+            if key is not None:
+                if len(_ENTRIES) >= _MAX_ENTRIES:
+                    _ENTRIES.clear()
+                _ENTRIES[key] = (b"".join(found[0]),), found[1]
+        entries += found[0]
+        entries_size += found[1]
     return [_TAG_1_LEN, _varint(entries_size), *entries]  # Example { Features features = 1 { map = 1 } }
 
 

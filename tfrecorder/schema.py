@@ -39,8 +39,11 @@ class Schema(Mapping[str, ColumnType]):
             if len(named) > 1:
                 raise ValueError(f"schema has more than one {role.name} column: {named}")
         self._columns = resolved
+        # asked per row by the pipeline: computed once
         self._by_role: dict[ColumnType, tuple[str, ...]] = {}
         self._labels = tuple(name for name, r in resolved.items() if r.is_label)
+        self._split = next((name for name, r in resolved.items() if r == types.SplitKey), None)
+        self._images = self.columns_of(types.ImageUri)
 
     def __getitem__(self, name: str) -> ColumnType:
         return self._columns[name]
@@ -57,18 +60,17 @@ class Schema(Mapping[str, ColumnType]):
 
     def columns_of(self, role: ColumnType) -> list[str]:
         found = self._by_role.get(role)
-        if found is None:  # asked per row by the pipeline: computed once per role
+        if found is None:
             found = self._by_role[role] = tuple(name for name, r in self._columns.items() if r == role)
         return list(found)
 
     @property
     def split_column(self) -> Optional[str]:
-        found = self.columns_of(types.SplitKey)
-        return found[0] if found else None
+        return self._split
 
     @property
     def image_columns(self) -> list[str]:
-        return self.columns_of(types.ImageUri)
+        return list(self._images)
 
     @property
     def label_columns(self) -> list[str]:
