@@ -89,7 +89,7 @@ def _feature_value_pieces(feature: Feature) -> tuple[list, int]:
 
 _ENTRIES: dict[tuple, tuple[tuple, int]] = {}  # (name, kind, values) → serialised map entry, for small values
 _MAX_ENTRIES = 65536
-_MAX_CACHED_BYTES = 64
+_MAX_CACHED_BYTES = 16  # formats, short categories: values that repeat
 
 
 def _entry_key(name: str, feature: Feature):

@@ -15,6 +15,10 @@ import re
 from typing import Optional
 
 
+def _fields(role: "ColumnType") -> tuple:
+    return tuple(getattr(role, field.name) for field in dataclasses.fields(role))
+
+
 @dataclasses.dataclass(frozen=True)
 class ColumnType:
     """A column role.
@@ -36,6 +40,14 @@ class ColumnType:
     @property
     def is_list(self) -> bool:
         return self.element is not None
+
+    def __eq__(self, other: object) -> bool:
+        """Field-wise, as the dataclass would; roles are compared per row, so identity first."""
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _fields(self) == _fields(other)
 
     def __repr__(self) -> str:
         if self.element is not None:
