@@ -23,6 +23,8 @@ import contextlib
 import multiprocessing
 import pickle
 import queue
+import signal
+import weakref
 from typing import Any, Callable, Iterator
 
 _POLL_SECONDS = 1.0  # how often a waiting parent checks that the child is still alive
@@ -33,6 +35,7 @@ class ChildFailed(RuntimeError):
 
 
 def _serve(handle: Callable[[Any], Any], tasks, results) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, which stops the children
     while True:
         task = tasks.get()
         if task is None:
@@ -47,6 +50,13 @@ def _serve(handle: Callable[[Any], Any], tasks, results) -> None:
         results.put(answer)
     results.close()
     results.join_thread()
+
+
+def _terminate(processes: list) -> None:
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+            process.join()
 
 
 class _Child:
@@ -81,13 +91,16 @@ class ForkPool:
         self._children = [_Child(context, handle) for _ in range(processes)]
         for child in self._children:  # all forked before any queue's feeder thread starts
             child.process.start()
+        # A pool dropped without close() (a runner abandoning a failed pipeline) still stops its children.
+        self._finalizer = weakref.finalize(self, _terminate, [child.process for child in self._children])
         self.in_flight = in_flight
         self._next = 0
         self._closed = False
 
     @property
-    def processes(self) -> int:
-        return len(self._children)
+    def pids(self) -> list[int]:
+        """The children's process ids."""
+        return [child.process.pid for child in self._children]
 
     def submit(self, task: Any) -> list:
         """Queue `task` on the next child in turn; returns the results that had to be collected first."""
@@ -123,6 +136,7 @@ class ForkPool:
         if self._closed:
             return
         self._closed = True
+        self._finalizer.detach()
         for child in self._children:
             if wait and child.process.is_alive():
                 child.tasks.put(None)

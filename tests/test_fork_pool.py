@@ -139,3 +139,11 @@ def test_replaying_every_bundle_of_a_pooled_job_gives_the_same_job(mixed_table, 
                                   progress=False, num_shards=3, dataflow_options=REPLAY)
     assert len(pooled.read_text().splitlines()) - pieces >= 2 * pieces > 0  # the writing bundles ran twice
     assert snapshot(replayed["tfrecord_dir"]) == snapshot(normal["tfrecord_dir"])
+
+
+def test_a_pool_dropped_without_close_stops_its_children():
+    pool = ForkPool(2, _pid_and)
+    pids = pool.pids
+    assert all(Path(f"/proc/{pid}").exists() for pid in pids)
+    del pool
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)  # stopped and reaped
