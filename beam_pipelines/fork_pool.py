@@ -98,6 +98,11 @@ class ForkPool:
         self._closed = False
 
     @property
+    def closed(self) -> bool:
+        """Closed by `close()` or by a failure (a new pool must be forked)."""
+        return self._closed
+
+    @property
     def pids(self) -> list[int]:
         """The children's process ids."""
         return [child.process.pid for child in self._children]

@@ -214,6 +214,8 @@ class EncodeAndWritePieces(beam.DoFn):
 
     def start_bundle(self) -> None:
         self.writers = {}
+        if self._pool is not None and self._pool.closed:  # a failed bundle closed it: fork afresh
+            self._pool = None
         if self._pool is not None:
             self._pool.broadcast(("abandon", None))  # pieces a failed bundle left open are orphans
 
@@ -228,7 +230,7 @@ class EncodeAndWritePieces(beam.DoFn):
             )
         return self._encoder
 
-    def process(self, batch, vocabularies: Mapping[str, list[str]]):
+    def process(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
         if self.config.encode_processes > 1:
             pool = self._pool_for(vocabularies)
             for outputs, rows in pool.submit(("batch", batch)):

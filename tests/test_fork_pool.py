@@ -147,3 +147,22 @@ def test_a_pool_dropped_without_close_stops_its_children():
     assert all(Path(f"/proc/{pid}").exists() for pid in pids)
     del pool
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids)  # stopped and reaped
+
+
+def test_a_storage_failure_in_a_child_fails_the_job_as_it_does_in_process(mixed_table, tmp_path, pooled, monkeypatch):
+    """An outage while a child reads an image fails the run with the same error, publishes nothing and
+    leaves no process behind; the next conversion forks a fresh pool."""
+    from beam_pipelines import transforms
+    from tfrecorder.errors import StorageReadError
+
+    def outage(uri):
+        raise StorageReadError(5, f"could not read {uri}: outage")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(transforms, "read_image", outage)
+        with pytest.raises(StorageReadError, match="outage; the conversion stopped and nothing was published"):
+            tfrecorder.convert(mixed_table, tmp_path / "out", validate="header", progress=False)
+    assert list((tmp_path / "out").iterdir()) == []
+    assert multiprocessing.active_children() == []
+    result = tfrecorder.convert(mixed_table, tmp_path / "out", validate="header", progress=False)
+    assert sum(result["written"].values()) == 120 and result["discarded"] == 80

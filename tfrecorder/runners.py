@@ -17,12 +17,13 @@ from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOpt
 from tfrecorder.plain_pipeline import PlainPipeline
 
 KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
-# Local jobs spread their per-row work over the cores in one of two ways (see local_plan):
-# - forked encoding processes (beam_pipelines.fork_pool): a fork costs milliseconds, and each child
-#   encodes and writes whole batches while the in-process worker reads and prepares rows. Measured on
-#   2 cores with benchmarks/convert_bench.py (header mode): the in-process worker spends ~ROW_SECONDS of
-#   CPU per row, and a pool of forked children costs ~POOL_START_SECONDS to start and stop, so the pool
-#   is used once the rows' work it takes off the in-process worker beats twice that cost.
+# Local jobs spread their per-row work over the cores in one of two ways (encode_processes, local_options):
+# - forked encoding processes (beam_pipelines.fork_pool): each child encodes and writes whole batches
+#   while the in-process worker reads and checks rows. Measured on 2 cores (benchmarks/convert_bench.py,
+#   header mode, shared machine): one process spends 130-190 µs of CPU per row (ROW_SECONDS), and
+#   starting and stopping two forked children costs ~30 ms (POOL_START_SECONDS, with a margin), so the
+#   pool is used once the rows' work it takes off the in-process worker beats twice that cost
+#   (~1,200 rows on 2 cores).
 # - Beam's multi_processing FnApiRunner: each worker process spends ~WORKER_START_SECONDS of CPU
 #   starting (fresh interpreters import Beam and tfrecorder); only chosen for jobs the pool cannot take
 #   (images or output on remote storage) when the rows' work beats twice that start-up.
