@@ -100,7 +100,7 @@ def _entry_key(name: str, feature: Feature):
     values = feature.values
     if feature.kind == "int64" and len(values) <= 4:
         return name, "int64", tuple(values)
-    if feature.kind == "bytes" and len(values) == 1 and len(values[0]) <= _MAX_CACHED_BYTES:
+    if feature.kind == "bytes" and len(values) == 1 and type(values[0]) is bytes and len(values[0]) <= _MAX_CACHED_BYTES:
         return name, "bytes", values[0]
     return None
 
