@@ -4,7 +4,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import errno
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindow
@@ -192,6 +192,8 @@ class EncodeAndWritePieces(beam.DoFn):
     a new bundle starts after a failed one.
     """
 
+    _pool: Optional[ForkPool] = None  # also for subclasses with their own setup (upgrade, detection)
+
     def __init__(self, config: JobConfig) -> None:
         self.config = config
 
@@ -201,7 +203,6 @@ class EncodeAndWritePieces(beam.DoFn):
         self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
         self._decoder = DecodePool(usable_cores()) if self.config.validate == "decode" else None
         self._rows_done = RowsDone(self.config)
-        self._pool = None
         self.writers: dict[str, PieceWriter] = {}
 
     def teardown(self) -> None:
