@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-import imagegen
+from support import imagegen
 
 
 # As a user runs it: no TF_CPP_MIN_LOG_LEVEL, so TensorFlow's start-up lines would show if they leaked.

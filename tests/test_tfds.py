@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import imagegen
+from support import imagegen
 import tfrecorder
 from tfrecorder import storage, tfds_files
 
