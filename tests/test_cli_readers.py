@@ -23,7 +23,7 @@ def test_verify_exit_codes(converted, tmp_path):
 
 
 def test_a_corrupt_shard_is_corrupt_data_not_bad_input(converted, tmp_path):
-    """inspect meeting a damaged record exits 3 (corrupt data, as verify would), never 2 (bad input)."""
+    """inspect or load-stats meeting a damaged record exits 3 (corrupt data, as verify), never 2 (bad input)."""
     job = Path(shutil.copytree(converted["tfrecord_dir"], tmp_path / "job"))
     shard = job / json.loads((job / "metadata.json").read_text())["splits"]["TRAIN"]["shards"][0]["file"]
     data = bytearray(shard.read_bytes())
@@ -34,6 +34,9 @@ def test_a_corrupt_shard_is_corrupt_data_not_bad_input(converted, tmp_path):
     assert done.stderr.strip().count("\n") == 0
     assert "corrupt data: data checksum mismatch at byte offset 0" in done.stderr
     assert run("verify", str(job)).returncode == 3
+    done = run("load-stats", str(job), "--seconds", "1")  # TensorFlow's DataLossError, reported the same way
+    assert done.returncode == 3, done.stderr  # TensorFlow's own C++ warning about the data loss may precede our line
+    assert done.stderr.strip().splitlines()[-1].startswith("tfrecorder: error: corrupt data: TRAIN: corrupted record")
 
 
 def test_inspect_and_load_stats(converted, tmp_path):

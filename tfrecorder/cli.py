@@ -12,7 +12,7 @@ Exit codes follow the hierarchy of tfrecorder.errors: 0 success (for verify: eve
 1 an unexpected failure, a storage outage (StorageReadError) or a failed Dataflow job; 2 bad input
 (a ValueError: bad arguments, unusable table, not a finished job directory); 3 corrupt data: verify
 found a mismatch (missing, extra, truncated or corrupt shard, unparsable record, wrong record count)
-or another command met a damaged record (CorruptDataError); 4 the output could not be written (disk
+or inspect / load-stats met a damaged record (CorruptDataError); 4 the output could not be written (disk
 full, quota, file size limit). Every error is reported on one line.
 """
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from typing import Optional, Sequence
 
@@ -201,7 +202,7 @@ def _run_load_stats(args: argparse.Namespace) -> int:
     job = JobInfo.read(args.tfrecord_dir)
     datasets = tfrecorder.load(args.tfrecord_dir, batch_size=args.batch_size, decode_images=False)
     for split, dataset in datasets.items():
-        counted = sum(_batch_length(batch) for batch in dataset)
+        counted = _count_records(dataset, split)
         expected = job.metadata["splits"][split]["records"]  # None: TFRecorder 2.0 recorded no counts
         print(f"{split}: {counted} records loaded (metadata.json: {'no count' if expected is None else expected})")
     dataset = tfrecorder.load(args.tfrecord_dir, args.split, batch_size=args.batch_size, repeat=True,
@@ -215,6 +216,17 @@ def _run_load_stats(args: argparse.Namespace) -> int:
     print(f"load({args.split.upper()}, batch_size={args.batch_size}, image_size={args.image_size}): "
           f"{count / elapsed:,.0f} records/s ({count} records in {elapsed:.1f} s, images decoded)")
     return EXIT_OK
+
+
+def _count_records(dataset, split: str) -> int:
+    """Records of one split's batched dataset; a damaged record is CorruptDataError, as in inspect and verify."""
+    import tensorflow as tf
+
+    try:
+        return sum(_batch_length(batch) for batch in dataset)
+    except tf.errors.DataLossError as exc:
+        detail = re.sub(r"^\{\{[^}]*\}\}\s*|\s*\[Op:.*$", "", exc.message)  # TensorFlow's op decorations
+        raise CorruptDataError(f"{split}: {detail}") from None
 
 
 def _run_convert(args: argparse.Namespace) -> int:
