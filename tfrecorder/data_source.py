@@ -141,7 +141,7 @@ class DataSource:
             entries = self._load_index(shard)
             if len(entries) != self._shards[shard]["records"]:
                 raise CorruptDataError(f"{self._paths[shard]}: index lists {len(entries)} records, "
-                                 f"metadata.json says {self._shards[shard]['records']}")
+                                       f"metadata.json says {self._shards[shard]['records']}")
             self._indexes[shard] = entries
         return entries
 

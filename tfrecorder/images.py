@@ -18,7 +18,7 @@ from typing import Optional
 
 from PIL import Image, UnidentifiedImageError
 
-from tfrecorder.errors import InvalidImage  # noqa: F401  (defined there; imported from here too)
+from tfrecorder.errors import InvalidImage  # defined in errors; importable from here as before
 from tfrecorder.image_checks import JPEG_EOI_MISSING, jpeg_structure_error, png_structure_error
 
 # Largest image we accept (pixels); a header declaring more is treated as a decompression bomb.

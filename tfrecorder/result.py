@@ -5,7 +5,7 @@ import sys
 import time
 from typing import Any, Callable, Iterator, Mapping, Optional, Union
 
-from tfrecorder.errors import DataflowJobError  # noqa: F401  (defined there; imported from here too)
+from tfrecorder.errors import DataflowJobError  # defined in errors; importable from here as before
 from tfrecorder.splits import SPLITS
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder import decode_check, images, splits, types
-from tfrecorder.errors import RowError  # noqa: F401  (defined there; imported from here too)
+from tfrecorder.errors import RowError  # defined in errors; importable from here as before
 from tfrecorder.example_encoder import Feature, encode_example
 from tfrecorder.schema import SAMPLE_VALUES, Schema
 
