@@ -24,7 +24,7 @@ LOWER, PIPELINE, USER = 0, 1, 2
 LAYER_NAMES = {LOWER: "lower", PIPELINE: "pipeline", USER: "user"}
 
 # Pipeline-only modules that still live in tfrecorder/ (phase 2 moves them into beam_pipelines/).
-PIPELINE_IN_TFRECORDER = {"dataflow", "job_config", "metadata", "plain_pipeline", "runners", "sharding", "staging"}
+PIPELINE_IN_TFRECORDER = {"dataflow", "job_config", "metadata", "plain_pipeline", "runners", "sharding"}
 USER_MODULES = {"__init__", "__main__", "accessor", "cli", "compat", "convert", "data_source", "demo",
                 "detection_inspect", "detection_load", "html", "input_schema", "inspection", "legacy_verify", "load",
                 "result", "sample_data", "upgrade", "verify"}
