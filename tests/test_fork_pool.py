@@ -11,7 +11,7 @@ import pytest
 
 import tfrecorder
 from beam_pipelines.fork_pool import ChildFailed, ForkPool
-from readers import read_job
+from support.readers import read_job
 from test_retries import REPLAY, snapshot
 from tfrecorder import runners, storage
 
