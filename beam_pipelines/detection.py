@@ -19,7 +19,7 @@ from beam_pipelines import sources, transforms
 from beam_pipelines.pipeline import write_outputs
 from beam_pipelines.fetch import reader_for
 from tfrecorder import detection, jobdir, storage, splits
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.metadata import build_metadata
 from tfrecorder.row_encoder import RowError
 from tfrecorder.schema import SPLIT_COLUMN

@@ -26,7 +26,7 @@ import zlib
 from typing import BinaryIO, Iterator, Optional
 
 from tfrecorder import record_index, storage
-from tfrecorder.sharding import Piece, PieceRange, ShardPlan
+from beam_pipelines.sharding import Piece, PieceRange, ShardPlan
 from tfrecorder.tfrecord_format import write_record_crc
 
 _COPY_CHUNK = 8 * 1024 * 1024

@@ -18,7 +18,7 @@ from apache_beam.pvalue import AsDict, AsList
 
 from tfrecorder import csv_split, storage
 from tfrecorder.annotations import KIND_PREFIX, iter_rows as iter_annotation_rows
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.tables import CsvRecords, malformed_reason, open_csv_slice
 
 MALFORMED = "malformed"

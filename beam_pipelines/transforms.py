@@ -20,12 +20,12 @@ from beam_pipelines.progress import rows_processed_counter
 from beam_pipelines.sources import RECORDS, read_part
 from tfrecorder import jobdir, storage, tfds_files
 from tfrecorder.errors import StorageReadError
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter, report_total
 from tfrecorder.table_stats import StatsCounter, TableStats
 from tfrecorder.metadata import build_metadata
 from tfrecorder.row_encoder import RowEncoder, RowError, multi_label_names, prepare_row
-from tfrecorder.runners import usable_cores
+from beam_pipelines.runners import usable_cores
 from tfrecorder.schema import Schema
 
 DISCARD = "discard"
@@ -184,7 +184,7 @@ class EncodeAndWritePieces(beam.DoFn):
     keeps at most one open piece per split and rolls over at max_shard_bytes, so open files and memory
     do not grow with the dataset or with num_shards (shards are cut from the pieces afterwards).
 
-    With `config.encode_processes` > 1 (large local jobs, see tfrecorder.runners.encode_processes) the
+    With `config.encode_processes` > 1 (large local jobs, see beam_pipelines.runners.encode_processes) the
     batches are encoded and written by that many forked copies of this DoFn (beam_pipelines.fork_pool):
     each child keeps its own open pieces for the bundle, and sends back only what the DoFn would emit
     (pieces, discarded rows), never image bytes. Pieces still belong to one bundle attempt: the children

@@ -25,7 +25,7 @@ from beam_pipelines import transforms
 from beam_pipelines.pipeline import write_outputs
 from tfrecorder import storage
 from tfrecorder.example_decoder import parse_example
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.legacy_records import upgrade_record
 from tfrecorder.row_encoder import RowError
 from tfrecorder.schema import Schema

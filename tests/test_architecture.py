@@ -23,8 +23,8 @@ PACKAGES = ("tfrecorder", "beam_pipelines")
 LOWER, PIPELINE, USER = 0, 1, 2
 LAYER_NAMES = {LOWER: "lower", PIPELINE: "pipeline", USER: "user"}
 
-# Pipeline-only modules that still live in tfrecorder/ (phase 2 moves them into beam_pipelines/).
-PIPELINE_IN_TFRECORDER = {"dataflow", "job_config", "metadata", "plain_pipeline", "runners", "sharding"}
+# Pipeline-only modules that still live in tfrecorder/ (metadata: the format layer of phase 2 takes it).
+PIPELINE_IN_TFRECORDER = {"metadata"}
 USER_MODULES = {"__init__", "__main__", "accessor", "cli", "compat", "convert", "data_source", "demo",
                 "detection_inspect", "detection_load", "html", "input_schema", "inspection", "legacy_verify", "load",
                 "result", "sample_data", "upgrade", "verify"}
@@ -32,11 +32,6 @@ USER_MODULES = {"__init__", "__main__", "accessor", "cli", "compat", "convert", 
 # Today's violations, each an import (importer, imported) that points to a higher layer or closes a cycle.
 # Phase 2 of issue 17 removes them; the list may only shrink (test_known_violations_are_still_real).
 KNOWN_VIOLATIONS = {
-    # Upward: the pipeline layer reaching into the user layer.
-    ("tfrecorder.metadata", "tfrecorder"): "__version__ from the package __init__, which imports convert and so "
-                                           "the whole pipeline: the cycle beam_pipelines → metadata → tfrecorder → convert",
-    ("tfrecorder.dataflow", "tfrecorder"): "build_worker_wheel reads tfrecorder.__version__",
-    ("tfrecorder.dataflow", "tfrecorder.result"): "the Dataflow launch builds its DataflowConversionResult itself",
     # Upward: a format-level reader borrowing a helper from load().
     ("tfrecorder.legacy_records", "tfrecorder.load"): "_convert_channels, a private helper of load()",
     # Cycles inside the user layer (each the deferred import that closes the cycle).

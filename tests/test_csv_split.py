@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from beam_pipelines import sources
 from tfrecorder import csv_split, tables
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 
 
 def sequential(path) -> list:

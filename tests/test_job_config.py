@@ -1,4 +1,4 @@
-"""tfrecorder.job_config: the plain, picklable description of a conversion that Beam ships to workers."""
+"""beam_pipelines.job_config: the plain, picklable description of a conversion that Beam ships to workers."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 
 
 def config(temp_dir: str) -> JobConfig:

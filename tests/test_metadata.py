@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tfrecorder import __version__
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.metadata import build_metadata, reason_category, record_index_note
 
 

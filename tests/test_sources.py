@@ -9,7 +9,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beam_pipelines import sources
 from tfrecorder import csv_split, staging, tables
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.schema import infer_schema
 
 TRICKY = b'name,note,n\r\n' + (b'"a\nb","x, ""quoted""",1\r\nplain,"multi\r\nline\r\n",2\r\n'

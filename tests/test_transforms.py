@@ -6,7 +6,7 @@ import pytest
 from beam_pipelines import transforms
 from beam_pipelines.transforms import DISCARD, PrepareRows, VocabularyFn
 from tfrecorder import types
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.schema import Schema
 
 

@@ -15,17 +15,18 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from tfrecorder import compat, dataflow, detection, jobdir, runners, staging, storage, tables
+from tfrecorder import compat, detection, jobdir, staging, storage, tables
+from beam_pipelines import dataflow, runners
 from tfrecorder.annotations import default_schema, open_annotations
 from tfrecorder.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS
 from tfrecorder.errors import translate_pipeline_error
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show
 from tfrecorder.quiet import leaves_logging_alone, quiet_libraries
-from tfrecorder.result import ConversionResult
+from tfrecorder.result import ConversionResult, DataflowConversionResult
 from tfrecorder.row_encoder import check_sample, is_missing
 from tfrecorder.schema import Schema, check_column_names, infer_schema
-from tfrecorder.sharding import DEFAULT_MAX_SHARD_BYTES
+from beam_pipelines.sharding import DEFAULT_MAX_SHARD_BYTES
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS, validate_split_ratios
 from tfrecorder.table_stats import StatsCounter, TableStats
 from tfrecorder.tensorflow_import import import_tensorflow
@@ -237,8 +238,8 @@ def convert(
                 pipeline = runners.make_pipeline(runner, options)
                 build_pipeline(pipeline, config)
                 if request is not None:
-                    return dataflow.submit(pipeline, request, config, table.rows_estimate,
-                                           rows_estimated=table.kind == "csv")
+                    return DataflowConversionResult.of(dataflow.submit(pipeline, request, config, table.rows_estimate,
+                                                                       rows_estimated=table.kind == "csv"))
                 pipeline.run().wait_until_finish()
     except BaseException as exc:
         jobdir.abandon(temp_dir, final_dir)

@@ -9,9 +9,9 @@ import collections
 import datetime as dt
 from typing import Any, Iterable, Mapping, Optional
 
-from tfrecorder import __version__
+from tfrecorder.version import __version__
 from tfrecorder.jobdir import FORMAT_VERSION
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.record_index import INDEX_DIR
 from tfrecorder.row_encoder import feature_spec
 from tfrecorder.schema import Schema

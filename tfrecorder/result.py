@@ -109,6 +109,11 @@ class DataflowConversionResult(ConversionResult):
         self._pipeline_result = pipeline_result
         self._submitted = time.monotonic()
 
+    @classmethod
+    def of(cls, job: Any, **fields: Any) -> "DataflowConversionResult":
+        """The result of a submitted job (beam_pipelines.dataflow.SubmittedJob), with the caller's own `fields`."""
+        return cls(job.poll, job.pipeline_result, **job.fields, **fields)
+
     @property
     def pipeline_result(self) -> Any:
         """Beam's PipelineResult (for dry runs, `.job` holds the job request that was not sent)."""

@@ -18,14 +18,15 @@ import re
 import time
 from typing import Any, Mapping, Optional
 
-from tfrecorder import dataflow, jobdir, runners
+from tfrecorder import jobdir
+from beam_pipelines import dataflow, runners
 from tfrecorder.convert import _check_options, _check_output_dir
 from tfrecorder.errors import translate_pipeline_error
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.job_info import JobInfo
 from tfrecorder.quiet import quiet_libraries
-from tfrecorder.result import ConversionResult
-from tfrecorder.sharding import DEFAULT_MAX_SHARD_BYTES
+from tfrecorder.result import ConversionResult, DataflowConversionResult
+from beam_pipelines.sharding import DEFAULT_MAX_SHARD_BYTES
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
 
 PART_BYTES = 256 * 1024 * 1024  # legacy shard bytes per reading worker
@@ -112,9 +113,8 @@ def upgrade(
             build_upgrade_pipeline(pipeline, config, shard_parts(job, min(MAX_PARTS, workers)), job.metadata["discard_files"],
                                    job.metadata["vocabularies"], job.compression)
             if request is not None:  # rows_in is unknown until the job has read every record
-                submitted = dataflow.submit(pipeline, request, config, 0)
-                submitted._fields["input_bytes"] = input_bytes  # known now; output_bytes once wait() is done
-                return submitted
+                # input_bytes is known now; output_bytes once wait() is done
+                return DataflowConversionResult.of(dataflow.submit(pipeline, request, config, 0), input_bytes=input_bytes)
             pipeline.run().wait_until_finish()
     except BaseException as exc:
         jobdir.abandon(temp_dir, final_dir)
