@@ -57,7 +57,7 @@ class ConversionResult(Mapping[str, Any]):
             raise AttributeError(name) from None
 
     def _repr_html_(self) -> str:
-        from tfrecorder.html import result_html
+        from tfrecorder.views import result_html
 
         return result_html(self._fields)
 
