@@ -26,7 +26,6 @@ from tfrecorder.table_stats import StatsCounter, TableStats
 from tfrecorder.metadata import build_metadata
 from tfrecorder.row_encoder import RowEncoder, RowError, multi_label_names, prepare_row
 from beam_pipelines.runners import usable_cores
-from tfrecorder.schema import Schema
 
 DISCARD = "discard"
 IMAGE_KINDS = "image_kinds"
@@ -85,7 +84,7 @@ class PrepareRows(beam.DoFn):
         self.config = config
 
     def setup(self) -> None:
-        self.schema = Schema.from_json(self.config.schema)
+        self.schema = self.config.schema
         self._rows_done = RowsDone(self.config)
 
     def process(self, batch: list[dict[str, Any]]):
@@ -128,7 +127,7 @@ class PartStats(beam.DoFn):
         self.config = config
 
     def setup(self) -> None:
-        self._counter = StatsCounter(Schema.from_json(self.config.schema), self.config.split_ratios)
+        self._counter = StatsCounter(self.config.schema, self.config.split_ratios)
 
     def process(self, part):
         stats = TableStats()
@@ -198,7 +197,7 @@ class EncodeAndWritePieces(beam.DoFn):
         self.config = config
 
     def setup(self) -> None:
-        self.schema = Schema.from_json(self.config.schema)
+        self.schema = self.config.schema
         self._encoder = None
         self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
         self._decoder = DecodePool(usable_cores()) if self.config.validate == "decode" else None

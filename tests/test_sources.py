@@ -10,7 +10,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from beam_pipelines import sources
 from tfrecorder import csv_split, staging, tables
 from beam_pipelines.job_config import JobConfig
-from tfrecorder.schema import infer_schema
+from tfrecorder.schema import Schema, infer_schema
 
 TRICKY = b'name,note,n\r\n' + (b'"a\nb","x, ""quoted""",1\r\nplain,"multi\r\nline\r\n",2\r\n'
                                 b'12" pipe,literal quote,3\r\nshort,row\r\n\r\n"c","d",4\r\n') * 40
@@ -18,7 +18,7 @@ TRICKY = b'name,note,n\r\n' + (b'"a\nb","x, ""quoted""",1\r\nplain,"multi\r\nlin
 
 def config_for(path: str, **fields) -> JobConfig:
     fields = {"source_kind": "csv", "columns": (), **fields}
-    return JobConfig(source_path=path, schema={}, base_dir="", final_dir="", temp_dir="", job_name="t",
+    return JobConfig(source_path=path, schema=Schema({}), base_dir="", final_dir="", temp_dir="", job_name="t",
                      runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20,
                      compression=None, image_size=None, validate="header", **fields)
 

@@ -210,7 +210,7 @@ def convert(
     try:
         with local_progress(request is None and should_show(progress), table.rows_estimate) as progress_dir:
             config = JobConfig(
-                source_kind="", source_path="", schema=resolved_schema.to_json(), columns=tuple(table.columns),
+                source_kind="", source_path="", schema=resolved_schema, columns=tuple(table.columns),
                 base_dir=table.base_dir, final_dir=final_dir, temp_dir=temp_dir,
                 job_name=os.path.basename(final_dir), runner=runner, split_ratios=ratios, num_shards=num_shards,
                 max_shard_bytes=max_shard_bytes, compression=compression, image_size=image_size, validate=validate,

@@ -27,6 +27,7 @@ from tfrecorder.job_info import JobInfo
 from tfrecorder.quiet import quiet_libraries
 from tfrecorder.result import ConversionResult, DataflowConversionResult
 from beam_pipelines.sharding import DEFAULT_MAX_SHARD_BYTES
+from tfrecorder.schema import Schema
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
 
 PART_BYTES = 256 * 1024 * 1024  # legacy shard bytes per reading worker
@@ -92,9 +93,8 @@ def upgrade(
     input_bytes = sum(info["bytes"] for info in job.metadata["splits"].values())
 
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label or DEFAULT_JOB_LABEL)
-    schema = dict(job.metadata["schema"])
     config = JobConfig(
-        source_kind="tfrecorder2", source_path=legacy_dir, schema=schema,
+        source_kind="tfrecorder2", source_path=legacy_dir, schema=Schema.from_json(job.metadata["schema"]),
         columns=("split", "source", "record", "image_name"), base_dir="", final_dir=final_dir, temp_dir=temp_dir,
         job_name=os.path.basename(final_dir.rstrip("/")), runner=runner, split_ratios=DEFAULT_SPLIT_RATIOS,
         num_shards=num_shards, max_shard_bytes=max_shard_bytes, compression=compression, image_size=None,
