@@ -4,14 +4,15 @@ A source is cut into parts that workers read independently:
 - a CSV into byte slices that hold whole records (tfrecorder.csv_split: one parallel pass finds
   where records start, even when quoted fields hold newlines), each parsed with Python's csv module
   exactly as one sequential parse would (tables.CsvRecords);
-- a DataFrame (staged by the driver as Parquet, tfrecorder.staging) into its row groups.
+- Parquet files (a user's, or a DataFrame staged by the driver as one file, tfrecorder.staging) into
+  their row groups (tfrecorder.parquet_parts.ParquetPart), each read as Arrow record batches.
 Parts are small descriptors, reshuffled so that every worker gets some; rows are never materialised
 between steps. gs:// files go through tfrecorder.storage, never through Beam's GCS filesystem (whose
 credential lookup stalls when there are none).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Union
+from typing import Any, Collection, Iterator, Optional, Sequence, Union
 
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
@@ -19,6 +20,7 @@ from apache_beam.pvalue import AsDict, AsList
 from tfrecorder import csv_split, storage
 from tfrecorder.annotations import KIND_PREFIX, iter_rows as iter_annotation_rows
 from tfrecorder.job_config import JobConfig
+from tfrecorder.parquet_parts import ParquetPart
 from tfrecorder.tables import CsvRecords, malformed_reason, open_csv_slice
 
 MALFORMED = "malformed"
@@ -27,7 +29,7 @@ REASONED = "reasoned"  # (row, reason) of a bad annotation-file line, its line n
 
 
 class SourceParts:
-    """The parts of the job's source (csv_split.Slice for a CSV, a row-group index for Parquet), as
+    """The parts of the job's source (csv_split.Slice for a CSV, a ParquetPart for Parquet), as
     independent copies: one per branch of the graph that reads the rows.
 
     Each branch must start from its own root: Beam's in-process runner fuses a consumer with its
@@ -48,7 +50,7 @@ class SourceParts:
         if config.source_kind.startswith(KIND_PREFIX):  # an annotation file is read whole, as one part
             return root | f"{label}AnnotationFile" >> beam.Create([0])
         if config.source_kind == "parquet":  # Create reshuffles two or more elements itself
-            return root | f"{label}RowGroups" >> beam.Create(list(range(config.source_parts)))
+            return root | f"{label}RowGroups" >> beam.Create(list(config.source_parts))
         data_start, size = config.source_data_start, config.source_size
         if len(self.ranges) <= 1:
             return root | f"{label}Slices" >> beam.Create([csv_split.Slice(0, data_start, size)])
@@ -76,12 +78,12 @@ def scan_range(byte_range: csv_split.ByteRange, path: str, data_start: int, size
                                data_start, size)
 
 
-def read_part(config: JobConfig, part: Union[int, csv_split.Slice]) -> Iterator[Any]:
+def read_part(config: JobConfig, part: Union[ParquetPart, csv_split.Slice, int]) -> Iterator[Any]:
     """Rows of one part; for a CSV slice, also (index, row, record, fields) for each malformed line, and
     finally (RECORDS, (index, record count)); for an annotation file, (REASONED, (row, reason)) for each
     bad line."""
     if config.source_kind == "parquet":
-        yield from iter_row_group(config.source_path, part)
+        yield from iter_row_group(part, datetime_columns_of(config.schema))
         return
     if config.source_kind.startswith(KIND_PREFIX):
         for item in iter_annotation_rows(config.source_path, config.source_kind[len(KIND_PREFIX):]):
@@ -93,13 +95,51 @@ def read_part(config: JobConfig, part: Union[int, csv_split.Slice]) -> Iterator[
     yield RECORDS, (part.index, records.records)
 
 
-def iter_row_group(path: str, index: int) -> Iterator[dict[str, Any]]:
-    """Rows of one row group of the driver-staged Parquet file, as {column: value}."""
+def read_row_group_batches(part: ParquetPart, columns: Optional[Sequence[str]] = None,
+                           batch_size: Optional[int] = None) -> Iterator["pyarrow.RecordBatch"]:
+    """One row group of a Parquet file (local or gs://, through tfrecorder.storage) as Arrow record
+    batches of at most `batch_size` rows (default PARQUET_BATCH_ROWS), with every column, or `columns`."""
     import pyarrow.parquet as pq
 
-    with storage.open_read(path) as raw:
-        for batch in pq.ParquetFile(raw).iter_batches(row_groups=[index], batch_size=PARQUET_BATCH_ROWS):
-            yield from batch.to_pylist()
+    with storage.open_read(part.path) as raw:
+        yield from pq.ParquetFile(raw).iter_batches(row_groups=[part.row_group], columns=columns,
+                                                    batch_size=batch_size or PARQUET_BATCH_ROWS)
+
+
+def datetime_columns_of(schema: dict[str, str]) -> tuple[str, ...]:
+    """The columns of a JobConfig schema whose role is DatetimeInput."""
+    return tuple(column for column, role in schema.items() if role == "DatetimeInput")
+
+
+def iter_row_group(part: ParquetPart, datetime_columns: Collection[str] = ()) -> Iterator[dict[str, Any]]:
+    """Rows of one row group as {column: python value}, missing values as None: what the row path
+    encodes. Arrow timestamp columns among `datetime_columns` arrive as int nanoseconds since the
+    epoch (UTC), like a staged DataFrame's datetimes."""
+    for batch in read_row_group_batches(part):
+        yield from rows_of_batch(batch, datetime_columns)
+
+
+def rows_of_batch(batch: "pyarrow.RecordBatch", datetime_columns: Collection[str] = ()) -> list[dict[str, Any]]:
+    """A record batch as row dicts (see iter_row_group)."""
+    import pyarrow as pa
+
+    for column in datetime_columns:
+        index = batch.schema.get_field_index(column)
+        if index >= 0 and pa.types.is_timestamp(batch.schema.field(index).type):
+            batch = batch.set_column(index, column, _epoch_nanoseconds(batch.column(index)))
+    return batch.to_pylist()
+
+
+def _epoch_nanoseconds(values: "pyarrow.Array") -> "pyarrow.Array":
+    """A timestamp array (any unit, with or without a time zone: Arrow stores UTC) as int64 ns since
+    the epoch; unchanged when a value lies beyond what int64 nanoseconds hold (years 1677-2262), so
+    that the row encoder discards that row with its reason."""
+    import pyarrow as pa
+
+    try:
+        return values.cast(pa.timestamp("ns", values.type.tz)).cast(pa.int64())
+    except pa.ArrowInvalid:
+        return values
 
 
 PARQUET_BATCH_ROWS = 10_000

@@ -20,6 +20,7 @@ from tfrecorder.annotations import default_schema, open_annotations
 from tfrecorder.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
+from tfrecorder.parquet_parts import file_parts
 from tfrecorder.progress import local_progress, should_show
 from tfrecorder.quiet import leaves_logging_alone, quiet_libraries
 from tfrecorder.result import ConversionResult
@@ -128,7 +129,7 @@ def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> dict[str,
         return dict(source_kind=table.kind, source_path=table.csv_path)
     path = storage.join(work_dir, "rows.parquet")
     row_groups = staging.stage_frame(table.frame, schema, path)
-    return dict(source_kind="parquet", source_path=path, source_parts=row_groups)
+    return dict(source_kind="parquet", source_path=path, source_parts=file_parts(path, row_groups))
 
 
 @leaves_logging_alone
