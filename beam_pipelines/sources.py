@@ -12,7 +12,7 @@ credential lookup stalls when there are none).
 """
 from __future__ import annotations
 
-from typing import Any, Collection, Iterator, Optional, Sequence, Union
+from typing import Any, Collection, Iterator, Union
 
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
@@ -20,7 +20,7 @@ from apache_beam.pvalue import AsDict, AsList
 from tfrecorder import csv_split, storage
 from tfrecorder.annotations import KIND_PREFIX, iter_rows as iter_annotation_rows
 from tfrecorder.job_config import JobConfig
-from tfrecorder.parquet_parts import ParquetPart
+from tfrecorder.parquet_parts import ParquetPart, read_row_group_batches  # noqa: F401 (the columnar path reads batches)
 from tfrecorder.tables import CsvRecords, malformed_reason, open_csv_slice
 
 MALFORMED = "malformed"
@@ -95,17 +95,6 @@ def read_part(config: JobConfig, part: Union[ParquetPart, csv_split.Slice, int])
     yield RECORDS, (part.index, records.records)
 
 
-def read_row_group_batches(part: ParquetPart, columns: Optional[Sequence[str]] = None,
-                           batch_size: Optional[int] = None) -> Iterator["pyarrow.RecordBatch"]:
-    """One row group of a Parquet file (local or gs://, through tfrecorder.storage) as Arrow record
-    batches of at most `batch_size` rows (default PARQUET_BATCH_ROWS), with every column, or `columns`."""
-    import pyarrow.parquet as pq
-
-    with storage.open_read(part.path) as raw:
-        yield from pq.ParquetFile(raw).iter_batches(row_groups=[part.row_group], columns=columns,
-                                                    batch_size=batch_size or PARQUET_BATCH_ROWS)
-
-
 def datetime_columns_of(schema: dict[str, str]) -> tuple[str, ...]:
     """The columns of a JobConfig schema whose role is DatetimeInput."""
     return tuple(column for column, role in schema.items() if role == "DatetimeInput")
@@ -141,8 +130,6 @@ def _epoch_nanoseconds(values: "pyarrow.Array") -> "pyarrow.Array":
     except pa.ArrowInvalid:
         return values
 
-
-PARQUET_BATCH_ROWS = 10_000
 
 
 class _ReadPart(beam.DoFn):

@@ -92,7 +92,7 @@ def test_sources_workers_cannot_read_are_refused(emulator, image_rows, tmp_path)
         submit(local_images, emulator, dataflow_options={"dry_run": True})
     csv_path = tmp_path / "rows.csv"
     image_rows.to_csv(csv_path, index=False)
-    with pytest.raises(ValueError, match="cannot read the local CSV"):
+    with pytest.raises(ValueError, match="cannot read the local file"):
         submit(str(csv_path), emulator, dataflow_options={"dry_run": True})
 
 
