@@ -12,12 +12,12 @@ credential lookup stalls when there are none).
 """
 from __future__ import annotations
 
-from typing import Any, Collection, Iterator, Union
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
 
-from tfrecorder import csv_split, storage
+from tfrecorder import csv_split, storage, types
 from tfrecorder.annotations import KIND_PREFIX, iter_rows as iter_annotation_rows
 from tfrecorder.job_config import JobConfig
 from tfrecorder.parquet_parts import ParquetPart, read_row_group_batches  # noqa: F401 (the columnar path reads batches)
@@ -83,7 +83,7 @@ def read_part(config: JobConfig, part: Union[ParquetPart, csv_split.Slice, int])
     finally (RECORDS, (index, record count)); for an annotation file, (REASONED, (row, reason)) for each
     bad line."""
     if config.source_kind == "parquet":
-        yield from iter_row_group(part, datetime_columns_of(config.schema))
+        yield from iter_row_group(part, config.schema, config.columns)
         return
     if config.source_kind.startswith(KIND_PREFIX):
         for item in iter_annotation_rows(config.source_path, config.source_kind[len(KIND_PREFIX):]):
@@ -95,41 +95,48 @@ def read_part(config: JobConfig, part: Union[ParquetPart, csv_split.Slice, int])
     yield RECORDS, (part.index, records.records)
 
 
-def datetime_columns_of(schema: dict[str, str]) -> tuple[str, ...]:
-    """The columns of a JobConfig schema whose role is DatetimeInput."""
-    return tuple(column for column, role in schema.items() if role == "DatetimeInput")
+def iter_row_group(part: ParquetPart, schema: Mapping[str, str] = {},
+                   columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
+    """Rows of one row group as {column: python value} (every column, or `columns`), missing values as
+    None: what the row path encodes (see rows_of_batch; `schema` maps column → role name, as in JobConfig)."""
+    for batch in read_row_group_batches(part, columns=list(columns) if columns else None):
+        yield from rows_of_batch(batch, schema)
 
 
-def iter_row_group(part: ParquetPart, datetime_columns: Collection[str] = ()) -> Iterator[dict[str, Any]]:
-    """Rows of one row group as {column: python value}, missing values as None: what the row path
-    encodes. Arrow timestamp columns among `datetime_columns` arrive as int nanoseconds since the
-    epoch (UTC), like a staged DataFrame's datetimes."""
-    for batch in read_row_group_batches(part):
-        yield from rows_of_batch(batch, datetime_columns)
-
-
-def rows_of_batch(batch: "pyarrow.RecordBatch", datetime_columns: Collection[str] = ()) -> list[dict[str, Any]]:
-    """A record batch as row dicts (see iter_row_group)."""
-    import pyarrow as pa
-
-    for column in datetime_columns:
-        index = batch.schema.get_field_index(column)
-        if index >= 0 and pa.types.is_timestamp(batch.schema.field(index).type):
-            batch = batch.set_column(index, column, _epoch_nanoseconds(batch.column(index)))
+def rows_of_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, str] = {}) -> list[dict[str, Any]]:
+    """A record batch as row dicts, holding the python values a DataFrame staged by the driver would
+    hold (tfrecorder.staging): so a Parquet file and the same data as a DataFrame give the same
+    records, split hashes and discarded.csv cells. Timestamps of DatetimeInput columns become int ns
+    since the epoch (UTC), booleans of integer roles 0/1, half floats float64."""
+    for index, field in enumerate(batch.schema):
+        conformed = _conform(batch.column(index), schema.get(field.name))
+        if conformed is not None:
+            batch = batch.set_column(index, field.name, conformed)
     return batch.to_pylist()
 
 
-def _epoch_nanoseconds(values: "pyarrow.Array") -> "pyarrow.Array":
-    """A timestamp array (any unit, with or without a time zone: Arrow stores UTC) as int64 ns since
-    the epoch; unchanged when a value lies beyond what int64 nanoseconds hold (years 1677-2262), so
-    that the row encoder discards that row with its reason."""
+def _conform(values: "pyarrow.Array", role_name: Optional[str]) -> Optional["pyarrow.Array"]:
+    """The array cast as rows_of_batch needs it, or None when it is fine as it is."""
     import pyarrow as pa
 
-    try:
-        return values.cast(pa.timestamp("ns", values.type.tz)).cast(pa.int64())
-    except pa.ArrowInvalid:
-        return values
-
+    kind = values.type
+    if pa.types.is_float16(kind):
+        return values.cast(pa.float64())
+    if role_name is None:
+        return None
+    role = types.from_name(role_name)
+    if role == types.DatetimeInput and pa.types.is_timestamp(kind):
+        try:  # Arrow stores UTC; beyond int64 ns (years 1677-2262) the row encoder discards the value
+            return values.cast(pa.timestamp("ns", kind.tz)).cast(pa.int64())
+        except pa.ArrowInvalid:
+            return None
+    if role.dtype == "int64" and role.stored_as is None and role != types.DatetimeInput:
+        if pa.types.is_boolean(kind):
+            return values.cast(pa.int64())
+        if (pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)) \
+                and pa.types.is_boolean(kind.value_type):
+            return values.cast(pa.list_(pa.int64()))
+    return None
 
 
 class _ReadPart(beam.DoFn):

@@ -134,18 +134,27 @@ def _describe(schema: pa.Schema) -> str:
     return ", ".join(f"{field.name}: {field.type}" for field in schema)
 
 
+_PANDAS_INDEX = re.compile(r"__index_level_\d+__")  # an unnamed index pandas stored as a column
+
+
 def check_schemas_agree(paths: list[str], schemas: list[pa.Schema]) -> pa.Schema:
-    """The files' common schema; one ValueError naming the first file that differs, and how."""
-    first = schemas[0]
+    """The files' common schema: same column names in the same order, same types (a column that is
+    all null in one file, Arrow type null, takes the other files' type); nullability and file metadata
+    may differ. Unnamed pandas index columns are left out, as pd.read_parquet leaves them out of the
+    frame's columns. One ValueError naming the first file that differs, and how."""
+    fields, origins = list(schemas[0]), [paths[0]] * len(schemas[0])
     for path, schema in zip(paths[1:], schemas[1:]):
-        if first.names != schema.names:
-            raise ValueError(f"Parquet files disagree on their columns: {paths[0]} has {first.names}, "
+        if schema.names != schemas[0].names:
+            raise ValueError(f"Parquet files disagree on their columns: {paths[0]} has {schemas[0].names}, "
                              f"{path} has {schema.names}")
-        for a, b in zip(first, schema):
-            if a.type != b.type:
-                raise ValueError(f"Parquet files disagree on column {a.name!r}: {a.type} in {paths[0]}, "
-                                 f"{b.type} in {path}")
-    return first
+        for i, field in enumerate(schema):
+            if pa.types.is_null(fields[i].type):
+                fields[i], origins[i] = field, path
+            elif field.type != fields[i].type and not pa.types.is_null(field.type):
+                raise ValueError(f"Parquet files disagree on column {field.name!r}: {fields[i].type} in "
+                                 f"{origins[i]}, {field.type} in {path}")
+    return pa.schema([field.with_nullable(True).remove_metadata() for field in fields
+                      if not _PANDAS_INDEX.fullmatch(field.name)])
 
 
 def find_files(source: str, listed: Optional[list[str]] = None) -> tuple[list[str], str]:
@@ -185,16 +194,16 @@ def open_parquet_source(source: str, listed: Optional[list[str]] = None) -> Parq
 
 def read_sample(source: ParquetSource, rows: int) -> pd.DataFrame:
     """The first `rows` rows as a DataFrame (Arrow's pandas conversion), read from the first row groups."""
-    batches, count = [], 0
+    tables, count = [], 0
     for part in source.parts:
-        for batch in read_row_group_batches(part, batch_size=rows):
-            batches.append(batch.slice(0, rows - count))
-            count += batches[-1].num_rows
+        for batch in read_row_group_batches(part, columns=source.schema.names, batch_size=rows):
+            tables.append(pa.Table.from_batches([batch.slice(0, rows - count)]).cast(source.schema))
+            count += tables[-1].num_rows
             if count >= rows:
                 break
         if count >= rows:
             break
-    table = pa.Table.from_batches(batches, schema=source.schema) if batches else source.schema.empty_table()
+    table = pa.concat_tables(tables) if tables else source.schema.empty_table()
     try:
         return table.to_pandas()
     except (pa.ArrowException, ValueError, TypeError, OverflowError):  # types pandas cannot hold: python values
