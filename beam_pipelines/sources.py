@@ -21,6 +21,7 @@ from tfrecorder import csv_split, storage, types
 from tfrecorder.annotations import KIND_PREFIX, iter_rows as iter_annotation_rows
 from tfrecorder.job_config import JobConfig
 from tfrecorder.parquet_parts import ParquetPart, read_row_group_batches  # noqa: F401 (the columnar path reads batches)
+from tfrecorder.staging import cell_text
 from tfrecorder.tables import CsvRecords, malformed_reason, open_csv_slice
 
 MALFORMED = "malformed"
@@ -107,7 +108,8 @@ def rows_of_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, str] = {}) 
     """A record batch as row dicts, holding the python values a DataFrame staged by the driver would
     hold (tfrecorder.staging): so a Parquet file and the same data as a DataFrame give the same
     records, split hashes and discarded.csv cells. Timestamps of DatetimeInput columns become int ns
-    since the epoch (UTC), booleans of integer roles 0/1, half floats float64."""
+    since the epoch (UTC), booleans of integer roles 0/1, half floats float64, and lists or structs of
+    columns outside the schema their text."""
     for index, field in enumerate(batch.schema):
         conformed = _conform(batch.column(index), schema.get(field.name))
         if conformed is not None:
@@ -122,7 +124,9 @@ def _conform(values: "pyarrow.Array", role_name: Optional[str]) -> Optional["pya
     kind = values.type
     if pa.types.is_float16(kind):
         return values.cast(pa.float64())
-    if role_name is None:
+    if role_name is None:  # not converted, only shown in discarded.csv: nested values as staging writes them
+        if pa.types.is_nested(kind):
+            return pa.array([None if v is None else cell_text(v) for v in values.to_pylist()], pa.string())
         return None
     role = types.from_name(role_name)
     if role == types.DatetimeInput and pa.types.is_timestamp(kind):
