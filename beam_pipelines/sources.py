@@ -96,12 +96,13 @@ def read_part(config: JobConfig, part: Union[ParquetPart, csv_split.Slice, int])
     yield RECORDS, (part.index, records.records)
 
 
-def conformed_batches(part: ParquetPart, schema: Mapping[str, str],
-                      columns: Optional[Sequence[str]] = None) -> Iterator["pyarrow.RecordBatch"]:
-    """One row group's record batches (every column, or `columns`) in the types a DataFrame staged by
-    the driver has, whatever Arrow types the file holds (tfrecorder.parquet_values; `schema` maps
-    column → role name, as in JobConfig): what both encoders read."""
-    for batch in read_row_group_batches(part, columns=list(columns) if columns else None):
+def conformed_batches(part: ParquetPart, schema: Mapping[str, str], columns: Optional[Sequence[str]] = None,
+                      batch_size: Optional[int] = None) -> Iterator["pyarrow.RecordBatch"]:
+    """One row group's record batches (every column, or `columns`; at most `batch_size` rows each) in
+    the types a DataFrame staged by the driver has, whatever Arrow types the file holds
+    (tfrecorder.parquet_values; `schema` maps column → role name, as in JobConfig): what both
+    encoders read."""
+    for batch in read_row_group_batches(part, columns=list(columns) if columns else None, batch_size=batch_size):
         yield conform_batch(batch, schema)
 
 
