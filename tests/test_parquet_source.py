@@ -82,6 +82,9 @@ def test_open_table_recognises_a_file_a_directory_and_a_glob(spark_export, monke
     assert tables.open_table(str(spark_export)).rows_estimate == 13
     monkeypatch.chdir(spark_export)
     assert tables.open_table("part-*.parquet").rows_estimate == 12
+    relative = tables.open_table("more")  # relative sources name absolute files (workers have another cwd)
+    assert relative.parquet.files == (str(spark_export / "more" / "part-00002.parquet"),)
+    assert relative.base_dir == str(spark_export / "more")
 
 
 def test_sample_reads_only_the_first_rows(spark_export, monkeypatch):

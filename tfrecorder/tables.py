@@ -209,7 +209,7 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
         if listed is not None:
             raise ValueError(f"source {path} does not exist")
     elif os.path.isdir(path):
-        return _open_directory(path, storage.list_files(path))
+        return _open_directory(os.path.abspath(path), storage.list_files(os.path.abspath(path)))
     elif not os.path.exists(path):
         if parquet_source.is_glob(path):
             return _open_parquet(path)
@@ -218,9 +218,9 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
 
 
 def _open_directory(path: str, listed: list[str]) -> Table:
-    """A directory holding Parquet files is a Parquet source; otherwise a SPLIT/LABEL image folder."""
-    root = path.rstrip("/") if storage.is_remote(path) else os.path.abspath(path)
-    if parquet_source.parquet_files_in(root, listed):
+    """A directory (its absolute path or URL, and every file under it) holding Parquet files is a
+    Parquet source; otherwise a SPLIT/LABEL image folder."""
+    if parquet_source.parquet_files_in(path.rstrip("/"), listed):
         return _open_parquet(path, listed)
     return _image_table(list_image_directory(path, listed))
 
