@@ -49,6 +49,10 @@ def test_a_frame_written_by_pyarrow_conforms_to_exactly_what_staging_writes():
     (types.IntegerInput, [1.0, 2.5], pa.float32(), ["1.0", "2.5"]),  # as staging: text, discarded by the encoder
     (types.IntegerInput, [True, None], pa.bool_(), [1, None]),
     (types.FloatInput, [1, 2], pa.int16(), [1.0, 2.0]),
+    (types.FloatInput, [float("nan"), float("inf"), None], pa.float64(), [None, float("inf"), None]),
+    (types.IntegerInput, [1.0, float("nan")], pa.float64(), [1, None]),
+    (types.StringInput, [float("nan"), 0.5], pa.float32(), [None, "0.5"]),
+    (types.list_of(types.FloatInput), [[float("inf"), 1.5]], pa.list_(pa.float64()), [[float("inf"), 1.5]]),
     (types.DoubleInput, [0.1], pa.float32(), [float(np.float32(0.1))]),
     (types.StringInput, [True, False], pa.bool_(), ["True", "False"]),
     (types.StringInput, [b"\x00\xff"], pa.binary(), [b"\x00\xff"]),
@@ -69,6 +73,15 @@ def test_values_are_cast_to_their_roles_staged_type_or_become_text(role, values,
     assert conformed.to_pylist() == expected
     assert conformed.type in (pa.int64(), pa.float64(), pa.string(), pa.binary(), pa.list_(pa.int64()),
                               pa.list_(pa.float64()), pa.list_(pa.string()))
+
+
+def test_floats_in_integer_columns_are_never_truncated():
+    """Whole floats are integers; a column with any other float is staged as text, as staging does with a
+    DataFrame's column, and the encoder discards those rows (pyarrow itself would truncate 2.5 to 2)."""
+    frame = pd.DataFrame({"n": [1.0] * 3 + [2.5], "v": [[1.0]] * 3 + [[2.5]]})
+    schema = type(infer_schema(frame))({"n": types.IntegerInput, "v": types.list_of(types.IntegerInput)})
+    assert staged_rows(frame, schema) == conformed_rows(frame, schema) == [
+        {"n": "1.0", "v": "[1.0]"}] * 3 + [{"n": "2.5", "v": "[2.5]"}]
 
 
 def test_timestamps_become_utc_nanoseconds_whatever_their_unit_and_zone():

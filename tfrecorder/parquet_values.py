@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tfrecorder import types
 from tfrecorder.staging import cell_text
@@ -67,6 +68,8 @@ def conform_column(values: pa.Array, role: Optional[types.ColumnType]) -> pa.Arr
     kind = values.type
     if pa.types.is_dictionary(kind):  # categoricals are staged as their values
         values, kind = values.cast(kind.value_type), kind.value_type
+    if pa.types.is_floating(kind):  # NaN is a missing value, as in pandas (inside lists it stays a value)
+        values = pc.if_else(pc.is_nan(values), pa.scalar(None, kind), values)
     if _is_text(kind):
         return values.cast(pa.string())
     if _is_binary(kind):
@@ -81,9 +84,8 @@ def conform_column(values: pa.Array, role: Optional[types.ColumnType]) -> pa.Arr
         if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
             return _epoch_nanoseconds(values)
         return _cast_or_text(values, pa.int64()) if pa.types.is_integer(kind) else as_text(values)
-    numeric = pa.types.is_integer(kind) or pa.types.is_boolean(kind)
-    if role.dtype == "int64" and numeric or role.dtype in ("float32", "float64") and (numeric or pa.types.is_floating(kind)):
-        return _cast_or_text(values, _ELEMENTS[role.dtype])
+    if pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_floating(kind):
+        return _cast_or_text(values, _ELEMENTS[role.dtype])  # a float that is not a whole number: text
     return as_text(values)
 
 
