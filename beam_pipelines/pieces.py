@@ -55,6 +55,15 @@ class PieceWriter:
         self._crc = zlib.crc32(data, self._crc)
         self.unknown_labels += unknown_labels
 
+    def write_framed(self, framed, data, ends, unknown_labels: int = 0) -> None:
+        """Append records framed already (tfrecord_format.frame_records): `framed` their bytes, `data`
+        the records' own bytes back to back (for the piece's checksum), `ends` each record's end in `framed`."""
+        self._stream.write(framed)
+        self._ends.extend((ends + self.bytes).tolist())
+        self.bytes += len(framed)
+        self._crc = zlib.crc32(data, self._crc)
+        self.unknown_labels += unknown_labels
+
     def close(self) -> Piece:
         self._stream.close()
         piece = Piece(self.split, self.path, self.records, self.bytes, self.unknown_labels,
