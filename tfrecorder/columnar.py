@@ -276,13 +276,10 @@ def _scalar_numbers(array: pa.Array, role: types.ColumnType) -> Optional[tuple[n
             return array.cast(pa.int64()).fill_null(0).to_numpy(), array.is_valid().to_numpy(zero_copy_only=False)
         return None
     present = array.is_valid().to_numpy(zero_copy_only=False)
-    if role.dtype == "int64":  # IntegerInput, IntegerLabel, DoubleInput (float64 bits)
-        if role == types.DoubleInput:
-            doubles = _doubles(array, text)
-            if doubles is None:
-                return None
-            values, valid = doubles
-            return values.view(np.int64), valid
+    if role == types.DoubleInput:  # stored as the float64's bits
+        doubles = _doubles(array, text)
+        return None if doubles is None else (doubles[0].view(np.int64), doubles[1])
+    if role.dtype == "int64":  # IntegerInput, IntegerLabel
         if pa.types.is_boolean(kind) or (pa.types.is_integer(kind) and not pa.types.is_uint64(kind)):
             return array.cast(pa.int64()).fill_null(0).to_numpy(), present
         if pa.types.is_uint64(kind):

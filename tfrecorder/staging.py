@@ -84,6 +84,23 @@ def _vectorised(series: pd.Series, role: types.ColumnType) -> Optional[pa.Array]
     return None
 
 
+def _stacked_lists(series: pd.Series, role: types.ColumnType) -> Optional[pa.Array]:
+    """Fast path for a numeric list column whose cells are all NumPy arrays of one length (no missing cell)."""
+    cells = series.to_numpy(dtype=object)
+    if not len(cells) or role.element == types.StringInput or not all(isinstance(v, np.ndarray) for v in cells):
+        return None
+    try:
+        matrix = np.stack(cells)
+    except ValueError:  # lengths differ
+        return None
+    kinds = "ib" if role.dtype == "int64" else "fi"
+    if matrix.ndim != 2 or matrix.dtype.kind not in kinds:
+        return None
+    element = _ARROW_TYPES[role.dtype]
+    values = pa.array(matrix.reshape(-1).astype("int64" if role.dtype == "int64" else "float64"), element)
+    return pa.FixedSizeListArray.from_arrays(values, matrix.shape[1]).cast(pa.list_(element))
+
+
 def stage_column(series: pd.Series, role: Optional[types.ColumnType]) -> pa.Array:
     """One column as an Arrow array that reads back as exact python values (role None: not converted)."""
     as_text = role is None or role in _TEXT_ROLES or role.dtype == "string" and not role.is_list
@@ -91,6 +108,8 @@ def stage_column(series: pd.Series, role: Optional[types.ColumnType]) -> pa.Arra
         fast = _vectorised(series, types.StringInput if as_text else role) if role is None or not role.is_list else None
     except _CONVERSION_ERRORS:
         fast = None
+    if fast is None and role is not None and role.is_list:
+        fast = _stacked_lists(series, role)
     if fast is not None:
         return fast
     missing = series.isna().to_numpy()
