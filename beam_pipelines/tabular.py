@@ -20,11 +20,10 @@ from apache_beam.pvalue import AsDict, AsSingleton
 from beam_pipelines import sources, transforms
 from beam_pipelines.pieces import PieceWriter
 from tfrecorder import columnar, storage
-from tfrecorder.csv_columns import CsvBatches
+from tfrecorder.csv_columns import csv_bytes_batches
 from tfrecorder.job_config import JobConfig
 from tfrecorder.schema import Schema
 from tfrecorder.table_stats import TableStats
-from tfrecorder.tables import open_csv_slice
 from tfrecorder.tfrecord_format import frame_records
 
 BATCH_ROWS = 16_384
@@ -45,7 +44,8 @@ def read_batches(config: JobConfig, part: Any) -> Iterator[Any]:
         with storage.open_read(config.source_path) as raw:
             yield from pq.ParquetFile(raw).iter_batches(row_groups=[part], batch_size=BATCH_ROWS)
         return
-    batches = CsvBatches(open_csv_slice(config.source_path, part.start, part.end), list(config.columns), BATCH_ROWS)
+    data = storage.read_range(config.source_path, part.start, part.end - part.start)  # a few MB (csv_split)
+    batches = csv_bytes_batches(data, list(config.columns), BATCH_ROWS)
     for item in batches:
         yield (part.index, *item) if isinstance(item, tuple) else item
     yield RECORDS, (part.index, batches.records)
