@@ -77,17 +77,30 @@ def _is_bytes(array: pa.Array) -> bool:
     return _is_text(array) or pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type)
 
 
-def per_value(array: pa.Array, convert: Callable[[Any], Any]) -> list:
-    """`convert` of each row's python value (None for nulls). Text, bytes, integers and booleans are
-    converted once per distinct value; other types (floats: -0.0 and 0.0 differ) once per row."""
-    if _is_bytes(array) or pa.types.is_integer(array.type) or pa.types.is_boolean(array.type):
-        encoded = pc.dictionary_encode(array)
-        results = [convert(v) for v in encoded.dictionary.to_pylist()] + [convert(None)]
-        indices = encoded.indices.fill_null(len(results) - 1).to_numpy(zero_copy_only=False)
-        table = np.empty(len(results), dtype=object)
-        table[:] = results
-        return table[indices].tolist()
-    return [convert(v) for v in array.to_pylist()]
+def distinct(array: pa.Array) -> Optional[tuple[list, np.ndarray]]:
+    """(distinct python values + [None], index of each row's value in it) of a text, bytes, integer or
+    boolean column; None for other types (floats: -0.0 and 0.0 are one value to a hash, two to str())."""
+    if not (_is_bytes(array) or pa.types.is_integer(array.type) or pa.types.is_boolean(array.type)):
+        return None
+    encoded = pc.dictionary_encode(array)
+    values = encoded.dictionary.to_pylist() + [None]
+    return values, encoded.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
+
+
+def converted(array: pa.Array, convert: Callable[[Any], Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(`convert` of each distinct python value (None for nulls) as an object array, each row's index in
+    it): each distinct value of a text, bytes, integer or boolean column is converted once."""
+    found = distinct(array)
+    values, indices = found if found else (array.to_pylist(), np.arange(len(array)))
+    results = np.empty(len(values), dtype=object)
+    results[:] = [convert(v) for v in values]
+    return results, indices
+
+
+def per_value(array: pa.Array, convert: Callable[[Any], Any]) -> np.ndarray:
+    """`convert` of each row's python value (None for nulls), as an object array (see `converted`)."""
+    results, indices = converted(array, convert)
+    return results[indices]
 
 
 def _all_match(array: pa.Array, pattern: str) -> bool:
@@ -126,21 +139,28 @@ def prepare_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[
     prepared = Prepared(np.full(rows, _CODE[splits.TRAIN], dtype=np.int8), {})
     unassigned = np.ones(rows, dtype=bool)
     if schema.split_column:
-        found = per_value(batch.column(schema.split_column), _split_of)
-        for row, (split, reason) in enumerate(found):
-            if reason is not None:
-                prepared.discard(row, reason)
-            elif split != splits.UNASSIGNED:
-                prepared.codes[row] = _CODE[split]
-                unassigned[row] = False
+        results, indices = converted(batch.column(schema.split_column), _split_of)
+        codes = np.array([_CODE.get(split, DISCARDED) for split, _ in results], dtype=np.int8)
+        prepared.codes[:] = codes[indices]
+        unassigned = np.array([split == splits.UNASSIGNED for split, _ in results], dtype=bool)[indices]
+        prepared.codes[unassigned] = _CODE[splits.TRAIN]
+        _discard_rows(prepared, [reason for _, reason in results], indices)
     for column in schema.label_columns:
-        reasons = per_value(batch.column(column), _label_check(schema[column], column))
-        prepared.discard_all({row: reason for row, reason in enumerate(reasons) if reason is not None})
+        results, indices = converted(batch.column(column), _label_check(schema[column], column))
+        _discard_rows(prepared, list(results), indices)
     pending = np.flatnonzero(unassigned & (prepared.codes != DISCARDED))
     if len(pending):  # assigned by hashing the whole row, as the row path does (python values of the row)
         for row, values in zip(pending.tolist(), batch.take(pa.array(pending)).to_pylist()):
             prepared.codes[row] = _CODE[splits.assign_split(split_key(values, schema), split_ratios)]
     return prepared
+
+
+def _discard_rows(prepared: Prepared, reasons: list, indices: np.ndarray) -> None:
+    """Discard the rows whose distinct value has a reason (reasons[indices[row]] is not None)."""
+    bad = np.array([reason is not None for reason in reasons], dtype=bool)
+    if bad.any():
+        for row in np.flatnonzero(bad[indices]).tolist():
+            prepared.discard(row, reasons[indices[row]])
 
 
 # ---------------------------------------------------------------- wire bytes, column-wise
@@ -244,7 +264,7 @@ def _fallback(array: pa.Array, column: str, role: types.ColumnType) -> Column:
         except RowError as exc:
             return exc
 
-    out = per_value(array, convert) if _is_bytes(array) else [convert(v) for v in array.to_pylist()]
+    out = per_value(array, convert).tolist() if _is_bytes(array) else [convert(v) for v in array.to_pylist()]
     for row, result in enumerate(out):
         if isinstance(result, RowError):
             errors[row] = str(result)
@@ -376,7 +396,8 @@ def _list_column(array: pa.Array, column: str, role: types.ColumnType) -> Option
 
 def _labels(array: pa.Array, index: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
     """Vocabulary index of each StringLabel value (-1: not in the vocabulary), as the row path looks it up."""
-    found = np.array(per_value(array, lambda value: index.get(str(value), -1)), dtype=np.int64)
+    results, indices = converted(array, lambda value: index.get(str(value), -1))
+    found = np.array(results.tolist(), dtype=np.int64)[indices]
     return found, found < 0
 
 

@@ -84,21 +84,16 @@ def _vectorised(series: pd.Series, role: types.ColumnType) -> Optional[pa.Array]
     return None
 
 
-def _stacked_lists(series: pd.Series, role: types.ColumnType) -> Optional[pa.Array]:
-    """Fast path for a numeric list column whose cells are all NumPy arrays of one length (no missing cell)."""
+def _array_lists(series: pd.Series, role: types.ColumnType) -> Optional[pa.Array]:
+    """Fast path for a numeric list column whose cells are all NumPy arrays of one dtype (no missing cell):
+    Arrow converts them itself, to the same values the generic path writes (NaN stays a value)."""
     cells = series.to_numpy(dtype=object)
     if not len(cells) or role.element == types.StringInput or not all(isinstance(v, np.ndarray) for v in cells):
         return None
-    try:
-        matrix = np.stack(cells)
-    except ValueError:  # lengths differ
+    kinds = {v.dtype for v in cells}
+    if len(kinds) != 1 or kinds.pop().kind != ("i" if role.dtype == "int64" else "f"):
         return None
-    kinds = "ib" if role.dtype == "int64" else "fi"
-    if matrix.ndim != 2 or matrix.dtype.kind not in kinds:
-        return None
-    element = _ARROW_TYPES[role.dtype]
-    values = pa.array(matrix.reshape(-1).astype("int64" if role.dtype == "int64" else "float64"), element)
-    return pa.FixedSizeListArray.from_arrays(values, matrix.shape[1]).cast(pa.list_(element))
+    return pa.array(cells, pa.list_(_ARROW_TYPES[role.dtype]), from_pandas=False)
 
 
 def stage_column(series: pd.Series, role: Optional[types.ColumnType]) -> pa.Array:
@@ -109,7 +104,7 @@ def stage_column(series: pd.Series, role: Optional[types.ColumnType]) -> pa.Arra
     except _CONVERSION_ERRORS:
         fast = None
     if fast is None and role is not None and role.is_list:
-        fast = _stacked_lists(series, role)
+        fast = _array_lists(series, role)
     if fast is not None:
         return fast
     missing = series.isna().to_numpy()
