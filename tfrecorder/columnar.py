@@ -165,8 +165,9 @@ def _discard_rows(prepared: Prepared, reasons: list, indices: np.ndarray) -> Non
 
 # ---------------------------------------------------------------- wire bytes, column-wise
 
-def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Protobuf varints of int64 values (negatives as 10-byte two's complement): (bytes, length of each)."""
+def varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Protobuf varints of int64 values (negatives as 10-byte two's complement): a row of bytes per
+    value (left-aligned) and each one's length."""
     unsigned = np.ascontiguousarray(values).astype(np.int64, copy=False).view(np.uint64)
     lengths = np.ones(len(unsigned), dtype=np.int64)
     rest = unsigned >> np.uint64(7)
@@ -178,7 +179,46 @@ def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     for k in range(width):
         byte = ((unsigned >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
         matrix[:, k] = byte | np.where(k < lengths - 1, 0x80, 0).astype(np.uint8)
-    return matrix[np.arange(width) < lengths[:, None]], lengths
+    return matrix, lengths
+
+
+def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Protobuf varints of int64 values, back to back: (bytes, length of each)."""
+    matrix, lengths = varint_matrix(values)
+    return matrix[np.arange(matrix.shape[1]) < lengths[:, None]], lengths
+
+
+def concat_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise concatenation of parts given as (matrix of left-aligned bytes per row, length per row):
+    (bytes of every row back to back, length of each row). Rows are grouped by their parts' lengths
+    (a handful of layouts: varints are 1-3 bytes here), each group copied as one block."""
+    rows = len(parts[0][1])
+    total = np.zeros(rows, dtype=np.int64)
+    layout = np.zeros(rows, dtype=np.int64)
+    for matrix, lengths in parts:
+        total += lengths
+        # per-row parts (varints, float32s) are at most 10 bytes; constants are there or not
+        layout = layout * 11 + (lengths if matrix.shape[0] == rows and matrix.shape[1] <= 10 else 10 * (lengths > 0))
+    starts = np.zeros(rows + 1, dtype=np.int64)
+    np.cumsum(total, out=starts[1:])
+    flat = np.empty(int(starts[-1]), dtype=np.uint8)
+    kinds, first, inverse = np.unique(layout, return_index=True, return_inverse=True)
+    for kind, row in enumerate(first.tolist()):
+        members = np.flatnonzero(inverse == kind) if len(kinds) > 1 else None
+        blocks = [(matrix if members is None else matrix[members])[:, :int(lengths[row])] if matrix.shape[0] == rows
+                  else np.broadcast_to(matrix[:, :int(lengths[row])], (rows if members is None else len(members),
+                                                                       int(lengths[row])))
+                  for matrix, lengths in parts]
+        block = np.concatenate(blocks, axis=1)
+        if members is None:
+            flat[:] = block.reshape(-1)
+        elif block.shape[1]:
+            flat[starts[members][:, None] + np.arange(block.shape[1])] = block
+    return flat, total
+
+
+def _constant(data: bytes, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.frombuffer(data, dtype=np.uint8)[None, :], np.where(present, len(data), 0)
 
 
 def _binary(flat: np.ndarray, lengths: np.ndarray, present: Optional[np.ndarray] = None) -> pa.LargeBinaryArray:
@@ -209,15 +249,6 @@ def _const(data: bytes) -> pa.Scalar:
     return pa.scalar(data, pa.large_binary())
 
 
-def _packed_values(packed: pa.LargeBinaryArray) -> pa.LargeBinaryArray:
-    """A numeric value list: field 1 holding the packed values (nothing at all for an empty list)."""
-    lengths = pc.binary_length(packed).fill_null(0).to_numpy(zero_copy_only=False)
-    present = lengths > 0
-    prefix = _join(_const(bytes((_LEN_TAG,))), _varint_column(lengths))
-    joined = _join(prefix, packed)
-    return pc.if_else(pa.array(present), joined, pc.if_else(packed.is_null(), packed, _const(b"")))
-
-
 def _bytes_values(values: pa.Array) -> pa.LargeBinaryArray:
     """Value list entries of bytes values: field 1, its length, the bytes (one entry per value)."""
     values = values.cast(pa.large_binary())
@@ -242,10 +273,29 @@ def _row_sums(lengths: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 @dataclasses.dataclass
 class Column:
-    """One feature's value list bytes per row (null: the feature is left out) and the rows it discards."""
+    """One feature's value list per row (rows not `present` leave the feature out) and the rows it discards.
 
-    values: pa.LargeBinaryArray
+    `tail` is either a matrix of left-aligned bytes with `lengths` (fixed-layout numbers) or an Arrow
+    array; `packed` says whether the tail is numbers packed into the list's field 1 (written after its
+    tag and length, nothing for an empty list: `single` then says whether it is one bytes value that
+    needs the same header), otherwise the tail is the whole value list.
+    """
+
+    present: np.ndarray
+    lengths: np.ndarray
+    tail: Any
     errors: dict[int, str]
+    packed: bool = True
+    single: bool = False
+
+    @classmethod
+    def of_values(cls, values: pa.Array, errors: dict[int, str], packed: bool = False,
+                  single: bool = False) -> "Column":
+        """A column whose tails are an Arrow array (null: the feature is left out)."""
+        values = values.cast(pa.large_binary())
+        present = values.is_valid().to_numpy(zero_copy_only=False)
+        lengths = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return cls(present, lengths, values, errors, packed, single)
 
 
 def _feature_bytes(feature: Feature) -> bytes:
@@ -269,7 +319,7 @@ def _fallback(array: pa.Array, column: str, role: types.ColumnType) -> Column:
         if isinstance(result, RowError):
             errors[row] = str(result)
             out[row] = None
-    return Column(pa.array(out, pa.large_binary()), errors)
+    return Column.of_values(pa.array(out, pa.large_binary()), errors)
 
 
 def _scalar_numbers(array: pa.Array, role: types.ColumnType) -> Optional[tuple[np.ndarray, np.ndarray]]:
@@ -384,14 +434,13 @@ def _list_column(array: pa.Array, column: str, role: types.ColumnType) -> Option
         buffer = entries.buffers()[2]
         data = np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.empty(0, np.uint8)
         row_bytes = _row_sums(sizes, offsets)
-        return Column(_binary(data[:int(sizes.sum())], row_bytes, keep), errors)
+        return Column.of_values(_binary(data[:int(sizes.sum())], row_bytes, keep), errors)
     numbers = flat.cast(pa.float64()).fill_null(0).to_numpy() if element != types.IntegerInput else \
         flat.cast(pa.int64()).fill_null(0).to_numpy()
     if element == types.DoubleInput:
         numbers = numbers.view(np.int64)
     packed, sizes = _numbers(numbers, role.feature_dtype)
-    packed_rows = _binary(packed, _row_sums(sizes, offsets), keep)
-    return Column(_packed_values(packed_rows), errors)
+    return Column.of_values(_binary(packed, _row_sums(sizes, offsets), keep), errors, packed=True)
 
 
 def _labels(array: pa.Array, index: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -421,8 +470,7 @@ class TableEncoder:
         if role == types.StringLabel:
             found, missing = _labels(array, self.label_index.get(column, {}))
             unknown += missing
-            packed, lengths = varints(found)
-            return Column(_packed_values(_binary(packed, lengths)), {})
+            return _number_column(found, np.ones(len(found), dtype=bool), "int64")
         if role == types.MultiLabel:
             known = self.label_index.get(column, {})
             out, errors = [], {}
@@ -435,57 +483,76 @@ class TableEncoder:
                     continue
                 unknown[row] += sum(name not in known for name in names)
                 out.append(_feature_bytes(Feature("int64", [known[n] for n in names if n in known])))
-            return Column(pa.array(out, pa.large_binary()), errors)
+            return Column.of_values(pa.array(out, pa.large_binary()), errors)
         if role.is_list:
             return _list_column(array, column, role) or _fallback(array, column, role)
         if role == types.StringInput:
             if not _is_bytes(array):
                 return _fallback(array, column, role)
-            return Column(_bytes_values(array), {})
+            return Column.of_values(array, {}, packed=True, single=True)
         numbers = _scalar_numbers(array, role)
         if numbers is None:
             return _fallback(array, column, role)
-        values, present = numbers
-        packed, lengths = _numbers(values, role.feature_dtype)
-        return Column(_packed_values(_binary(packed, lengths, present)), {})
+        return _number_column(numbers[0], numbers[1], role.feature_dtype)
 
-    def _entry(self, column: str, values: pa.LargeBinaryArray) -> pa.LargeBinaryArray:
-        """Map entries `name → Feature{<list kind>: values}` (null where the feature is left out)."""
-        role = self.schema[column]
-        value_sizes = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        _, value_prefix = varints(value_sizes)
+    def _entry(self, column: str, found: Column) -> tuple[pa.LargeBinaryArray, np.ndarray]:
+        """Map entries `name → Feature{<list kind>: values}` (empty where the feature is left out) and
+        their lengths."""
+        present, tail_sizes = found.present, found.lengths * found.present
+        header = present & ((tail_sizes > 0) | found.single) if found.packed else None
+        value_sizes = tail_sizes
+        parts = []
+        if header is not None:  # field 1 of the value list, holding the packed numbers (or the one value)
+            tail_matrix, tail_prefix = varint_matrix(tail_sizes)
+            value_sizes = np.where(header, 1 + tail_prefix + tail_sizes, 0)
+            parts = [_constant(bytes((_LEN_TAG,)), header), (tail_matrix, tail_prefix * header)]
+        value_matrix, value_prefix = varint_matrix(value_sizes)
         feature_sizes = 1 + value_prefix + value_sizes
-        _, feature_prefix = varints(feature_sizes)
-        key = self.keys[column]
-        entry_sizes = len(key) + 1 + feature_prefix + feature_sizes
-        return _join(_const(bytes((_LEN_TAG,))), _varint_column(entry_sizes),
-                     _const(key + b"\x12"), _varint_column(feature_sizes),
-                     _const(bytes((_LIST_TAGS[role.feature_dtype],))), _varint_column(value_sizes), values)
+        feature_matrix, feature_prefix = varint_matrix(feature_sizes)
+        key = self.keys[column] + b"\x12"
+        entry_matrix, entry_prefix = varint_matrix(len(key) + feature_prefix + feature_sizes)
+        parts = [_constant(bytes((_LEN_TAG,)), present), (entry_matrix, entry_prefix * present),
+                 _constant(key, present), (feature_matrix, feature_prefix * present),
+                 _constant(bytes((_LIST_TAGS[self.schema[column].feature_dtype],)), present),
+                 (value_matrix, value_prefix * present)] + parts
+        if isinstance(found.tail, np.ndarray):  # numbers of a fixed layout: the whole entry in one copy
+            flat, lengths = concat_parts(parts + [(found.tail, tail_sizes)])
+            return _binary(flat, lengths), lengths
+        flat, lengths = concat_parts(parts)
+        entries = pc.binary_join_element_wise(_binary(flat, lengths), found.tail, _EMPTY,
+                                              null_handling="replace", null_replacement="")
+        return entries, lengths + tail_sizes
 
     def encode(self, batch: pa.RecordBatch, prepared: Prepared) -> EncodedBatch:
         """The Examples of the rows `prepared` kept; rows an input value discards are added to `prepared`."""
         rows = batch.num_rows
         unknown = np.zeros(rows, dtype=np.int64)
-        entries = {}
+        entries, sizes = {}, np.zeros(rows, dtype=np.int64)
         for column in self.schema:
             if self.schema[column] == types.SplitKey:
                 continue
             found = self.column(batch.column(column), column, unknown)
             for row, reason in sorted(found.errors.items()):
                 prepared.discard(row, reason)
-            entries[column] = self._entry(column, found.values)
+            entries[column], lengths = self._entry(column, found)
+            sizes += lengths
+        matrix, prefix = varint_matrix(sizes)
+        head = _binary(*concat_parts([_constant(bytes((_LEN_TAG,)), np.ones(rows, dtype=bool)), (matrix, prefix)]))
+        records = pc.binary_join_element_wise(head, *(entries[name] for name in sorted(entries)), _EMPTY)
         keep = np.flatnonzero(prepared.codes != DISCARDED)
-        ordered = [entries[name].take(pa.array(keep)) for name in sorted(entries)]
-        if ordered:
-            body = pc.binary_join_element_wise(*ordered, _EMPTY, null_handling="replace", null_replacement="")
-        else:
-            body = pa.array([b""] * len(keep), pa.large_binary())
-        sizes = pc.binary_length(body).to_numpy(zero_copy_only=False).astype(np.int64)
-        records = _join(_const(bytes((_LEN_TAG,))), _varint_column(sizes), body)
-        discards = sorted(prepared.reasons.items())
-        return EncodedBatch(records, prepared.codes[keep], unknown[keep], discards)
+        if len(keep) < rows:
+            records = records.take(pa.array(keep))
+        return EncodedBatch(records, prepared.codes[keep], unknown[keep], sorted(prepared.reasons.items()))
 
 
+def _number_column(values: np.ndarray, present: np.ndarray, kind: str) -> Column:
+    """One number per row (int64 values, or float64 written as float32), packed, as a byte matrix."""
+    if kind == "float":
+        with np.errstate(over="ignore", invalid="ignore"):
+            matrix = values.astype("<f4").view(np.uint8).reshape(len(values), 4)
+        return Column(present, np.full(len(values), 4, dtype=np.int64), matrix, {})
+    matrix, lengths = varint_matrix(values)
+    return Column(present, lengths, matrix, {})
 
 
 def count_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float], stats) -> None:
