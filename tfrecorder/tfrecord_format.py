@@ -58,8 +58,8 @@ def frame_records(records) -> tuple[memoryview, memoryview, "np.ndarray"]:
     header[:, 8:] = length_crcs[inverse].astype("<u4").view(np.uint8).reshape(count, 4)
     whole = values.to_pybytes() if count else b""  # google_crc32c takes bytes, not buffer views
     value = google_crc32c.value
-    crcs = np.fromiter((value(whole[a:b]) for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())),
-                       dtype=np.uint64, count=count)
+    slices = map(slice, offsets[:-1].tolist(), offsets[1:].tolist())
+    crcs = np.fromiter(map(value, map(whole.__getitem__, slices)), dtype=np.uint64, count=count)
     masked = ((((crcs >> np.uint64(15)) | (crcs << np.uint64(17))) + np.uint64(_MASK_DELTA)) & np.uint64(0xFFFFFFFF))
     footer = masked.astype("<u4").view(np.uint8).reshape(count, 4)
     framed = pc.binary_join_element_wise(
