@@ -188,10 +188,10 @@ def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return matrix[np.arange(matrix.shape[1]) < lengths[:, None]], lengths
 
 
-def concat_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise concatenation of parts given as (matrix of left-aligned bytes per row, length per row):
-    (bytes of every row back to back, length of each row). Rows are grouped by their parts' lengths
-    (a handful of layouts: varints are 1-3 bytes here), each group copied as one block."""
+def concat_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[pa.LargeBinaryArray, np.ndarray]:
+    """Row-wise concatenation of parts given as (matrix of left-aligned bytes per row, or one row for a
+    constant; length per row): the rows as an Arrow array, and their lengths. Rows are grouped by their
+    parts' lengths (a handful of layouts: varints are 1-3 bytes here), each group copied as one block."""
     rows = len(parts[0][1])
     total = np.zeros(rows, dtype=np.int64)
     layout = np.zeros(rows, dtype=np.int64)
@@ -199,22 +199,21 @@ def concat_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.nda
         total += lengths
         # per-row parts (varints, float32s) are at most 10 bytes; constants are there or not
         layout = layout * 11 + (lengths if matrix.shape[0] == rows and matrix.shape[1] <= 10 else 10 * (lengths > 0))
-    starts = np.zeros(rows + 1, dtype=np.int64)
-    np.cumsum(total, out=starts[1:])
-    flat = np.empty(int(starts[-1]), dtype=np.uint8)
     kinds, first, inverse = np.unique(layout, return_index=True, return_inverse=True)
+    order = np.argsort(inverse, kind="stable") if len(kinds) > 1 else None
+    bounds = np.searchsorted(inverse[order] if order is not None else inverse, np.arange(len(kinds) + 1))
+    blocks = []
     for kind, row in enumerate(first.tolist()):
-        members = np.flatnonzero(inverse == kind) if len(kinds) > 1 else None
-        blocks = [(matrix if members is None else matrix[members])[:, :int(lengths[row])] if matrix.shape[0] == rows
-                  else np.broadcast_to(matrix[:, :int(lengths[row])], (rows if members is None else len(members),
-                                                                       int(lengths[row])))
-                  for matrix, lengths in parts]
-        block = np.concatenate(blocks, axis=1)
-        if members is None:
-            flat[:] = block.reshape(-1)
-        elif block.shape[1]:
-            flat[starts[members][:, None] + np.arange(block.shape[1])] = block
-    return flat, total
+        members = order[bounds[kind]:bounds[kind + 1]] if order is not None else slice(None)
+        count = int(bounds[kind + 1] - bounds[kind])
+        columns = [matrix[members, :int(lengths[row])] if matrix.shape[0] == rows
+                   else np.broadcast_to(matrix[:, :int(lengths[row])], (count, int(lengths[row])))
+                   for matrix, lengths in parts]
+        blocks.append(np.concatenate(columns, axis=1).reshape(-1))
+    flat = np.concatenate(blocks) if blocks else np.empty(0, dtype=np.uint8)
+    if order is None:
+        return _binary(flat, total), total
+    return _binary(flat, total[order]).take(pa.array(np.argsort(order))), total
 
 
 def _constant(data: bytes, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -516,10 +515,9 @@ class TableEncoder:
                  _constant(bytes((_LIST_TAGS[self.schema[column].feature_dtype],)), present),
                  (value_matrix, value_prefix * present)] + parts
         if isinstance(found.tail, np.ndarray):  # numbers of a fixed layout: the whole entry in one copy
-            flat, lengths = concat_parts(parts + [(found.tail, tail_sizes)])
-            return _binary(flat, lengths), lengths
-        flat, lengths = concat_parts(parts)
-        entries = pc.binary_join_element_wise(_binary(flat, lengths), found.tail, _EMPTY,
+            return concat_parts(parts + [(found.tail, tail_sizes)])
+        prefixes, lengths = concat_parts(parts)
+        entries = pc.binary_join_element_wise(prefixes, found.tail, _EMPTY,
                                               null_handling="replace", null_replacement="")
         return entries, lengths + tail_sizes
 
@@ -537,7 +535,7 @@ class TableEncoder:
             entries[column], lengths = self._entry(column, found)
             sizes += lengths
         matrix, prefix = varint_matrix(sizes)
-        head = _binary(*concat_parts([_constant(bytes((_LEN_TAG,)), np.ones(rows, dtype=bool)), (matrix, prefix)]))
+        head, _ = concat_parts([_constant(bytes((_LEN_TAG,)), np.ones(rows, dtype=bool)), (matrix, prefix)])
         records = pc.binary_join_element_wise(head, *(entries[name] for name in sorted(entries)), _EMPTY)
         keep = np.flatnonzero(prepared.codes != DISCARDED)
         if len(keep) < rows:

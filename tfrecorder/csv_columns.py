@@ -55,7 +55,11 @@ class CsvBatches:
 
 
 def _arrow_table(data: bytes, header: list[str]) -> pa.Table | None:
-    """The slice as a table of text columns, or None when a record is blank or malformed."""
+    """The slice as a table of text columns, or None when a record is blank or malformed.
+
+    Arrow reads a blank line as a row of nulls where Python's csv module skips it: a slice with a row
+    whose every field is empty is left to Python's csv module (rarely a real row of empty fields).
+    """
     import pyarrow.csv as pacsv
 
     invalid = []
@@ -67,7 +71,7 @@ def _arrow_table(data: bytes, header: list[str]) -> pa.Table | None:
     try:
         table = pacsv.read_csv(
             io.BytesIO(data),
-            read_options=pacsv.ReadOptions(column_names=header, use_threads=False, block_size=1 << 24),
+            read_options=pacsv.ReadOptions(column_names=header, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False,
                                               invalid_row_handler=on_invalid),
             convert_options=pacsv.ConvertOptions(column_types={name: pa.string() for name in header},
@@ -75,18 +79,17 @@ def _arrow_table(data: bytes, header: list[str]) -> pa.Table | None:
                                                  quoted_strings_can_be_null=True))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    return None if invalid else table
-
-
-def _may_hold_blank_lines(data: bytes) -> bool:
-    """Arrow reads a blank line as a row of nulls where Python's csv module skips it: such slices (and,
-    to be safe, those with the same bytes inside a quoted value) are parsed by Python."""
-    return not data.strip() or data[:1] in (b"\n", b"\r") or any(pair in data for pair in (b"\n\n", b"\r\r", b"\n\r"))
+    if invalid or not table.num_rows:
+        return None
+    empty = table.column(0).is_null()
+    for column in table.columns[1:]:
+        empty = pc.and_(empty, column.is_null())
+    return None if pc.any(empty).as_py() else table
 
 
 def csv_bytes_batches(data: bytes, header: list[str], batch_rows: int = BATCH_ROWS) -> CsvBatches:
     """CsvBatches over a slice's bytes: Arrow's reader when the slice is clean, else Python's csv module."""
-    table = _arrow_table(data, header) if len(header) > 1 and not _may_hold_blank_lines(data) else None
+    table = _arrow_table(data, header) if len(header) > 1 and data.strip() else None
     if table is None:
         return CsvBatches(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""), header, batch_rows)
     return _ParsedBatches(table, batch_rows)
