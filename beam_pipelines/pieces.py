@@ -153,8 +153,9 @@ def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) 
     return summary
 
 
-def _index_entries(plan: ShardPlan) -> Iterator[tuple[int, int]]:
-    """(offset, length) of each record of an uncompressed shard, from its ranges' offsets sidecars."""
+def _index_entries(plan: ShardPlan) -> Iterator:
+    """(offset, length) of each record of an uncompressed shard, from its ranges' offsets sidecars: an
+    array of them per range."""
     shard_offset = 0
     for piece_range in plan.ranges:
         if not piece_range.records:
@@ -166,5 +167,5 @@ def _index_entries(plan: ShardPlan) -> Iterator[tuple[int, int]]:
             ends.byteswap()
         start = ends[0] if piece_range.first else 0
         ends = ends[1:] if piece_range.first else ends
-        yield from record_index.entries_from_ends(ends, start, shard_offset)
+        yield record_index.entry_block(ends, start, shard_offset)
         shard_offset += ends[-1] - start
