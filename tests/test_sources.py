@@ -10,6 +10,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from beam_pipelines import sources
 from tfrecorder import csv_split, staging, tables
 from tfrecorder.job_config import JobConfig
+from tfrecorder.parquet_parts import file_parts
 from tfrecorder.schema import infer_schema
 
 TRICKY = b'name,note,n\r\n' + (b'"a\nb","x, ""quoted""",1\r\nplain,"multi\r\nline\r\n",2\r\n'
@@ -65,7 +66,7 @@ def test_staged_dataframe_is_read_by_row_groups(tmp_path, monkeypatch):
     path = str(tmp_path / "rows.parquet")
     row_groups = staging.stage_frame(frame, infer_schema(frame), path)
     assert row_groups == 8
-    config = config_for(path, source_kind="parquet", source_parts=row_groups)
+    config = config_for(path, source_kind="parquet", source_parts=file_parts(path, row_groups))
     expected = [repr({"n": n, "s": f"v{n}" if n % 3 else None}) for n in range(50)]
     with beam.Pipeline("DirectRunner") as pipeline:
         rows, _ = sources.SourceParts(pipeline, config).branch("Rows") | sources.ReadRows(config)

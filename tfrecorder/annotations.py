@@ -166,7 +166,8 @@ def open_annotations(source: Any, annotation_format: Optional[str] = None) -> Op
                              f"{type(source).__name__} sources")
         return None
     path = os.fspath(source)
-    if storage.is_dir(path) or not storage.exists(path):
+    if (annotation_format is None and tables.parquet_source.is_parquet_name(path)) or storage.is_dir(path) \
+            or not storage.exists(path):
         return None
     fmt = annotation_format or detect_format(path)
     if fmt is None:

@@ -32,7 +32,7 @@ _TEXT_ROLES = (types.SplitKey, types.ImageUri, types.StringLabel)  # read as tex
 _CONVERSION_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError)
 
 
-def _cell_text(value: Any) -> str:
+def cell_text(value: Any) -> str:
     """Text the encoder parses back: lists as JSON arrays (NaN/Infinity included), others as str()."""
     if isinstance(value, (list, tuple, np.ndarray)):
         return json.dumps(_as_list(value), default=str)
@@ -41,9 +41,9 @@ def _cell_text(value: Any) -> str:
 
 def _text(cells: list) -> pa.Array:
     if any(isinstance(v, bytes) for v in cells):
-        return pa.array([v if v is None or isinstance(v, bytes) else _cell_text(v).encode("utf-8") for v in cells],
+        return pa.array([v if v is None or isinstance(v, bytes) else cell_text(v).encode("utf-8") for v in cells],
                         pa.binary())
-    return pa.array([None if v is None else _cell_text(v) for v in cells], pa.string())
+    return pa.array([None if v is None else cell_text(v) for v in cells], pa.string())
 
 
 def _iso(value: Any) -> Any:
@@ -150,7 +150,7 @@ def _chunk_table(chunk: pd.DataFrame, schema: Schema, columns: list[str],
 
 
 def _binary(cells: list) -> pa.Array:
-    return pa.array([v if v is None or isinstance(v, bytes) else _cell_text(v).encode("utf-8") for v in cells],
+    return pa.array([v if v is None or isinstance(v, bytes) else cell_text(v).encode("utf-8") for v in cells],
                     pa.binary())
 
 
