@@ -107,14 +107,19 @@ def iter_row_group(part: ParquetPart, schema: Mapping[str, str] = {},
 def rows_of_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, str] = {}) -> list[dict[str, Any]]:
     """A record batch as row dicts, holding the python values a DataFrame staged by the driver would
     hold (tfrecorder.staging): so a Parquet file and the same data as a DataFrame give the same
-    records, split hashes and discarded.csv cells. Timestamps of DatetimeInput columns become int ns
-    since the epoch (UTC), booleans of integer roles 0/1, half floats float64, and lists or structs of
-    columns outside the schema their text."""
+    records, split hashes and discarded.csv cells (see conform_batch)."""
+    return conform_batch(batch, schema).to_pylist()
+
+
+def conform_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, str] = {}) -> "pyarrow.RecordBatch":
+    """The batch with the Arrow types a DataFrame staged by the driver would have: timestamps of
+    DatetimeInput columns become int ns since the epoch (UTC), booleans of integer roles 0/1, half
+    floats float64, and lists or structs of columns outside the schema their text."""
     for index, field in enumerate(batch.schema):
         conformed = _conform(batch.column(index), schema.get(field.name))
         if conformed is not None:
             batch = batch.set_column(index, field.name, conformed)
-    return batch.to_pylist()
+    return batch
 
 
 def _conform(values: "pyarrow.Array", role_name: Optional[str]) -> Optional["pyarrow.Array"]:

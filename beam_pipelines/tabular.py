@@ -22,6 +22,7 @@ from beam_pipelines.pieces import PieceWriter
 from tfrecorder import columnar, storage
 from tfrecorder.csv_columns import csv_bytes_batches
 from tfrecorder.job_config import JobConfig
+from tfrecorder.parquet_parts import read_row_group_batches
 from tfrecorder.schema import Schema
 from tfrecorder.table_stats import TableStats
 from tfrecorder.tfrecord_format import frame_records
@@ -31,7 +32,8 @@ MALFORMED, RECORDS = sources.MALFORMED, sources.RECORDS
 
 
 def is_tabular(config: JobConfig) -> bool:
-    """Whether the job's rows go through the columnar graph: a CSV or a DataFrame without image columns."""
+    """Whether the job's rows go through the columnar graph: a CSV, Parquet files or a DataFrame without
+    image columns."""
     return config.source_kind in ("csv", "parquet") and not Schema.from_json(config.schema).image_columns
 
 
@@ -39,10 +41,8 @@ def read_batches(config: JobConfig, part: Any) -> Iterator[Any]:
     """Arrow batches of one part; for a CSV slice also (index, row, record, fields) per malformed line
     and finally (RECORDS, (index, record count)), as sources.read_part."""
     if config.source_kind == "parquet":
-        import pyarrow.parquet as pq
-
-        with storage.open_read(config.source_path) as raw:
-            yield from pq.ParquetFile(raw).iter_batches(row_groups=[part], batch_size=BATCH_ROWS)
+        for batch in read_row_group_batches(part, columns=list(config.columns), batch_size=BATCH_ROWS):
+            yield sources.conform_batch(batch, config.schema)
         return
     data = storage.read_range(config.source_path, part.start, part.end - part.start)  # a few MB (csv_split)
     batches = csv_bytes_batches(data, list(config.columns), BATCH_ROWS)
