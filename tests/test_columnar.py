@@ -232,3 +232,47 @@ def test_float64_bits_and_utc_nanoseconds_are_stored_as_the_contract_says():
 def test_image_columns_are_refused():
     with pytest.raises(ValueError, match="image-free"):
         columnar.TableEncoder(Schema({"image_uri": "ImageUri"}), {})
+
+
+# ------------------------------------------------------------------ Parquet files' own Arrow types
+
+@st.composite
+def arrow_batches(draw) -> tuple[pa.RecordBatch, Schema]:
+    rows = draw(st.integers(1, 15))
+
+    def cells(strategy):
+        return draw(st.lists(st.one_of(st.none(), strategy), min_size=rows, max_size=rows))
+
+    micros = st.integers(-(6 * 10**16), 6 * 10**16)  # years 1..3871: python datetimes (beyond 2262: discarded)
+    arrays = {
+        "split": pa.array(draw(st.lists(st.sampled_from(["TRAIN", "TEST", "bad"]), min_size=rows, max_size=rows)),
+                          pa.large_string()),
+        "i32": pa.array(cells(st.integers(-(2**31), 2**31 - 1)), pa.int32()),
+        "u64": pa.array(cells(st.integers(0, 2**64 - 1)), pa.uint64()),
+        "yes": pa.array(cells(st.booleans()), pa.bool_()),
+        "half": pa.array([None if v is None else np.float16(v) for v in cells(st.floats(width=16))], pa.float16()),
+        "f32": pa.array(cells(st.floats(width=32)), pa.float32()),
+        "when": pa.array(cells(micros), pa.timestamp("us", "Europe/Paris")),
+        "naive": pa.array(cells(st.integers(-(6 * 10**13), 6 * 10**13)), pa.timestamp("ms")),
+        "kind": pa.array(cells(st.sampled_from(["a", "é"]))).dictionary_encode(),
+        "vec": pa.array(cells(st.lists(st.floats(width=32), min_size=2, max_size=2)), pa.list_(pa.float32(), 2)),
+        "ids": pa.array(cells(st.lists(st.one_of(st.none(), st.integers(-99, 99)), max_size=3)), pa.list_(pa.int32())),
+        "flags": pa.array(cells(st.lists(st.booleans(), max_size=3)), pa.list_(pa.bool_())),
+        "label": pa.array(cells(st.sampled_from(["cat", "owl", ""])), pa.string()),
+    }
+    schema = Schema({"split": "SplitKey", "i32": "IntegerInput", "u64": "IntegerInput", "yes": "IntegerInput",
+                     "half": "FloatInput", "f32": "DoubleInput", "when": "DatetimeInput", "naive": "DatetimeInput",
+                     "kind": "StringInput", "vec": "FloatInput[2]", "ids": "IntegerInput[]",
+                     "flags": "IntegerInput[]", "label": "StringLabel"})
+    return pa.RecordBatch.from_pydict(arrays), schema
+
+
+@SETTINGS
+@given(arrow_batches())
+def test_parquet_arrow_types_encode_as_the_row_path_does(found):
+    """A user's Parquet batch, conformed as the pipeline reads it (beam_pipelines.sources.conform_batch)."""
+    from beam_pipelines.sources import conform_batch, rows_of_batch
+
+    batch, schema = found
+    roles = schema.to_json()
+    assert_same([conform_batch(batch, roles)], rows_of_batch(batch, roles), schema)
