@@ -55,6 +55,15 @@ class PieceWriter:
         self._crc = zlib.crc32(data, self._crc)
         self.unknown_labels += unknown_labels
 
+    def write_framed(self, framed, data, ends, unknown_labels: int = 0) -> None:
+        """Append records framed already (tfrecord_format.frame_records): `framed` their bytes, `data`
+        the records' own bytes back to back (for the piece's checksum), `ends` each record's end in `framed`."""
+        self._stream.write(framed)
+        self._ends.extend((ends + self.bytes).tolist())
+        self.bytes += len(framed)
+        self._crc = zlib.crc32(data, self._crc)
+        self.unknown_labels += unknown_labels
+
     def close(self) -> Piece:
         self._stream.close()
         piece = Piece(self.split, self.path, self.records, self.bytes, self.unknown_labels,
@@ -144,8 +153,9 @@ def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) 
     return summary
 
 
-def _index_entries(plan: ShardPlan) -> Iterator[tuple[int, int]]:
-    """(offset, length) of each record of an uncompressed shard, from its ranges' offsets sidecars."""
+def _index_entries(plan: ShardPlan) -> Iterator:
+    """(offset, length) of each record of an uncompressed shard, from its ranges' offsets sidecars: an
+    array of them per range."""
     shard_offset = 0
     for piece_range in plan.ranges:
         if not piece_range.records:
@@ -157,5 +167,5 @@ def _index_entries(plan: ShardPlan) -> Iterator[tuple[int, int]]:
             ends.byteswap()
         start = ends[0] if piece_range.first else 0
         ends = ends[1:] if piece_range.first else ends
-        yield from record_index.entries_from_ends(ends, start, shard_offset)
+        yield record_index.entry_block(ends, start, shard_offset)
         shard_offset += ends[-1] - start

@@ -25,7 +25,7 @@ from typing import Mapping
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
-from beam_pipelines import sources, transforms
+from beam_pipelines import sources, tabular, transforms
 from tfrecorder.job_config import JobConfig
 from tfrecorder.sharding import plan_shards
 
@@ -38,6 +38,8 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     most of a small job's start-up time. The table-stats combine keeps Beam's default value, so that an
     empty table is checked too.
     """
+    if tabular.is_tabular(config):  # image-free rows: encoded column-wise (issue 19)
+        return tabular.build_tabular_pipeline(pipeline, config)
     parts = sources.SourceParts(pipeline, config)
     stats = (
         parts.branch("Stats")

@@ -207,6 +207,7 @@ def convert(
     concurrency = _fetch_concurrency(fetch_concurrency, table, resolved_schema)
     _check_frame(table, resolved_schema, ratios)
 
+    decodes_images = validate == DECODE and bool(resolved_schema.image_columns)
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
     try:
         with local_progress(request is None and should_show(progress), table.rows_estimate) as progress_dir:
@@ -220,14 +221,15 @@ def convert(
             )
             options = (dataflow.pipeline_options(request, config.job_name) if request
                        else runners.local_options(table.rows_estimate, dataflow_options,
-                                                  threads_use_every_core=validate == DECODE))
+                                                  threads_use_every_core=decodes_images,
+                                                  tabular=not resolved_schema.image_columns))
             config = dataclasses.replace(config, **_stage_rows(table, resolved_schema, config.work_dir))
             if is_detection:
                 from beam_pipelines.detection import build_pipeline
             else:
                 from beam_pipelines.pipeline import build_pipeline
 
-            if validate == DECODE and request is None:
+            if decodes_images and request is None:
                 import_tensorflow()  # the decoding threads' TensorFlow, imported once, here
 
             with quiet_libraries(verbose):

@@ -22,6 +22,7 @@ KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
 # mode) is shared by the workers. Worker processes are chosen when the time they save beats twice that
 # start-up cost (a margin for the measurement's noise).
 ROW_SECONDS = 170e-6
+TABULAR_ROW_SECONDS = 6e-6  # image-free rows, encoded column-wise (benchmarks/tabular_bench.py, issue 19)
 WORKER_START_SECONDS = 4.0
 _WORKER_OPTIONS = ("direct_num_workers", "direct_running_mode")
 
@@ -55,17 +56,19 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def worker_processes_pay_off(rows: int, cores: int) -> bool:
-    """Whether a worker process per core finishes `rows` rows sooner than the in-process worker."""
-    return cores > 1 and rows * ROW_SECONDS * (1 - 1 / cores) > 2 * WORKER_START_SECONDS
+def worker_processes_pay_off(rows: int, cores: int, row_seconds: float = ROW_SECONDS) -> bool:
+    """Whether a worker process per core finishes `rows` rows (`row_seconds` each) sooner than the
+    in-process worker."""
+    return cores > 1 and rows * row_seconds * (1 - 1 / cores) > 2 * WORKER_START_SECONDS
 
 
 def local_options(rows: int, options: Optional[Mapping[str, Any]] = None, cores: Optional[int] = None,
-                  threads_use_every_core: bool = False) -> dict[str, Any]:
+                  threads_use_every_core: bool = False, tabular: bool = False) -> dict[str, Any]:
     """Beam options for a local (DirectRunner) job of `rows` rows: one worker process per core when
     that pays off (large jobs on several cores), the in-process worker otherwise — always when the
     job's heavy work already runs on a thread per core (`threads_use_every_core`: validate="decode",
-    where each worker process would also pay TensorFlow's import).
+    where each worker process would also pay TensorFlow's import). Image-free (`tabular`) rows cost
+    TABULAR_ROW_SECONDS each, so only tables of millions of rows pay for worker processes.
 
     Beam's own `direct_num_workers` / `direct_running_mode`, when the caller passes either, decide
     instead (e.g. `direct_num_workers=1` keeps a large job in-process).
@@ -73,7 +76,7 @@ def local_options(rows: int, options: Optional[Mapping[str, Any]] = None, cores:
     chosen = dict(options or {})
     cores = usable_cores() if cores is None else cores
     if (threads_use_every_core or any(name in chosen for name in _WORKER_OPTIONS)
-            or not worker_processes_pay_off(rows, cores)):
+            or not worker_processes_pay_off(rows, cores, TABULAR_ROW_SECONDS if tabular else ROW_SECONDS)):
         return chosen
     return {**chosen, "direct_running_mode": "multi_processing", "direct_num_workers": cores}
 

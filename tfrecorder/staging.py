@@ -90,6 +90,18 @@ def _vectorised(series: pd.Series, role: types.ColumnType) -> Optional[pa.Array]
     return None
 
 
+def _array_lists(series: pd.Series, role: types.ColumnType) -> Optional[pa.Array]:
+    """Fast path for a numeric list column whose cells are all NumPy arrays of one dtype (no missing cell):
+    Arrow converts them itself, to the same values the generic path writes (NaN stays a value)."""
+    cells = series.to_numpy(dtype=object)
+    if not len(cells) or role.element == types.StringInput or not all(isinstance(v, np.ndarray) for v in cells):
+        return None
+    kinds = {v.dtype for v in cells}
+    if len(kinds) != 1 or kinds.pop().kind != ("i" if role.dtype == "int64" else "f"):
+        return None
+    return pa.array(cells, pa.list_(_ARROW_TYPES[role.dtype]), from_pandas=False)
+
+
 def stage_column(series: pd.Series, role: Optional[types.ColumnType]) -> pa.Array:
     """One column as an Arrow array that reads back as exact python values (role None: not converted)."""
     as_text = role is None or role in _TEXT_ROLES or role.dtype == "string" and not role.is_list
@@ -97,6 +109,8 @@ def stage_column(series: pd.Series, role: Optional[types.ColumnType]) -> pa.Arra
         fast = _vectorised(series, types.StringInput if as_text else role) if role is None or not role.is_list else None
     except _CONVERSION_ERRORS:
         fast = None
+    if fast is None and role is not None and role.is_list:
+        fast = _array_lists(series, role)
     if fast is not None:
         return fast
     missing = series.isna().to_numpy()
@@ -116,6 +130,7 @@ def stage_column(series: pd.Series, role: Optional[types.ColumnType]) -> pa.Arra
         return _text(cells)
 
 
+_PLAIN = {"compression": "none", "use_dictionary": False}  # ~3x faster to write and to read than snappy pages
 ROW_GROUP_BYTES = 32 * 1024 * 1024  # about this much frame memory is staged (and later read) at a time
 MAX_ROW_GROUP_ROWS = 500_000
 
@@ -145,10 +160,11 @@ def _binary(cells: list) -> pa.Array:
                     pa.binary())
 
 
-def write_parquet(frame: pd.DataFrame, schema: Schema, stream: BinaryIO) -> int:
+def write_parquet(frame: pd.DataFrame, schema: Schema, stream: BinaryIO, compressed: bool = True) -> int:
     """Write every column of `frame` (schema columns typed by role, others as text) as Parquet, one row
     group per chunk of rows so the driver never holds more than one chunk's Arrow copy. Returns the
-    number of row groups (each one element of the pipeline).
+    number of row groups (each one element of the pipeline). `compressed=False` writes plain pages
+    (for a local file: bigger, but much faster to write and to read).
 
     A column whose chunks disagree on their Arrow type (a bad value in a later chunk makes that chunk
     text) is staged as text (or bytes) throughout: the file is written again with that column forced.
@@ -162,7 +178,7 @@ def write_parquet(frame: pd.DataFrame, schema: Schema, stream: BinaryIO) -> int:
         for offset in range(0, max(len(frame), 1), step):
             table = _chunk_table(frame.iloc[offset : offset + step], schema, columns, forced)
             if writer is None:
-                writer = pq.ParquetWriter(stream, table.schema)
+                writer = pq.ParquetWriter(stream, table.schema, **({} if compressed else _PLAIN))
             elif not table.schema.equals(writer.schema):
                 conflict = next(i for i, (a, b) in enumerate(zip(table.schema, writer.schema)) if a.type != b.type)
                 kinds = (table.schema.field(conflict).type, writer.schema.field(conflict).type)
@@ -184,10 +200,10 @@ def stage_frame(frame: pd.DataFrame, schema: Schema, path: str) -> int:
     A remote file is written to a local temporary file first (a restaged column needs a seekable
     file), then uploaded in one stream.
     """
-    if not storage.is_remote(path):
+    if not storage.is_remote(path):  # a local file is read right back: plain pages write and read fastest
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(path, "w+b") as stream:
-            return write_parquet(frame, schema, stream)
+            return write_parquet(frame, schema, stream, compressed=False)
     with tempfile.TemporaryFile(prefix="tfrecorder-staging-") as local:
         row_groups = write_parquet(frame, schema, local)
         local.seek(0)
