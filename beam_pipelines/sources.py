@@ -109,8 +109,13 @@ def conformed_batches(part: ParquetPart, schema: Mapping[str, str], columns: Opt
 def iter_row_group(part: ParquetPart, schema: Mapping[str, str] = {},
                    columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
     """Rows of one row group as {column: python value}, missing values as None (see conformed_batches)."""
-    for batch in conformed_batches(part, schema, columns):
-        yield from batch.to_pylist()
+    for batch in read_row_group_batches(part, columns=list(columns) if columns else None):
+        yield from rows_of_batch(batch, schema)
+
+
+def rows_of_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, str] = {}) -> list[dict[str, Any]]:
+    """A Parquet record batch as row dicts holding the python values a staged DataFrame's rows hold."""
+    return conform_batch(batch, schema).to_pylist()
 
 
 class _ReadPart(beam.DoFn):
