@@ -96,25 +96,17 @@ def read_part(config: JobConfig, part: Union[ParquetPart, csv_split.Slice, int])
     yield RECORDS, (part.index, records.records)
 
 
-def conformed_batches(part: ParquetPart, schema: Mapping[str, str], columns: Optional[Sequence[str]] = None,
-                      batch_size: Optional[int] = None) -> Iterator["pyarrow.RecordBatch"]:
-    """One row group's record batches (every column, or `columns`; at most `batch_size` rows each) in
-    the types a DataFrame staged by the driver has, whatever Arrow types the file holds
-    (tfrecorder.parquet_values; `schema` maps column → role name, as in JobConfig): what both
-    encoders read."""
-    for batch in read_row_group_batches(part, columns=list(columns) if columns else None, batch_size=batch_size):
-        yield conform_batch(batch, schema)
-
-
 def iter_row_group(part: ParquetPart, schema: Mapping[str, str] = {},
                    columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
-    """Rows of one row group as {column: python value}, missing values as None (see conformed_batches)."""
+    """Rows of one row group as {column: python value} (every column, or `columns`), missing values as
+    None; `schema` maps column → role name, as in JobConfig."""
     for batch in read_row_group_batches(part, columns=list(columns) if columns else None):
         yield from rows_of_batch(batch, schema)
 
 
 def rows_of_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, str] = {}) -> list[dict[str, Any]]:
-    """A Parquet record batch as row dicts holding the python values a staged DataFrame's rows hold."""
+    """A Parquet record batch as row dicts holding the python values a staged DataFrame's rows hold
+    (tfrecorder.parquet_values.conform_batch: the columnar reader conforms its batches the same way)."""
     return conform_batch(batch, schema).to_pylist()
 
 

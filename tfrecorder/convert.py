@@ -127,7 +127,8 @@ def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> dict[str,
     whole, Parquet files by row groups, or the DataFrame written as typed Parquet row groups. Returns the
     JobConfig fields that say so."""
     if table.parquet is not None:
-        return dict(source_kind="parquet", source_path=table.csv_path, source_parts=table.parquet.parts)
+        return dict(source_kind="parquet", source_path=table.parquet.source,
+                    source_parts=table.parquet.parts)
     if table.kind == "csv":
         return dict(source_kind="csv", source_path=table.csv_path, source_size=table.csv_size,
                     source_data_start=table.csv_data_start)

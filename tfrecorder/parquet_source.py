@@ -36,6 +36,7 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 @dataclasses.dataclass(frozen=True)
 class ParquetSource:
+    source: str  # as given: a file, a directory or a glob
     files: tuple[str, ...]
     parts: tuple[ParquetPart, ...]  # every non-empty row group, file by file
     schema: pa.Schema  # the files' common Arrow schema
@@ -189,7 +190,7 @@ def open_parquet_source(source: str, listed: Optional[list[str]] = None) -> Parq
     rows = sum(sum(groups) for _, groups in footers)
     if len(files) > 1:
         logger.info("Parquet source %s: %d files, %d row groups, %d rows", source, len(files), len(parts), rows)
-    return ParquetSource(tuple(files), parts, schema, rows, base_dir)
+    return ParquetSource(source, tuple(files), parts, schema, rows, base_dir)
 
 
 def read_sample(source: ParquetSource, rows: int) -> pd.DataFrame:

@@ -231,8 +231,7 @@ def _open_parquet(path: str, listed: Optional[list[str]] = None) -> Table:
     """Footers (schema, row groups, exact row count) and the first SAMPLE_ROWS rows: nothing more is read."""
     source = parquet_source.open_parquet_source(path, listed)
     sample = parquet_source.read_sample(source, SAMPLE_ROWS)
-    return Table("parquet", list(source.schema.names), sample, source.base_dir, source.rows, csv_path=path,
-                 parquet=source)
+    return Table("parquet", list(source.schema.names), sample, source.base_dir, source.rows, parquet=source)
 
 
 def _image_table(frame: pd.DataFrame) -> Table:
