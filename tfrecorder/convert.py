@@ -164,7 +164,8 @@ def convert(
     box_units: str = "relative",
     **legacy_options: Any,
 ) -> ConversionResult:
-    """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
+    """Convert a DataFrame, CSV file, Parquet files (a file, a directory or a glob) or SPLIT/LABEL image
+    folder into sharded TFRecords.
 
     `validate="decode"` (default) writes an image only if `tf.io.decode_image` decodes it and discards
     it only if it does not; `validate="header"` is the fast opt-in with cheap structural checks only.
