@@ -1,6 +1,6 @@
 """Image fetch throughput from GCS, sequential vs concurrent, at an injected per-request latency.
 
-A GCS emulator runs in a child process behind a delaying proxy in another (tests/gcs_proxy.py,
+A GCS emulator runs in a child process behind a delaying proxy in another (tests/support/gcs_proxy.py,
 127.0.0.1 only):
 every request waits --delay-ms before it is served, like a real object store's latency. Images are
 read with the same Fetcher + read_image the pipeline uses, in batches of the pipeline's batch size.
@@ -87,8 +87,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per setting; the best is reported (less noise)")
     parser.add_argument("--convert", action="store_true", help="also time 60-row gs:// → gs:// conversions")
     args = parser.parse_args()
-    emulator_process, emulator = serve(str(ROOT / "tests" / "gcs_emulator.py"))
-    proxy_process, proxy = serve(str(ROOT / "tests" / "gcs_proxy.py"), "--upstream", emulator, "--delay-ms", str(args.delay_ms))
+    emulator_process, emulator = serve(str(ROOT / "tests" / "support" / "gcs_emulator.py"))
+    proxy_process, proxy = serve(str(ROOT / "tests" / "support" / "gcs_proxy.py"), "--upstream", emulator, "--delay-ms", str(args.delay_ms))
     try:
         with tempfile.TemporaryDirectory() as workdir:
             urls, _table = upload_sample(emulator, args.images, workdir)

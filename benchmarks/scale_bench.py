@@ -190,10 +190,10 @@ def _serve(*args: str) -> tuple[subprocess.Popen, str]:
 
 
 def publish(quick: bool) -> list[Figure]:
-    from gcs_proxy import FaultProxy
+    from support.gcs_proxy import FaultProxy
     from tfrecorder import jobdir, storage
 
-    emulator, host = _serve(str(ROOT / "tests" / "gcs_emulator.py"))
+    emulator, host = _serve(str(ROOT / "tests" / "support" / "gcs_emulator.py"))
     proxy = FaultProxy(host, delay_seconds=0.005).start()
     previous = os.environ.get("STORAGE_EMULATOR_HOST")
     os.environ["STORAGE_EMULATOR_HOST"] = proxy.url
@@ -299,7 +299,7 @@ def child_driver_bytes(host: str, mib: int) -> None:
 
 def driver_bytes(quick: bool) -> list[Figure]:
     mib = 40 if quick else 120
-    emulator, host = _serve(str(ROOT / "tests" / "gcs_emulator.py"))
+    emulator, host = _serve(str(ROOT / "tests" / "support" / "gcs_emulator.py"))
     try:
         measured = in_child("--child-driver-bytes", host, str(mib))
     finally:

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/upgrade_bench.py                 # 200 photo-like 500x375 JPEGs
     .venv/bin/python benchmarks/upgrade_bench.py --images 50     # quick
 
-The legacy directories are written the way TFRecorder 2.0 wrote them (tests/tfrecorder2_writer.py:
+The legacy directories are written the way TFRecorder 2.0 wrote them (tests/support/tfrecorder2_writer.py:
 base64 raw pixels, gzip shards by default, also uncompressed), from the same photo-like JPEGs the
 conversion benchmark uses; each is upgraded once, locally. Reported: the legacy shard bytes, the
 upgraded shard bytes (lossless PNG), their ratio, the original JPEG bytes for reference, and the
@@ -33,7 +33,7 @@ def main() -> None:
 
     import tfrecorder
     from tfrecorder.sample_data import encode_image, photo_array
-    from tfrecorder2_writer import write_tfrecorder2_dir
+    from support.tfrecorder2_writer import write_tfrecorder2_dir
 
     from PIL import ImageFilter
 

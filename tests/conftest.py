@@ -12,7 +12,7 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import imagegen  # noqa: E402
+from support import imagegen  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -59,7 +59,7 @@ def converted(image_table, tmp_path_factory):
 @pytest.fixture(scope="session")
 def gcs():
     """A real GCS emulator on loopback (STORAGE_EMULATOR_HOST points at it) for the whole session."""
-    from gcs_emulator import start_emulator
+    from support.gcs_emulator import start_emulator
 
     emulator = start_emulator()
     yield emulator
@@ -69,7 +69,7 @@ def gcs():
 @pytest.fixture
 def proxy(gcs, monkeypatch):
     """A fault-injecting proxy in front of the emulator; tfrecorder talks to the proxy."""
-    from gcs_proxy import FaultProxy
+    from support.gcs_proxy import FaultProxy
 
     fault_proxy = FaultProxy(gcs.host, delay_seconds=0.01).start()
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", fault_proxy.url)

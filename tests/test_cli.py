@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-import imagegen
+from support import imagegen
 
 
 # As a user runs it: no TF_CPP_MIN_LOG_LEVEL, so TensorFlow's start-up lines would show if they leaked.
@@ -84,5 +84,6 @@ def test_readme_exit_codes_match_the_cli():
                           (cli.EXIT_INPUT_ERROR, "bad input"), (cli.EXIT_VERIFY_FAILED, "`verify` found a mismatch"),
                           (cli.EXIT_OUTPUT_ERROR, "output could not be written")]:
         assert re.search(rf"\b{code} (an? |the )?{re.escape(meaning)}", paragraph), (code, meaning)
-    disk_lines = [line for line in readme.splitlines() if "disk" in line and "exit" in line]
+    docs = [readme, *(path.read_text() for path in (Path(__file__).parent.parent / "docs").glob("*.md"))]
+    disk_lines = [line for doc in docs for line in doc.splitlines() if "disk" in line and "exit" in line]
     assert disk_lines and all(re.findall(r"exit (\d)", line) == [str(cli.EXIT_OUTPUT_ERROR)] for line in disk_lines)

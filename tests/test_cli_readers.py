@@ -22,6 +22,23 @@ def test_verify_exit_codes(converted, tmp_path):
     assert done.returncode == 2 and "not a finished tfrecorder job directory" in done.stderr
 
 
+def test_a_corrupt_shard_is_corrupt_data_not_bad_input(converted, tmp_path):
+    """inspect or load-stats meeting a damaged record exits 3 (corrupt data, as verify), never 2 (bad input)."""
+    job = Path(shutil.copytree(converted["tfrecord_dir"], tmp_path / "job"))
+    shard = job / json.loads((job / "metadata.json").read_text())["splits"]["TRAIN"]["shards"][0]["file"]
+    data = bytearray(shard.read_bytes())
+    data[20] ^= 0xFF  # inside the first record's data: its data checksum no longer matches
+    shard.write_bytes(bytes(data))
+    done = run("inspect", str(job), "--output_dir", str(tmp_path / "look"), entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.strip().count("\n") == 0
+    assert "corrupt data: data checksum mismatch at byte offset 0" in done.stderr
+    assert run("verify", str(job)).returncode == 3
+    done = run("load-stats", str(job), "--seconds", "1")  # TensorFlow's DataLossError, reported the same way
+    assert done.returncode == 3, done.stderr  # TensorFlow's own C++ warning about the data loss may precede our line
+    assert done.stderr.strip().splitlines()[-1].startswith("tfrecorder: error: corrupt data: TRAIN: corrupted record")
+
+
 def test_inspect_and_load_stats(converted, tmp_path):
     done = run("inspect", converted["tfrecord_dir"], "--split", "validation", "--num_records", "2",
                "--output_dir", str(tmp_path / "look"), entry=("-c", WITHOUT_TENSORFLOW))
@@ -40,6 +57,6 @@ def test_inspect_and_load_stats(converted, tmp_path):
 
 def test_help_documents_exit_codes():
     done = run("--help")
-    assert done.returncode == 0 and "3 verify found a mismatch" in done.stdout
+    assert done.returncode == 0 and "3 verify found a mismatch\n  or a record is corrupt" in done.stdout
     for command in ("verify", "inspect", "load-stats"):
         assert command in done.stdout

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import imagegen
+from support import imagegen
 import tfrecorder
-from readers import read_job
+from support.readers import read_job
 
 ODD = imagegen.odd_images()
 GOOD_NAMES = set(ODD) | {"ünïcødé name.jpg", "comma, space.jpg"}

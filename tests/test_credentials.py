@@ -18,7 +18,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-import imagegen
+from support import imagegen
 
 CANARY_TOKEN = "ya29.CANARY-token-that-must-never-be-printed"
 BUCKET = "tfrecorder-credential-test"

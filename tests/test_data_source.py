@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import jobbuilder
+from support import jobbuilder
 import tfrecorder
-from readers import read_job
+from support.readers import read_job
 from tfrecorder.example_encoder import bytes_feature, float_feature, int64_feature
 from tfrecorder.tfrecord_format import CorruptRecordError
 

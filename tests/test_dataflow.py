@@ -1,5 +1,5 @@
 """runner="DataflowRunner", offline: Beam's real DataflowRunner against the GCS emulator and a local
-Dataflow REST service (tests/dataflow_stub.py), plus dry runs for graph properties."""
+Dataflow REST service (tests/support/dataflow_stub.py), plus dry runs for graph properties."""
 from __future__ import annotations
 
 import io
@@ -13,8 +13,8 @@ import zipfile
 import pandas as pd
 import pytest
 
-import imagegen
-from dataflow_stub import DataflowStub
+from support import imagegen
+from support.dataflow_stub import DataflowStub
 
 import tfrecorder
 from tfrecorder import dataflow

@@ -14,8 +14,8 @@ import pytest
 from PIL import Image
 
 import tfrecorder
-from mutations import random_mutation, tf_decodes
-from readers import read_job
+from support.mutations import random_mutation, tf_decodes
+from support.readers import read_job
 from tfrecorder import decode_check
 from tfrecorder.images import MAX_PIXELS, ImageInfo, parse_header
 from tfrecorder.sample_data import encode_image, photo_array

@@ -18,7 +18,7 @@ import pytest
 from google.api_core import exceptions as api_exceptions
 
 import tfrecorder
-from readers import read_job
+from support.readers import read_job
 from tfrecorder import gcs, jobdir, storage
 from tfrecorder.sample_data import make_sample_dataset
 

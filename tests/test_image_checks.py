@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from mutations import mutate, mutations, tf_decodes
+from support.mutations import mutate, mutations, tf_decodes
 
 from tfrecorder import decode_check
 from tfrecorder.image_checks import jpeg_structure_error, png_structure_error

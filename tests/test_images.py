@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-import imagegen
+from support import imagegen
 from tfrecorder.images import InvalidImage, parse_header, probe_image, probe_with_pillow, resize_image
 
 ODD = imagegen.odd_images()

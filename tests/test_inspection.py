@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-import jobbuilder
+from support import jobbuilder
 import tfrecorder
 from tfrecorder.example_encoder import bytes_feature, int64_feature
 from tfrecorder.inspection import CONTACT_SHEET, CSV_FILE

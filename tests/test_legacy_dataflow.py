@@ -1,15 +1,15 @@
 """TFRecorder 2.0 on Dataflow, offline: its `to_tfr(runner='DataflowRunner', …, tfrecorder_wheel=…)` call,
 and `upgrade()` of a gs:// legacy directory, run by Beam's DataflowRunner against the GCS emulator and
-the local Dataflow service (tests/dataflow_stub.py)."""
+the local Dataflow service (tests/support/dataflow_stub.py)."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
 import tfrecorder
-from dataflow_stub import DataflowStub
+from support.dataflow_stub import DataflowStub
 from tfrecorder import dataflow
-from tfrecorder2_writer import sample_image_table, write_tfrecorder2_dir
+from support.tfrecorder2_writer import sample_image_table, write_tfrecorder2_dir
 
 PROJECT, REGION, BUCKET = "tfrecorder-test", "europe-west4", "tfrecorder-legacy-test"
 

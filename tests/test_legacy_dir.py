@@ -1,4 +1,4 @@
-"""load(), inspect() and verify() on directories written in TFRecorder 2.0's format (tests/tfrecorder2_writer.py)."""
+"""load(), inspect() and verify() on directories written in TFRecorder 2.0's format (tests/support/tfrecorder2_writer.py)."""
 from __future__ import annotations
 
 import csv
@@ -13,7 +13,7 @@ import pytest
 import tfrecorder
 from tfrecorder import legacy_dir
 from tfrecorder.job_info import JobInfo
-from tfrecorder2_writer import sample_image_table, source_pixels, write_tfrecorder2_dir
+from support.tfrecorder2_writer import sample_image_table, source_pixels, write_tfrecorder2_dir
 
 
 @pytest.fixture(scope="module")

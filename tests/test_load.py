@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-import imagegen
-import jobbuilder
+from support import imagegen
+from support import jobbuilder
 import tfrecorder
 from tfrecorder.example_encoder import bytes_feature, float_feature, int64_feature
 from tfrecorder.load import Splits, decode_image

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import tfrecorder
-from readers import read_job
+from support.readers import read_job
 from tfrecorder import gcs, jobdir
 from tfrecorder.errors import StorageReadError
 from tfrecorder.sample_data import make_sample_dataset

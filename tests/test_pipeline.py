@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from apache_beam.metrics.metric import MetricsFilter
 
-import imagegen
+from support import imagegen
 from beam_pipelines.pipeline import build_pipeline
 from beam_pipelines.progress import NAMESPACE, ROWS_PROCESSED
 from tfrecorder import jobdir, runners, tables, types

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from PIL import Image
 
 import tfrecorder
-from mutations import mutate, mutations, tf_decodes
-from readers import read_job
+from support.mutations import mutate, mutations, tf_decodes
+from support.readers import read_job
 from tfrecorder.sample_data import encode_image, photo_array
 
 SOURCES = {

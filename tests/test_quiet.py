@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-import imagegen
+from support import imagegen
 import tfrecorder
 
 

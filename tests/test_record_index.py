@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tfrecorder.errors import CorruptDataError
 from tfrecorder.record_index import format_index, index_file_name, parse_index, scan_index, write_index
 from tfrecorder.tfrecord_format import write_record
 
@@ -58,7 +59,7 @@ def test_text_format_round_trips_and_names_bad_lines():
     text = format_index(entries)
     assert text == b"0 21\n21 16\n37 70016\n"
     assert parse_index(text) == entries
-    with pytest.raises(ValueError, match="index line 2"):
+    with pytest.raises(CorruptDataError, match="index line 2"):
         parse_index(b"0 21\n21\n")
     assert index_file_name("train-00000-of-00004.tfrecord") == "index/train-00000-of-00004.tfrecord.index"
 
@@ -115,7 +116,7 @@ def test_index_array_is_compact_and_rejects_bad_files():
     assert index_array(b"0 21\n21 16\n").tolist() == [[0, 21], [21, 16]]
     assert index_array(b"").shape == (0, 2)
     for bad in (b"0 21\n21\n", b"0 x\n", b"-1 5\n"):
-        with pytest.raises(ValueError, match="index"):
+        with pytest.raises(CorruptDataError, match="index"):
             index_array(bad)
 
 

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import imagegen
-import readers
+from support import imagegen
+from support import readers
 from tfrecorder import Schema, types
 from tfrecorder.row_encoder import (RowEncoder, RowError, check_sample, feature_spec, input_feature, prepare_row,
                                     resolve_uri)

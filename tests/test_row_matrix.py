@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-import imagegen
+from support import imagegen
 import tfrecorder
-from readers import read_job
+from support.readers import read_job
 from tfrecorder.sample_data import encode_image, photo_array
 
 WRITTEN = "written"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 import tfrecorder
-from readers import read_job
+from support.readers import read_job
 from tfrecorder import runners
 
 MULTI = {"direct_running_mode": "multi_processing", "direct_num_workers": 2}

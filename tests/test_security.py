@@ -6,7 +6,7 @@ import os
 from apache_beam.options.pipeline_options import SetupOptions
 
 import tfrecorder
-from readers import read_job
+from support.readers import read_job
 from tfrecorder import runners
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import tfrecorder
-from readers import read_job
+from support.readers import read_job
 
 TEXTS = ["plain", "comma, \"quoted\"", "new\nline\ttab", "ünïcødé ✓", ""]
 
@@ -177,7 +177,7 @@ def test_cli_schema_errors_are_one_line(csv_table, tmp_path):
 
 
 def test_images_and_structured_columns_together_with_inferred_uri_roles(tmp_path):
-    import imagegen
+    from support import imagegen
 
     odd = imagegen.odd_images()
     files = imagegen.write_files(tmp_path / "img", {"a.jpg": odd["rgb.jpg"][0], "b.png": odd["rgba.png"][0]})

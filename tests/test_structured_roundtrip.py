@@ -15,7 +15,7 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tfrecorder
-from readers import read_job
+from support.readers import read_job
 
 INT64 = st.integers(-2**63, 2**63 - 1)
 FLOATS = st.floats(allow_nan=True, allow_infinity=True)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import imagegen
+from support import imagegen
 import tfrecorder
 from tfrecorder import storage, tfds_files
 
@@ -80,9 +80,14 @@ def test_features_json_mapping(job):
     assert features["vector"]["tensor"] == {"shape": {"dimensions": ["2"]}, "dtype": "int64", "encoding": "none"}
     assert labels == {"label": ["cat", "dog", "emu"]}
     assert (Path(job) / "label.labels.txt").read_text() == "cat\ndog\nemu\n"
-    gif = tfds_files._image({"channels": [3], "formats": ["gif", "png"]})
+
+    def image_feature(kinds):
+        metadata = {"schema": {"image_uri": "ImageUri"}, "features": {}, "images": {"image": kinds}}
+        return tfds_files.tfds_features(metadata)[0]["featuresDict"]["features"]["image"]
+
+    gif = image_feature({"channels": [3], "formats": ["gif", "png"]})
     assert gif["pythonClassName"].endswith("Tensor") and gif["tensor"]["dtype"] == "string"
-    one = tfds_files._image({"channels": [3], "formats": ["jpeg"]})["image"]
+    one = image_feature({"channels": [3], "formats": ["jpeg"]})["image"]
     assert one == {"shape": {"dimensions": ["-1", "-1", "3"]}, "dtype": "uint8", "encodingFormat": "jpeg"}
     assert tfds_files.tfds_name("My Job-20250101-120000") == "my_job_20250101_120000"
 

@@ -12,7 +12,7 @@ import pytest
 import tfrecorder
 from tfrecorder import input_schema
 from tfrecorder import types
-from tfrecorder2_writer import sample_image_table
+from support.tfrecorder2_writer import sample_image_table
 
 
 @pytest.fixture(scope="module")

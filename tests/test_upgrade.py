@@ -13,7 +13,7 @@ import pytest
 
 import tfrecorder
 from tfrecorder.job_info import JobInfo
-from tfrecorder2_writer import sample_image_table, write_tfrecorder2_dir
+from support.tfrecorder2_writer import sample_image_table, write_tfrecorder2_dir
 
 
 @pytest.fixture(scope="module")

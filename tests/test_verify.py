@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import jobbuilder
+from support import jobbuilder
 import tfrecorder
 from tfrecorder.example_encoder import encode_example, float_feature, int64_feature
 from tfrecorder.tfrecord_format import write_record

@@ -8,23 +8,26 @@
 
 `create-tfrecords --input_data` is TFRecorder 2.0's spelling of `convert --source`.
 
-Exit codes: 0 success (for verify: every check passed); 1 an unexpected failure; 2 a fatal input
-error (bad arguments, unusable table, not a finished job directory); 3 verify found a mismatch
-(missing, extra, truncated or corrupt shard, unparsable record, wrong record count); 4 the output
-could not be written (disk full, quota, file size limit). Errors 2 and 4 are reported on one line.
+Exit codes follow the hierarchy of tfrecorder.errors: 0 success (for verify: every check passed);
+1 an unexpected failure, a storage outage (StorageReadError) or a failed Dataflow job; 2 bad input
+(a ValueError: bad arguments, unusable table, not a finished job directory); 3 corrupt data: verify
+found a mismatch (missing, extra, truncated or corrupt shard, unparsable record, wrong record count)
+or inspect / load-stats met a damaged record (CorruptDataError); 4 the output could not be written (disk
+full, quota, file size limit). Every error is reported on one line.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import re
 import sys
 from typing import Optional, Sequence
 
-from tfrecorder.errors import OutputWriteError, StorageReadError
-from tfrecorder.result import DataflowJobError
+from tfrecorder.errors import CorruptDataError, DataflowJobError, OutputWriteError, StorageReadError
 
-EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR, EXIT_VERIFY_FAILED, EXIT_OUTPUT_ERROR = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR, EXIT_CORRUPT_DATA, EXIT_OUTPUT_ERROR = 0, 1, 2, 3, 4
+EXIT_VERIFY_FAILED = EXIT_CORRUPT_DATA  # verify's "mismatch" is corrupt data found on purpose
 
 EXAMPLES = """examples:
   tfrecorder convert --source data.csv --output_dir out/
@@ -39,8 +42,8 @@ EXAMPLES = """examples:
   tfrecorder load-stats out/pets-20261121-193000 --image_size 224x224
   tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/   # a TFRecorder 2.0 dataset → job directory
 
-exit codes: 0 ok; 1 unexpected failure; 2 bad input (one line on stderr); 3 verify found a mismatch;
-  4 the output could not be written (disk full, quota, file size limit)
+exit codes: 0 ok; 1 unexpected failure; 2 bad input (one line on stderr); 3 verify found a mismatch
+  or a record is corrupt; 4 the output could not be written (disk full, quota, file size limit)
 """
 
 
@@ -199,7 +202,7 @@ def _run_load_stats(args: argparse.Namespace) -> int:
     job = JobInfo.read(args.tfrecord_dir)
     datasets = tfrecorder.load(args.tfrecord_dir, batch_size=args.batch_size, decode_images=False)
     for split, dataset in datasets.items():
-        counted = sum(_batch_length(batch) for batch in dataset)
+        counted = _count_records(dataset, split)
         expected = job.metadata["splits"][split]["records"]  # None: TFRecorder 2.0 recorded no counts
         print(f"{split}: {counted} records loaded (metadata.json: {'no count' if expected is None else expected})")
     dataset = tfrecorder.load(args.tfrecord_dir, args.split, batch_size=args.batch_size, repeat=True,
@@ -213,6 +216,17 @@ def _run_load_stats(args: argparse.Namespace) -> int:
     print(f"load({args.split.upper()}, batch_size={args.batch_size}, image_size={args.image_size}): "
           f"{count / elapsed:,.0f} records/s ({count} records in {elapsed:.1f} s, images decoded)")
     return EXIT_OK
+
+
+def _count_records(dataset, split: str) -> int:
+    """Records of one split's batched dataset; a damaged record is CorruptDataError, as in inspect and verify."""
+    import tensorflow as tf
+
+    try:
+        return sum(_batch_length(batch) for batch in dataset)
+    except tf.errors.DataLossError as exc:
+        detail = re.sub(r"^\{\{[^}]*\}\}\s*|\s*\[Op:.*$", "", exc.message)  # TensorFlow's op decorations
+        raise CorruptDataError(f"{split}: {detail}") from None
 
 
 def _run_convert(args: argparse.Namespace) -> int:
@@ -267,6 +281,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         commands = {"convert": _run_convert, "create-tfrecords": _run_convert, "verify": _run_verify,
                     "inspect": _run_inspect, "load-stats": _run_load_stats, "upgrade": _run_upgrade}
         return commands[args.command](args)
+    except CorruptDataError as exc:  # not a ValueError: damaged data is not bad input (exit 3, not 2)
+        print(f"tfrecorder: error: corrupt data: {exc}", file=sys.stderr)
+        return EXIT_CORRUPT_DATA
     except ValueError as exc:
         print(f"tfrecorder: error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERROR

@@ -1,6 +1,5 @@
 """TFRecorder 2.0 calls that run unchanged: its extra `convert()` keywords, `convert_and_load()` and
-the result keys its code read. What deliberately differs is listed in the README's "Coming from
-TFRecorder" table.
+the result keys its code read. What deliberately differs is listed in docs/coming-from-tfrecorder.md.
 """
 from __future__ import annotations
 
@@ -96,4 +95,4 @@ def legacy_note(command: str) -> Optional[str]:
         return None
     return ("tfrecorder: note: create-tfrecords is TFRecorder 2.0's name for `tfrecorder convert`. Shards are now "
             "uncompressed unless --compression gzip, images keep their original bytes, and the job directory is "
-            "named <job_label>-<timestamp>; see README 'Coming from TFRecorder'.")
+            "named <job_label>-<timestamp>; see docs/coming-from-tfrecorder.md.")

@@ -25,6 +25,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from tfrecorder import record_index, storage
+from tfrecorder.errors import CorruptDataError
 from tfrecorder.job_info import JobInfo
 from tfrecorder.record_values import decode_image, record_values
 from tfrecorder.tfrecord_format import read_records, unframe_record
@@ -139,8 +140,8 @@ class DataSource:
         if entries is None:
             entries = self._load_index(shard)
             if len(entries) != self._shards[shard]["records"]:
-                raise ValueError(f"{self._paths[shard]}: index lists {len(entries)} records, "
-                                 f"metadata.json says {self._shards[shard]['records']}")
+                raise CorruptDataError(f"{self._paths[shard]}: index lists {len(entries)} records, "
+                                       f"metadata.json says {self._shards[shard]['records']}")
             self._indexes[shard] = entries
         return entries
 

@@ -1,9 +1,30 @@
-"""Turn pipeline failures into errors a user can act on.
+"""Every exception tfrecorder raises on purpose, in one hierarchy, and the translation of pipeline failures.
+
+The hierarchy says whose problem a failure is; the CLI's exit codes follow it (tfrecorder/cli.py):
+
+    TFRecorderError                     base class of all of them
+    ├── BadInputError (ValueError)      the caller's input cannot be used: fix the input and rerun (exit 2)
+    │   ├── TableError                  a whole-table problem the pipeline found (no rows, none in TRAIN)
+    │   ├── RowError                    one row cannot be converted: its message is the discard reason
+    │   └── InvalidImage                an image's bytes are unusable: its message is the discard reason
+    ├── InfrastructureError (OSError)   storage or the output failed, not the data: retry or fix the machine
+    │   ├── OutputWriteError            the output could not be written: disk full, quota, size limit (exit 4)
+    │   └── StorageReadError            storage still failing after retries while reading a row's file (exit 1)
+    ├── CorruptDataError                bytes already written are damaged (exit 3, like `verify` finding it)
+    │   └── CorruptRecordError          a TFRecord's framing or checksum is wrong
+    └── DataflowJobError (RuntimeError) a Dataflow job ended FAILED or CANCELLED (exit 1)
+
+Bad input is also every plain `ValueError` a check raises before work starts (the documented
+contract: "one ValueError naming the problem"); BadInputError is a ValueError so both are caught the
+same way. Row-level bad input (RowError, InvalidImage) never reaches the caller: the row goes to
+discarded.csv. CorruptDataError is deliberately *not* a ValueError: a damaged shard is not bad input.
+The classes keep their old import locations (tfrecorder.row_encoder.RowError, tfrecorder.images.
+InvalidImage, tfrecorder.tfrecord_format.CorruptRecordError, tfrecorder.result.DataflowJobError).
 
 Beam re-raises a worker's exception carrying the original text, the names of the steps it ran in
-and a long traceback. A whole-table problem the pipeline found (TableError, a ValueError) is raised
-again with exactly the text the driver would have used; out-of-space conditions deserve one clear
-sentence: what failed, where, and that nothing was published.
+and a long traceback. A whole-table problem the pipeline found (TableError) is raised again with
+exactly the text the driver would have used; out-of-space conditions deserve one clear sentence:
+what failed, where, and that nothing was published.
 """
 from __future__ import annotations
 
@@ -15,8 +36,59 @@ _SPACE_ERRNOS = {errno.ENOSPC: "no space left on device", errno.EFBIG: "file siz
                  errno.EDQUOT: "disk quota exceeded"}
 
 
-class TableError(ValueError):
+class TFRecorderError(Exception):
+    """Base class of every exception tfrecorder raises on purpose."""
+
+
+class BadInputError(TFRecorderError, ValueError):
+    """The caller's input cannot be used (a ValueError, like every input check's error)."""
+
+
+class TableError(BadInputError):
     """A table-level problem the pipeline found in the whole table (no rows, none assigned to TRAIN)."""
+
+
+class RowError(BadInputError):
+    """A row that cannot be converted; the message is the reason written to discarded.csv."""
+
+
+class InvalidImage(BadInputError):
+    """The bytes are not a usable image; the message is the discard reason."""
+
+
+class InfrastructureError(TFRecorderError, OSError):
+    """Storage or the output failed, not the data (an OSError: `errno` and `strerror` are set)."""
+
+
+class OutputWriteError(InfrastructureError):
+    """The conversion could not write its output (disk full, quota, file size limit)."""
+
+
+class StorageReadError(InfrastructureError):
+    """Storage failed while reading a row's file (still failing after retries: an outage, not bad data).
+
+    Raised inside the pipeline to fail the bundle (Dataflow retries it); a local run stops with it.
+    """
+
+
+class CorruptDataError(TFRecorderError):
+    """Data that was written is damaged (a shard, an index file): not the caller's input."""
+
+
+class CorruptRecordError(CorruptDataError):
+    """A record whose framing or checksum is wrong; `offset` is where the record starts."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(f"{message} at byte offset {offset}")
+        self.message = message
+        self.offset = offset
+
+    def __reduce__(self):  # picklable across processes despite the two-argument constructor
+        return type(self), (self.message, self.offset)
+
+
+class DataflowJobError(TFRecorderError, RuntimeError):
+    """A Dataflow job ended in a state other than DONE."""
 
 
 _BEAM_STEP = re.compile(r"( \[while running '[^']*'\])+$")
@@ -38,17 +110,6 @@ def _table_error(exc: BaseException) -> Optional[TableError]:
         if isinstance(current, TableError):
             return TableError(_BEAM_STEP.sub("", str(current)))
     return None
-
-
-class OutputWriteError(OSError):
-    """The conversion could not write its output (disk full, quota, file size limit)."""
-
-
-class StorageReadError(OSError):
-    """Storage failed while reading a row's file (still failing after retries: an outage, not bad data).
-
-    Raised inside the pipeline to fail the bundle (Dataflow retries it); a local run stops with it.
-    """
 
 
 _STORAGE_READ = re.compile(r"StorageReadError: \[Errno (\d+)\] (could not read .*?)(?: \[while running '[^']*'\])*$",

@@ -18,6 +18,7 @@ from typing import Optional
 
 from PIL import Image, UnidentifiedImageError
 
+from tfrecorder.errors import InvalidImage  # defined in errors; importable from here as before
 from tfrecorder.image_checks import JPEG_EOI_MISSING, jpeg_structure_error, png_structure_error
 
 # Largest image we accept (pixels); a header declaring more is treated as a decompression bomb.
@@ -25,10 +26,6 @@ MAX_PIXELS = 178_956_970  # Pillow's own default limit
 
 _PIL_FORMATS = {"JPEG": "jpeg", "MPO": "jpeg", "PNG": "png", "GIF": "gif", "BMP": "bmp", "WEBP": "webp"}
 _PIL_OPEN_FORMATS = ("JPEG", "PNG", "GIF", "BMP", "WEBP")
-
-
-class InvalidImage(ValueError):
-    """The bytes are not a usable image; the message is the discard reason."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,6 @@
 """Reading a directory TFRecorder 2.0 wrote, as if it were a job directory of this package.
 
-TFRecorder 2.0 wrote no metadata.json. Its output directory holds (see the README's "Coming from
-TFRecorder"):
+TFRecorder 2.0 wrote no metadata.json. Its output directory holds (see docs/coming-from-tfrecorder.md):
 
     train-00000-of-00001.tfrecord.gz    one or more shards per split (.tfrecord when uncompressed)
     validation-… / test-…               only for splits present in the input

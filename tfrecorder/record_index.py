@@ -16,6 +16,8 @@ import posixpath
 import struct
 from typing import BinaryIO, Iterable, Iterator
 
+from tfrecorder.errors import CorruptDataError, CorruptRecordError
+
 INDEX_DIR = "index"
 INDEX_SUFFIX = ".index"
 _HEADER = 12  # uint64 length + uint32 masked crc of the length
@@ -88,14 +90,14 @@ def format_index(entries) -> bytes:
 
 
 def parse_index(text: bytes) -> list[tuple[int, int]]:
-    """Parse an index file; ValueError naming the line if one is not two non-negative integers."""
+    """Parse an index file; CorruptDataError naming the line if one is not two non-negative integers."""
     entries = []
     for number, line in enumerate(text.decode("ascii").splitlines(), start=1):
         parts = line.split()
         if not parts:
             continue
         if len(parts) != 2 or not all(p.isdigit() for p in parts):
-            raise ValueError(f"index line {number} is not 'offset length': {line!r}")
+            raise CorruptDataError(f"index line {number} is not 'offset length': {line!r}")
         entries.append((int(parts[0]), int(parts[1])))
     return entries
 
@@ -110,7 +112,7 @@ def index_array(text: bytes) -> "numpy.ndarray":
         values = None
     if values is None or values.size % 2 or (values < 0).any():
         parse_index(text)  # names the first bad line
-        raise ValueError("index file is not 'offset length' lines")
+        raise CorruptDataError("index file is not 'offset length' lines")
     return values.reshape(-1, 2)
 
 
@@ -122,7 +124,7 @@ def scan_index(stream: BinaryIO) -> Iterator[tuple[int, int]]:
         if not header:
             return
         if len(header) < _HEADER:
-            raise ValueError(f"truncated record header at byte offset {offset}")
+            raise CorruptRecordError("truncated record header", offset)
         (length,) = struct.unpack("<Q", header[:8])
         yield offset, _HEADER + length + _FOOTER
         offset += _HEADER + length + _FOOTER

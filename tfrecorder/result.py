@@ -5,6 +5,7 @@ import sys
 import time
 from typing import Any, Callable, Iterator, Mapping, Optional, Union
 
+from tfrecorder.errors import DataflowJobError  # defined in errors; importable from here as before
 from tfrecorder.splits import SPLITS
 
 
@@ -79,10 +80,6 @@ class ConversionResult(Mapping[str, Any]):
             ratio = f" ({f['input_bytes'] / f['output_bytes']:.1f}x smaller)" if f["output_bytes"] else ""
             lines.append(f"  upgraded from TFRecorder 2.0: {f['input_bytes']:,} bytes -> {f['output_bytes']:,} bytes{ratio}")
         return "\n".join(lines)
-
-
-class DataflowJobError(RuntimeError):
-    """A Dataflow job ended in a state other than DONE."""
 
 
 Progress = Callable[[str, Optional[int], int], None]

@@ -20,15 +20,12 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder import decode_check, images, splits, types
+from tfrecorder.errors import RowError  # defined in errors; importable from here as before
 from tfrecorder.example_encoder import Feature, encode_example
 from tfrecorder.schema import SAMPLE_VALUES, Schema
 
 ImageReader = Callable[[str], bytes]
 DecodeLookup = Callable[[str, bytes], decode_check.Verdict]  # (uri, bytes) → TensorFlow's verdict
-
-
-class RowError(ValueError):
-    """A row that cannot be converted; the message is the reason written to discarded.csv."""
 
 
 def is_missing(value: Any) -> bool:

@@ -11,16 +11,10 @@ from typing import BinaryIO, Iterator
 
 import google_crc32c
 
+from tfrecorder.errors import CorruptRecordError  # defined in errors; importable from here as before
+
 _MASK_DELTA = 0xA282EAD8
 _FOOTER = struct.Struct("<I")
-
-
-class CorruptRecordError(ValueError):
-    """A record whose framing or checksum is wrong; `offset` is where the record starts."""
-
-    def __init__(self, message: str, offset: int) -> None:
-        super().__init__(f"{message} at byte offset {offset}")
-        self.offset = offset
 
 
 def masked_crc32c(data: bytes) -> int:

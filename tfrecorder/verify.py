@@ -15,11 +15,12 @@ import zlib
 from typing import Callable, Iterable, Optional
 
 from tfrecorder import storage
+from tfrecorder.errors import CorruptDataError, CorruptRecordError
 from tfrecorder.job_info import JobInfo
 from tfrecorder.jobdir import DISCARD_FILE, METADATA_FILE
 from tfrecorder.quiet import leaves_logging_alone
 from tfrecorder.record_index import INDEX_DIR, index_array
-from tfrecorder.tfrecord_format import CorruptRecordError, read_records
+from tfrecorder.tfrecord_format import read_records
 
 PARSE_BLOCK = 256
 _SHARD_LIKE = re.compile(r"\.tfrecord(\.gz)?$|-\d+-of-\d+")
@@ -166,7 +167,7 @@ class _IndexCheck:
             return
         try:
             self.entries = index_array(storage.read_bytes(path))
-        except ValueError as exc:
+        except CorruptDataError as exc:
             problems.append(f"index file {self.name}: {exc}")
 
     def add(self, data_length: int) -> None:

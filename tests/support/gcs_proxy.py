@@ -7,7 +7,7 @@ path contains `fragment` answer `status` instead (status None: close the connect
 answer, like a reset). Used by tests (retries, 403) and by benchmarks/gcs_fetch_bench.py (latency).
 
 Run as a script to serve a delaying proxy from a separate process:
-`python tests/gcs_proxy.py --upstream http://127.0.0.1:PORT --delay-ms 20` prints the proxy URL and
+`python tests/support/gcs_proxy.py --upstream http://127.0.0.1:PORT --delay-ms 20` prints the proxy URL and
 serves until stdin closes.
 """
 from __future__ import annotations

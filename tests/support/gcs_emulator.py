@@ -2,7 +2,7 @@
 
 `start_emulator()` returns a running `Emulator`; it sets STORAGE_EMULATOR_HOST so google-cloud-storage
 and Beam's GCS filesystem talk to it. Only 127.0.0.1 is ever contacted.
-Run as a script (`python tests/gcs_emulator.py`) it prints its URL and serves until stdin closes.
+Run as a script (`python tests/support/gcs_emulator.py`) it prints its URL and serves until stdin closes.
 """
 from __future__ import annotations
 

@@ -1,0 +1,158 @@
+"""Who may import whom (ARCHITECTURE.md), checked from the source with `ast`: no import cycles, and no
+layer importing a higher one.
+
+Every `import` counts, at module level or inside a function: a deferred import still makes the
+importer depend on the imported module. Layers, lowest first:
+
+- lower: core values, I/O (local and gs:// storage, image probing and checks) and the on-disk format —
+  Beam-free modules of `tfrecorder/`;
+- pipeline: `beam_pipelines/` and the `tfrecorder/` modules only the pipeline and its launch use
+  (issue 17's phase 2 moves those into `beam_pipelines/`);
+- user: the API users call (`convert`, `load`, `inspect`, `verify`, results, CLI, ...).
+
+A module of tfrecorder/ not named below is in the lower layer, one of beam_pipelines/ in the pipeline layer.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("tfrecorder", "beam_pipelines")
+LOWER, PIPELINE, USER = 0, 1, 2
+LAYER_NAMES = {LOWER: "lower", PIPELINE: "pipeline", USER: "user"}
+
+# Pipeline-only modules that still live in tfrecorder/ (phase 2 moves them into beam_pipelines/).
+PIPELINE_IN_TFRECORDER = {"dataflow", "job_config", "metadata", "plain_pipeline", "runners", "sharding"}
+USER_MODULES = {"__init__", "__main__", "accessor", "cli", "compat", "convert", "data_source", "demo",
+                "detection_inspect", "detection_load", "html", "input_schema", "inspection", "legacy_verify", "load",
+                "result", "sample_data", "upgrade", "verify"}
+
+# Today's violations, each an import (importer, imported) that points to a higher layer or closes a cycle.
+# Phase 2 of issue 17 removes them; the list may only shrink (test_known_violations_are_still_real).
+KNOWN_VIOLATIONS = {
+    # Upward: the pipeline layer reaching into the user layer.
+    ("tfrecorder.metadata", "tfrecorder"): "__version__ from the package __init__, which imports convert and so "
+                                           "the whole pipeline: the cycle beam_pipelines → metadata → tfrecorder → convert",
+    ("tfrecorder.dataflow", "tfrecorder"): "build_worker_wheel reads tfrecorder.__version__",
+    ("tfrecorder.dataflow", "tfrecorder.result"): "the Dataflow launch builds its DataflowConversionResult itself",
+    # Upward: a format-level reader borrowing a helper from load().
+    ("tfrecorder.legacy_records", "tfrecorder.load"): "_convert_channels, a private helper of load()",
+    # Cycles inside the user layer (each the deferred import that closes the cycle).
+    ("tfrecorder.compat", "tfrecorder.convert"): "convert_and_load(); convert imports compat for legacy keywords",
+    ("tfrecorder.detection_load", "tfrecorder.load"): "_rebatch and decode_image shared with load(), which "
+                                                       "dispatches detection jobs to detection_load",
+    ("tfrecorder.html", "tfrecorder.inspection"): "CONTACT_SHEET; inspection imports html for InspectedPath",
+    ("tfrecorder.legacy_verify", "tfrecorder.verify"): "private helpers of verify(), which dispatches TFRecorder 2.0 "
+                                                        "directories to legacy_verify",
+}
+
+
+def module_name(path: Path) -> str:
+    package = path.parent.name
+    return package if path.stem == "__init__" else f"{package}.{path.stem}"
+
+
+def all_modules() -> dict[str, Path]:
+    return {module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).glob("*.py"))}
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    """The project modules `path` imports (`from tfrecorder import storage` is tfrecorder.storage)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if submodule in modules else node.module)
+    return {name for name in found if name in modules and name != module_name(path)}
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = all_modules()
+    return {name: imports_of(path, set(modules)) for name, path in modules.items()}
+
+
+def layer(module: str) -> int:
+    package, _, name = module.partition(".")
+    if package == "beam_pipelines":
+        return PIPELINE
+    name = name or "__init__"
+    if name in USER_MODULES:
+        return USER
+    return PIPELINE if name in PIPELINE_IN_TFRECORDER else LOWER
+
+
+def find_cycle(graph: dict[str, set[str]]) -> Optional[list[str]]:
+    """One import cycle as [a, b, ..., a], or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> Optional[list[str]]:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle:
+                    return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            cycle = visit(start)
+            if cycle:
+                return cycle
+    return None
+
+
+def without_known_violations(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    return {name: {target for target in targets if (name, target) not in KNOWN_VIOLATIONS}
+            for name, targets in graph.items()}
+
+
+def test_no_import_cycles():
+    cycle = find_cycle(without_known_violations(import_graph()))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_no_layer_imports_a_higher_one():
+    upward = [f"{name} ({LAYER_NAMES[layer(name)]}) imports {target} ({LAYER_NAMES[layer(target)]})"
+              for name, targets in without_known_violations(import_graph()).items()
+              for target in sorted(targets) if layer(target) > layer(name)]
+    assert not upward, "\n".join(upward)
+
+
+def test_the_lower_layer_never_imports_beam_pipelines():
+    """Stated on its own because it is the package rule: tfrecorder's Beam-free layer stays Beam-free."""
+    graph = without_known_violations(import_graph())
+    offending = [(name, target) for name, targets in graph.items() if layer(name) == LOWER
+                 for target in targets if target.startswith("beam_pipelines")]
+    assert not offending
+
+
+def test_known_violations_are_still_real():
+    """An allow-listed import that is gone must leave the list, so the list only ever shrinks."""
+    graph = import_graph()
+    gone = [edge for edge in KNOWN_VIOLATIONS if edge[1] not in graph.get(edge[0], set())]
+    assert not gone, f"fixed, remove from KNOWN_VIOLATIONS: {gone}"
+
+
+def test_the_graph_sees_every_kind_of_import(tmp_path):
+    """`import a.b`, `from a import module`, `from a.b import name` and imports inside functions all count."""
+    modules = {"tfrecorder", "tfrecorder.storage", "tfrecorder.jobdir", "tfrecorder.load", "beam_pipelines.pipeline"}
+    source = tmp_path / "tfrecorder" / "probe.py"
+    source.parent.mkdir()
+    source.write_text("import tfrecorder.storage\nfrom tfrecorder import jobdir, __version__\n"
+                      "def f():\n    from beam_pipelines.pipeline import build\n    from tfrecorder.load import load\n")
+    assert imports_of(source, modules) == {"tfrecorder.storage", "tfrecorder.jobdir", "tfrecorder",
+                                           "beam_pipelines.pipeline", "tfrecorder.load"}
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None

@@ -1,0 +1,33 @@
+"""tfrecorder.job_config: the plain, picklable description of a conversion that Beam ships to workers."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+
+import pytest
+
+from tfrecorder.job_config import JobConfig
+
+
+def config(temp_dir: str) -> JobConfig:
+    return JobConfig(source_kind="csv", source_path="data.csv", schema={"image_uri": "ImageUri"},
+                     columns=("image_uri",), base_dir="", final_dir="out/job", temp_dir=temp_dir, job_name="job",
+                     runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20,
+                     compression=None, image_size=None, validate="header")
+
+
+def test_scratch_directories_live_under_the_temporary_directory():
+    local = config(os.path.join("out", ".incomplete-job"))
+    assert local.scratch_dirs == tuple(os.path.join("out", ".incomplete-job", name)
+                                       for name in ("_pieces", "_work", "_discards"))
+    remote = config("gs://b/out/.incomplete-job")
+    assert remote.pieces_dir == "gs://b/out/.incomplete-job/_pieces"
+    assert remote.discards_dir == "gs://b/out/.incomplete-job/_discards"
+
+
+def test_a_config_is_frozen_and_survives_pickling():
+    original = config("tmp")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        original.num_shards = 3
+    assert pickle.loads(pickle.dumps(original)) == original
