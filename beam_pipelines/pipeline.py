@@ -40,7 +40,9 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     empty table is checked too.
     """
     if tabular.is_tabular(config):  # image-free rows: encoded column-wise (issue 19)
-        return tabular.build_tabular_pipeline(pipeline, config)
+        pieces, found, stats = tabular.encode_table(pipeline, config)
+        return write_outputs(pipeline, config, pieces, found, transforms.finalize_with_stats, AsSingleton(stats),
+                             image_kinds={})
     parts = sources.SourceParts(pipeline, config)
     stats = (
         parts.branch("Stats")

@@ -17,11 +17,11 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
 
-from tfrecorder import csv_split, storage, types
+from tfrecorder import csv_split, storage
 from tfrecorder.annotations import KIND_PREFIX, iter_rows as iter_annotation_rows
 from tfrecorder.job_config import JobConfig
-from tfrecorder.parquet_parts import ParquetPart, read_row_group_batches  # noqa: F401 (the columnar path reads batches)
-from tfrecorder.staging import cell_text
+from tfrecorder.parquet_parts import ParquetPart, read_row_group_batches
+from tfrecorder.parquet_values import conform_batch
 from tfrecorder.tables import CsvRecords, malformed_reason, open_csv_slice
 
 MALFORMED = "malformed"
@@ -99,53 +99,15 @@ def read_part(config: JobConfig, part: Union[ParquetPart, csv_split.Slice, int])
 def iter_row_group(part: ParquetPart, schema: Mapping[str, str] = {},
                    columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
     """Rows of one row group as {column: python value} (every column, or `columns`), missing values as
-    None: what the row path encodes (see rows_of_batch; `schema` maps column → role name, as in JobConfig)."""
+    None; `schema` maps column → role name, as in JobConfig."""
     for batch in read_row_group_batches(part, columns=list(columns) if columns else None):
         yield from rows_of_batch(batch, schema)
 
 
 def rows_of_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, str] = {}) -> list[dict[str, Any]]:
-    """A record batch as row dicts, holding the python values a DataFrame staged by the driver would
-    hold (tfrecorder.staging): so a Parquet file and the same data as a DataFrame give the same
-    records, split hashes and discarded.csv cells (see conform_batch)."""
+    """A Parquet record batch as row dicts holding the python values a staged DataFrame's rows hold
+    (tfrecorder.parquet_values.conform_batch: the columnar reader conforms its batches the same way)."""
     return conform_batch(batch, schema).to_pylist()
-
-
-def conform_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, str] = {}) -> "pyarrow.RecordBatch":
-    """The batch with the Arrow types a DataFrame staged by the driver would have: timestamps of
-    DatetimeInput columns become int ns since the epoch (UTC), booleans of integer roles 0/1, half
-    floats float64, and lists or structs of columns outside the schema their text."""
-    for index, field in enumerate(batch.schema):
-        conformed = _conform(batch.column(index), schema.get(field.name))
-        if conformed is not None:
-            batch = batch.set_column(index, field.name, conformed)
-    return batch
-
-
-def _conform(values: "pyarrow.Array", role_name: Optional[str]) -> Optional["pyarrow.Array"]:
-    """The array cast as rows_of_batch needs it, or None when it is fine as it is."""
-    import pyarrow as pa
-
-    kind = values.type
-    if pa.types.is_float16(kind):
-        return values.cast(pa.float64())
-    if role_name is None:  # not converted, only shown in discarded.csv: nested values as staging writes them
-        if pa.types.is_nested(kind):
-            return pa.array([None if v is None else cell_text(v) for v in values.to_pylist()], pa.string())
-        return None
-    role = types.from_name(role_name)
-    if role == types.DatetimeInput and pa.types.is_timestamp(kind):
-        try:  # Arrow stores UTC; beyond int64 ns (years 1677-2262) the row encoder discards the value
-            return values.cast(pa.timestamp("ns", kind.tz)).cast(pa.int64())
-        except pa.ArrowInvalid:
-            return None
-    if role.dtype == "int64" and role.stored_as is None and role != types.DatetimeInput:
-        if pa.types.is_boolean(kind):
-            return values.cast(pa.int64())
-        if (pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)) \
-                and pa.types.is_boolean(kind.value_type):
-            return values.cast(pa.list_(pa.int64()))
-    return None
 
 
 class _ReadPart(beam.DoFn):

@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import imagegen
+from support import imagegen
 import tfrecorder
-from readers import read_job
+from support.readers import read_job
 
 N = 90
 ROW_GROUP_ROWS = 8

@@ -82,6 +82,9 @@ def test_open_table_recognises_a_file_a_directory_and_a_glob(spark_export, monke
     assert tables.open_table(str(spark_export)).rows_estimate == 13
     monkeypatch.chdir(spark_export)
     assert tables.open_table("part-*.parquet").rows_estimate == 12
+    relative = tables.open_table("more")  # relative sources name absolute files (workers have another cwd)
+    assert relative.parquet.files == (str(spark_export / "more" / "part-00002.parquet"),)
+    assert relative.base_dir == str(spark_export / "more")
 
 
 def test_sample_reads_only_the_first_rows(spark_export, monkeypatch):
@@ -108,6 +111,17 @@ def test_files_that_disagree_on_columns_are_one_clear_error(tmp_path):
         tables.open_table(str(tmp_path / "d"))
 
 
+def test_pandas_index_columns_large_offsets_and_timestamp_units_are_no_disagreement(tmp_path):
+    write(tmp_path / "d" / "a.parquet", numbers(0, 3).append_column("when", pa.array([0, 1, 2], pa.timestamp("ns"))))
+    pd.DataFrame({"id": [5, 7], "name": pd.array(["x", "y"], dtype=pd.ArrowDtype(pa.large_string())),
+                  "when": pd.to_datetime(["2024-01-01", "2024-01-02"]).as_unit("us")},
+                 index=[4, 9]).to_parquet(tmp_path / "d" / "b.parquet")
+    table = tables.open_table(str(tmp_path / "d"))
+    assert table.columns == ["id", "name", "when"] and table.rows_estimate == 5
+    assert list(table.sample["name"]) == ["n0", "n1", "n2", "x", "y"]
+    assert list(table.sample["when"])[-1] == pd.Timestamp("2024-01-02")
+
+
 def test_nullability_and_file_metadata_may_differ(tmp_path):
     write(tmp_path / "d" / "a.parquet", numbers(0, 3).replace_schema_metadata({"writer": "a"}))
     required = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
@@ -125,6 +139,11 @@ def test_empty_directory_unmatched_glob_and_unreadable_file_are_refused(tmp_path
     (tmp_path / "x" / "b.parquet").write_text("csv,text")
     with pytest.raises(ValueError, match="b.parquet is not a readable Parquet file"):
         tables.open_table(str(tmp_path / "x" / "*.parquet"))
+    footer = bytearray((tmp_path / "x" / "a.parquet").read_bytes())
+    footer[-60:-8] = b"A" * 52  # a damaged footer (pyarrow raises an OSError without errno for it)
+    (tmp_path / "x" / "b.parquet").write_bytes(bytes(footer))
+    with pytest.raises(ValueError, match="b.parquet is not a readable Parquet file: Couldn't deserialize"):
+        tables.open_table(str(tmp_path / "x"))
 
 
 def test_a_directory_of_parquet_files_only_in_hidden_folders_is_not_a_parquet_source(tmp_path):

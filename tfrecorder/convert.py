@@ -127,7 +127,8 @@ def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> dict[str,
     whole, Parquet files by row groups, or the DataFrame written as typed Parquet row groups. Returns the
     JobConfig fields that say so."""
     if table.parquet is not None:
-        return dict(source_kind="parquet", source_path=table.csv_path, source_parts=table.parquet.parts)
+        return dict(source_kind="parquet", source_path=table.parquet.source,
+                    source_parts=table.parquet.parts)
     if table.kind == "csv":
         return dict(source_kind="csv", source_path=table.csv_path, source_size=table.csv_size,
                     source_data_start=table.csv_data_start)
@@ -163,7 +164,8 @@ def convert(
     box_units: str = "relative",
     **legacy_options: Any,
 ) -> ConversionResult:
-    """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
+    """Convert a DataFrame, CSV file, Parquet files (a file, a directory or a glob) or SPLIT/LABEL image
+    folder into sharded TFRecords.
 
     `validate="decode"` (default) writes an image only if `tf.io.decode_image` decodes it and discards
     it only if it does not; `validate="header"` is the fast opt-in with cheap structural checks only.

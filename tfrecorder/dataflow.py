@@ -22,6 +22,7 @@ from tfrecorder.job_config import JobConfig
 from tfrecorder.result import DataflowConversionResult
 from tfrecorder.row_encoder import is_missing, resolve_uri
 from tfrecorder.schema import Schema
+from tfrecorder.tables import Table
 
 # What workers import from PyPI (beam_pipelines + the tfrecorder modules they use). Apache Beam and
 # google-cloud-storage come with Beam's SDK container; records are encoded by hand (see
@@ -139,7 +140,7 @@ def parse_option_flags(items: Sequence[str]) -> dict[str, Any]:
     return {key: parsed[key] for key in dict.fromkeys(keys)}
 
 
-def check_table_reachable(table, schema: Schema) -> None:
+def check_table_reachable(table: Table, schema: Schema) -> None:
     """Workers read the source and the images themselves, so both must be on Cloud Storage."""
     files = table.parquet.files if table.parquet is not None else [table.csv_path or ""]
     local = next((path for path in files if not storage.is_remote(path)), None)

@@ -36,6 +36,7 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 @dataclasses.dataclass(frozen=True)
 class ParquetSource:
+    source: str  # as given: a file, a directory or a glob
     files: tuple[str, ...]
     parts: tuple[ParquetPart, ...]  # every non-empty row group, file by file
     schema: pa.Schema  # the files' common Arrow schema
@@ -116,7 +117,9 @@ def _footer(path: str) -> tuple[pa.Schema, list[int]]:
     with storage.open_read(path) as raw:
         try:
             parquet = pq.ParquetFile(raw)
-        except pa.ArrowInvalid as exc:  # storage failures stay OS errors
+        except (pa.ArrowInvalid, OSError) as exc:
+            if isinstance(exc, OSError) and exc.errno is not None:
+                raise  # a storage failure (tfrecorder.storage errors carry an errno), not a bad file
             raise ValueError(f"{path} is not a readable Parquet file: {exc}") from None
         metadata = parquet.metadata
         return parquet.schema_arrow, [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
@@ -130,18 +133,32 @@ def read_footers(paths: list[str]) -> list[tuple[pa.Schema, list[int]]]:
     return [_footer(path) for path in paths]
 
 
-def _describe(schema: pa.Schema) -> str:
-    return ", ".join(f"{field.name}: {field.type}" for field in schema)
-
-
 _PANDAS_INDEX = re.compile(r"__index_level_\d+__")  # an unnamed index pandas stored as a column
 
 
+def _logical(kind: pa.DataType) -> object:
+    """What two files must agree on about a column's type: writers differ in offsets (string or
+    large_string: pandas 3 writes large ones; list or large_list) and in timestamp units, which
+    change neither the role nor the values."""
+    if pa.types.is_large_string(kind) or getattr(pa.types, "is_string_view", bool)(kind):
+        return pa.string()
+    if pa.types.is_large_binary(kind) or getattr(pa.types, "is_binary_view", bool)(kind):
+        return pa.binary()
+    if pa.types.is_large_list(kind) or pa.types.is_list(kind):
+        return ("list", _logical(kind.value_type))
+    if pa.types.is_timestamp(kind):
+        return ("timestamp", kind.tz)
+    if pa.types.is_dictionary(kind):
+        return ("dictionary", _logical(kind.value_type))
+    return kind
+
+
 def check_schemas_agree(paths: list[str], schemas: list[pa.Schema]) -> pa.Schema:
-    """The files' common schema: same column names in the same order, same types (a column that is
-    all null in one file, Arrow type null, takes the other files' type); nullability and file metadata
-    may differ. Unnamed pandas index columns are left out, as pd.read_parquet leaves them out of the
+    """The files' common schema: same column names in the same order, same types (see _logical; a
+    column that is all null in one file, Arrow type null, takes the other files' type); nullability
+    and file metadata may differ. Unnamed pandas index columns are left out, as pd.read_parquet leaves them out of the
     frame's columns. One ValueError naming the first file that differs, and how."""
+    schemas = [pa.schema([field for field in schema if not _PANDAS_INDEX.fullmatch(field.name)]) for schema in schemas]
     fields, origins = list(schemas[0]), [paths[0]] * len(schemas[0])
     for path, schema in zip(paths[1:], schemas[1:]):
         if schema.names != schemas[0].names:
@@ -150,11 +167,10 @@ def check_schemas_agree(paths: list[str], schemas: list[pa.Schema]) -> pa.Schema
         for i, field in enumerate(schema):
             if pa.types.is_null(fields[i].type):
                 fields[i], origins[i] = field, path
-            elif field.type != fields[i].type and not pa.types.is_null(field.type):
+            elif _logical(field.type) != _logical(fields[i].type) and not pa.types.is_null(field.type):
                 raise ValueError(f"Parquet files disagree on column {field.name!r}: {fields[i].type} in "
                                  f"{origins[i]}, {field.type} in {path}")
-    return pa.schema([field.with_nullable(True).remove_metadata() for field in fields
-                      if not _PANDAS_INDEX.fullmatch(field.name)])
+    return pa.schema([field.with_nullable(True).remove_metadata() for field in fields])
 
 
 def find_files(source: str, listed: Optional[list[str]] = None) -> tuple[list[str], str]:
@@ -189,7 +205,7 @@ def open_parquet_source(source: str, listed: Optional[list[str]] = None) -> Parq
     rows = sum(sum(groups) for _, groups in footers)
     if len(files) > 1:
         logger.info("Parquet source %s: %d files, %d row groups, %d rows", source, len(files), len(parts), rows)
-    return ParquetSource(tuple(files), parts, schema, rows, base_dir)
+    return ParquetSource(source, tuple(files), parts, schema, rows, base_dir)
 
 
 def read_sample(source: ParquetSource, rows: int) -> pd.DataFrame:
@@ -197,13 +213,13 @@ def read_sample(source: ParquetSource, rows: int) -> pd.DataFrame:
     tables, count = [], 0
     for part in source.parts:
         for batch in read_row_group_batches(part, columns=source.schema.names, batch_size=rows):
-            tables.append(pa.Table.from_batches([batch.slice(0, rows - count)]).cast(source.schema))
+            tables.append(pa.Table.from_batches([batch.slice(0, rows - count)]))
             count += tables[-1].num_rows
             if count >= rows:
                 break
         if count >= rows:
             break
-    table = pa.concat_tables(tables) if tables else source.schema.empty_table()
+    table = pa.concat_tables(tables, promote_options="permissive") if tables else source.schema.empty_table()
     try:
         return table.to_pandas()
     except (pa.ArrowException, ValueError, TypeError, OverflowError):  # types pandas cannot hold: python values

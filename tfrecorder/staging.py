@@ -53,8 +53,14 @@ def _iso(value: Any) -> Any:
         return str(value)
 
 
-def _as_int(value: Any) -> Any:
-    return int(value) if isinstance(value, (bool, np.bool_)) else value
+def _as_int(value: Any, integer: bool = False) -> Any:
+    """Booleans as 0/1. With `integer`, a float that is not a whole number raises: pyarrow would
+    truncate it silently (2.5 → 2), so the column is staged as text and such rows are discarded."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if integer and isinstance(value, (float, np.floating)) and not float(value).is_integer():
+        raise ValueError(f"{value!r} is not a whole number")
+    return value
 
 
 def _as_list(value: Any) -> Any:
@@ -114,11 +120,11 @@ def stage_column(series: pd.Series, role: Optional[types.ColumnType]) -> pa.Arra
             return _text(cells)
         if role.is_list:
             element = _ARROW_TYPES[role.dtype]
-            return pa.array([None if v is None else [_as_int(e) for e in _as_list(v)] for v in cells],
+            return pa.array([None if v is None else [_as_int(e, role.dtype == "int64") for e in _as_list(v)] for v in cells],
                             pa.list_(element), from_pandas=False)
         if role == types.DatetimeInput:
             return pa.array([None if v is None else _iso(v) for v in cells], pa.string())
-        return pa.array([None if v is None else _as_int(v) for v in cells], _ARROW_TYPES[role.dtype],
+        return pa.array([None if v is None else _as_int(v, role.dtype == "int64") for v in cells], _ARROW_TYPES[role.dtype],
                         from_pandas=False)
     except _CONVERSION_ERRORS:
         return _text(cells)

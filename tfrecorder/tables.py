@@ -211,7 +211,7 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
         if listed is not None:
             raise ValueError(f"source {path} does not exist")
     elif os.path.isdir(path):
-        return _open_directory(path, storage.list_files(path))
+        return _open_directory(os.path.abspath(path), storage.list_files(os.path.abspath(path)))
     elif not os.path.exists(path):
         if parquet_source.is_glob(path):
             return _open_parquet(path)
@@ -220,9 +220,9 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
 
 
 def _open_directory(path: str, listed: list[str]) -> Table:
-    """A directory holding Parquet files is a Parquet source; otherwise a SPLIT/LABEL image folder."""
-    root = path.rstrip("/") if storage.is_remote(path) else os.path.abspath(path)
-    if parquet_source.parquet_files_in(root, listed):
+    """A directory (its absolute path or URL, and every file under it) holding Parquet files is a
+    Parquet source; otherwise a SPLIT/LABEL image folder."""
+    if parquet_source.parquet_files_in(path.rstrip("/"), listed):
         return _open_parquet(path, listed)
     return _image_table(list_image_directory(path, listed))
 
@@ -231,8 +231,7 @@ def _open_parquet(path: str, listed: Optional[list[str]] = None) -> Table:
     """Footers (schema, row groups, exact row count) and the first SAMPLE_ROWS rows: nothing more is read."""
     source = parquet_source.open_parquet_source(path, listed)
     sample = parquet_source.read_sample(source, SAMPLE_ROWS)
-    return Table("parquet", list(source.schema.names), sample, source.base_dir, source.rows, csv_path=path,
-                 parquet=source)
+    return Table("parquet", list(source.schema.names), sample, source.base_dir, source.rows, parquet=source)
 
 
 def _image_table(frame: pd.DataFrame) -> Table:
