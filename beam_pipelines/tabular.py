@@ -132,8 +132,9 @@ class EncodePart(beam.DoFn):
         self.writers = {}
 
 
-def build_tabular_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
-    """The conversion graph of an image-free table (see the module docstring)."""
+def encode_table(pipeline: beam.Pipeline, config: JobConfig) -> tuple:
+    """The columnar graph up to the common tail (pipeline.write_outputs): (pieces, discards found by
+    each step, checked table stats)."""
     parts = sources.SourceParts(pipeline, config)
     stats = (
         parts.branch("Stats")
@@ -146,8 +147,4 @@ def build_tabular_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.P
         transforms.DISCARD, MALFORMED, RECORDS, main="pieces")
     malformed = encoded[MALFORMED] | "NumberLines" >> beam.Map(
         sources.number_malformed, AsDict(encoded[RECORDS]), len(config.columns))
-    from beam_pipelines.pipeline import write_outputs
-
-    found = {"Read": malformed, "Encode": encoded[transforms.DISCARD]}
-    return write_outputs(pipeline, config, encoded.pieces, found, transforms.finalize_with_stats,
-                         AsSingleton(stats), image_kinds={})
+    return encoded.pieces, {"Read": malformed, "Encode": encoded[transforms.DISCARD]}, stats

@@ -19,7 +19,7 @@ import pytest
 
 import tfrecorder
 from beam_pipelines import tabular
-from readers import read_job
+from support.readers import read_job
 from tfrecorder import jobdir
 
 REPLAY = {"direct_runner_bundle_repeat": 1}

@@ -54,10 +54,6 @@ class Prepared:
             self.reasons[row] = reason
             self.codes[row] = DISCARDED
 
-    def discard_all(self, errors: Mapping[int, str]) -> None:
-        for row, reason in errors.items():
-            self.discard(row, reason)
-
 
 @dataclasses.dataclass
 class EncodedBatch:
@@ -234,25 +230,14 @@ def _binary(flat: np.ndarray, lengths: np.ndarray, present: Optional[np.ndarray]
                                  null_count=nulls)
 
 
-def _varint_column(values: np.ndarray, present: Optional[np.ndarray] = None) -> pa.LargeBinaryArray:
-    flat, lengths = varints(values)
-    return _binary(flat, lengths, present)
-
-
-def _join(*parts) -> pa.LargeBinaryArray:
-    """Row-wise concatenation (a null part makes the row null)."""
-    return pc.binary_join_element_wise(*parts, _EMPTY)
-
-
-def _const(data: bytes) -> pa.Scalar:
-    return pa.scalar(data, pa.large_binary())
-
-
 def _bytes_values(values: pa.Array) -> pa.LargeBinaryArray:
     """Value list entries of bytes values: field 1, its length, the bytes (one entry per value)."""
     values = values.cast(pa.large_binary())
-    lengths = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False)
-    return _join(_const(bytes((_LEN_TAG,))), _varint_column(lengths), values)
+    lengths = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    matrix, prefix = varint_matrix(lengths)
+    ones = np.ones(len(lengths), dtype=bool)
+    prefixes, _ = concat_parts([_constant(bytes((_LEN_TAG,)), ones), (matrix, prefix)])
+    return pc.binary_join_element_wise(prefixes, values, _EMPTY)
 
 
 def _numbers(values: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -374,7 +359,10 @@ def _doubles(array: pa.Array, text: bool) -> Optional[tuple[np.ndarray, np.ndarr
             present = array.is_valid().to_numpy(zero_copy_only=False)
         return values, present
     if text and _all_match(array, _FLOAT_TEXT):
-        values = array.cast(pa.float64()).fill_null(np.nan).to_numpy()
+        try:
+            values = array.cast(pa.float64()).fill_null(np.nan).to_numpy()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # the row path decides, value by value
+            return None
         return values, array.is_valid().to_numpy(zero_copy_only=False)
     return None
 
