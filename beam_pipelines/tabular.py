@@ -23,6 +23,7 @@ from tfrecorder import columnar, storage
 from tfrecorder.csv_columns import csv_bytes_batches
 from tfrecorder.job_config import JobConfig
 from tfrecorder.parquet_parts import read_row_group_batches
+from tfrecorder.parquet_values import conform_batch
 from tfrecorder.schema import Schema
 from tfrecorder.table_stats import TableStats
 from tfrecorder.tfrecord_format import frame_records
@@ -42,7 +43,7 @@ def read_batches(config: JobConfig, part: Any) -> Iterator[Any]:
     and finally (RECORDS, (index, record count)), as sources.read_part."""
     if config.source_kind == "parquet":
         for batch in read_row_group_batches(part, columns=list(config.columns), batch_size=BATCH_ROWS):
-            yield sources.conform_batch(batch, config.schema)
+            yield conform_batch(batch, config.schema)
         return
     data = storage.read_range(config.source_path, part.start, part.end - part.start)  # a few MB (csv_split)
     batches = csv_bytes_batches(data, list(config.columns), BATCH_ROWS)

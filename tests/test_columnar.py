@@ -270,8 +270,9 @@ def arrow_batches(draw) -> tuple[pa.RecordBatch, Schema]:
 @SETTINGS
 @given(arrow_batches())
 def test_parquet_arrow_types_encode_as_the_row_path_does(found):
-    """A user's Parquet batch, conformed as the pipeline reads it (beam_pipelines.sources.conform_batch)."""
-    from beam_pipelines.sources import conform_batch, rows_of_batch
+    """A user's Parquet batch, conformed as the pipeline reads it (tfrecorder.parquet_values.conform_batch)."""
+    from beam_pipelines.sources import rows_of_batch
+    from tfrecorder.parquet_values import conform_batch
 
     batch, schema = found
     roles = schema.to_json()
