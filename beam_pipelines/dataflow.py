@@ -99,7 +99,7 @@ def check_request(
             raise ValueError(f"tfrecorder_wheel {tfrecorder_wheel} does not exist")
     if options.get("no_auth"):
         runners.connect_anonymously()  # before the driver's first Cloud Storage access
-    return DataflowRequest(str(project), str(region), output_dir.rstrip("/"), options, tfrecorder_wheel)
+    return DataflowRequest(str(project), str(region), output_dir, options, tfrecorder_wheel)
 
 
 def _check_dataflow_options(dataflow_options: Optional[Mapping[str, Any]], project: str, region: str) -> dict[str, Any]:

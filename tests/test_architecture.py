@@ -6,8 +6,8 @@ importer depend on the imported module. Layers, lowest first:
 
 - lower: core values, I/O (local and gs:// storage, image probing and checks) and the on-disk format —
   Beam-free modules of `tfrecorder/`;
-- pipeline: `beam_pipelines/` and the `tfrecorder/` modules only the pipeline and its launch use
-  (issue 17's phase 2 moves those into `beam_pipelines/`);
+- pipeline: `beam_pipelines/` (the graph, sharding, job config, the local and Dataflow launches) and
+  `tfrecorder.metadata` until the format package takes it;
 - user: the API users call (`convert`, `load`, `inspect`, `verify`, results, CLI, ...).
 
 A module of tfrecorder/ not named below is in the lower layer, one of beam_pipelines/ in the pipeline layer.
