@@ -20,9 +20,9 @@ import tempfile
 import uuid
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from tfrecorder import storage
+from tfrecorder.io import storage
 from tfrecorder.metadata import reason_category
-from tfrecorder.tfrecord_format import read_records, write_record
+from tfrecorder.format.framing import read_records, write_record
 
 RUN_BYTES = 8 * 1024 * 1024  # rows sorted in memory at a time (as JSON text; Python objects take ~4× more)
 MERGE_FAN_IN = 64  # runs merged at once (open files)

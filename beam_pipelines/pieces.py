@@ -25,9 +25,10 @@ import uuid
 import zlib
 from typing import BinaryIO, Iterator, Optional
 
-from tfrecorder import record_index, storage
+from tfrecorder.format import record_index
+from tfrecorder.io import storage
 from tfrecorder.sharding import Piece, PieceRange, ShardPlan
-from tfrecorder.tfrecord_format import write_record_crc
+from tfrecorder.format.framing import write_record_crc
 
 _COPY_CHUNK = 8 * 1024 * 1024
 _OFFSET = struct.Struct("<Q")

@@ -6,7 +6,7 @@ A source is cut into parts that workers read independently:
   exactly as one sequential parse would (tables.CsvRecords);
 - a DataFrame (staged by the driver as Parquet, tfrecorder.staging) into its row groups.
 Parts are small descriptors, reshuffled so that every worker gets some; rows are never materialised
-between steps. gs:// files go through tfrecorder.storage, never through Beam's GCS filesystem (whose
+between steps. gs:// files go through tfrecorder.io.storage, never through Beam's GCS filesystem (whose
 credential lookup stalls when there are none).
 """
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any, Iterator, Union
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
 
-from tfrecorder import csv_split, storage
+from tfrecorder import csv_split
+from tfrecorder.io import storage
 from tfrecorder.annotations import KIND_PREFIX, iter_rows as iter_annotation_rows
 from tfrecorder.job_config import JobConfig
 from tfrecorder.tables import CsvRecords, malformed_reason, open_csv_slice

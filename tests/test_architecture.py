@@ -50,12 +50,13 @@ KNOWN_VIOLATIONS = {
 
 
 def module_name(path: Path) -> str:
-    package = path.parent.name
-    return package if path.stem == "__init__" else f"{package}.{path.stem}"
+    parts = path.with_suffix("").parts
+    parts = parts[max(i for i, part in enumerate(parts) if part in PACKAGES):]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def all_modules() -> dict[str, Path]:
-    return {module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).glob("*.py"))}
+    return {module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
 
 
 def imports_of(path: Path, modules: set[str]) -> set[str]:

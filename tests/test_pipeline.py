@@ -6,7 +6,8 @@ from apache_beam.metrics.metric import MetricsFilter
 from support import imagegen
 from beam_pipelines.pipeline import build_pipeline
 from beam_pipelines.progress import NAMESPACE, ROWS_PROCESSED
-from tfrecorder import jobdir, runners, tables, types
+from tfrecorder import runners, tables, types
+from tfrecorder.format import jobdir
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import rows_reported
 from tfrecorder.schema import Schema

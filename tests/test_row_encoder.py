@@ -197,7 +197,7 @@ def test_check_sample_names_the_column_and_value():
 
 
 def test_multi_label_rows_encode_vocabulary_indices_and_count_unknown_names():
-    from tfrecorder.example_decoder import parse_example
+    from tfrecorder.format.example_decoder import parse_example
 
     schema = Schema({"label": types.MultiLabel, "split": types.SplitKey})
     assert Schema.infer(pd.DataFrame({"label": [["a"], []]}))["label"] == types.MultiLabel

@@ -28,7 +28,8 @@ from typing import Any, Iterator, Optional, Union
 
 import pandas as pd
 
-from tfrecorder import storage, tables, types
+from tfrecorder import tables, types
+from tfrecorder.io import storage
 from tfrecorder.detection import BOX_COLUMNS
 from tfrecorder.schema import Schema
 from tfrecorder.splits import SPLITS, UNASSIGNED

@@ -15,9 +15,11 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from tfrecorder import compat, dataflow, detection, jobdir, runners, staging, storage, tables
+from tfrecorder import compat, dataflow, detection, runners, staging, tables
+from tfrecorder.format import jobdir
+from tfrecorder.io import storage
 from tfrecorder.annotations import default_schema, open_annotations
-from tfrecorder.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS
+from tfrecorder.io.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
 from tfrecorder.progress import local_progress, should_show

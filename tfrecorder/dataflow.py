@@ -17,7 +17,8 @@ import zipfile
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from tfrecorder import runners, storage, types
+from tfrecorder import runners, types
+from tfrecorder.io import storage
 from tfrecorder.job_config import JobConfig
 from tfrecorder.result import DataflowConversionResult
 from tfrecorder.row_encoder import is_missing, resolve_uri
@@ -25,7 +26,7 @@ from tfrecorder.schema import Schema
 
 # What workers import from PyPI (beam_pipelines + the tfrecorder modules they use). Apache Beam and
 # google-cloud-storage come with Beam's SDK container; records are encoded by hand (see
-# tfrecorder.example_encoder), so TensorFlow is only needed to decode images. Keep in step with
+# tfrecorder.format.example_encoder), so TensorFlow is only needed to decode images. Keep in step with
 # setup.py's install_requires.
 WORKER_REQUIREMENTS = (
     "pandas>=2.0",
@@ -35,7 +36,7 @@ WORKER_REQUIREMENTS = (
     "numpy>=1.24",
 )
 # validate="decode" (the default) checks every image with TensorFlow's own decoder (nothing lighter
-# gives its exact verdict, see tfrecorder.decode_check), so workers install it in that mode only; it adds
+# gives its exact verdict, see tfrecorder.io.decode_check), so workers install it in that mode only; it adds
 # to each worker's start-up. validate="header" keeps workers free of TensorFlow.
 DECODE_REQUIREMENTS = ("tensorflow>=2.16",)
 WORKER_PACKAGES = ("tfrecorder", "beam_pipelines")

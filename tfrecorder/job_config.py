@@ -37,19 +37,19 @@ class JobConfig:
 
     @property
     def pieces_dir(self) -> str:
-        from tfrecorder import storage
+        from tfrecorder.io import storage
 
         return storage.join(self.temp_dir, "_pieces")
 
     @property
     def work_dir(self) -> str:
-        from tfrecorder import storage
+        from tfrecorder.io import storage
 
         return storage.join(self.temp_dir, "_work")
 
     @property
     def discards_dir(self) -> str:
-        from tfrecorder import storage
+        from tfrecorder.io import storage
 
         return storage.join(self.temp_dir, "_discards")
 

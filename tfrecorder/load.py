@@ -19,7 +19,7 @@ import math
 from typing import Any, Mapping, Optional, Sequence
 
 from tfrecorder.detection_load import detection_dataset, is_detection_job, multi_hot_columns, to_multi_hot
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format.job_info import JobInfo
 from tfrecorder.quiet import leaves_logging_alone
 from tfrecorder.tensorflow_import import import_tensorflow
 

@@ -10,9 +10,9 @@ import datetime as dt
 from typing import Any, Iterable, Mapping, Optional
 
 from tfrecorder import __version__
-from tfrecorder.jobdir import FORMAT_VERSION
+from tfrecorder.format.jobdir import FORMAT_VERSION
 from tfrecorder.job_config import JobConfig
-from tfrecorder.record_index import INDEX_DIR
+from tfrecorder.format.record_index import INDEX_DIR
 from tfrecorder.row_encoder import feature_spec
 from tfrecorder.schema import Schema
 from tfrecorder.splits import SPLITS

@@ -19,9 +19,10 @@ from typing import Any, Callable, Collection, Mapping, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from tfrecorder import decode_check, images, splits, types
+from tfrecorder import splits, types
+from tfrecorder.io import decode_check, images
 from tfrecorder.errors import RowError  # defined in errors; importable from here as before
-from tfrecorder.example_encoder import Feature, encode_example
+from tfrecorder.format.example_encoder import Feature, encode_example
 from tfrecorder.schema import SAMPLE_VALUES, Schema
 
 ImageReader = Callable[[str], bytes]

@@ -18,7 +18,8 @@ from typing import Any, Iterator, Optional, Union
 
 import pandas as pd
 
-from tfrecorder import csv_split, storage
+from tfrecorder import csv_split
+from tfrecorder.io import storage
 
 logger = logging.getLogger("tfrecorder")
 

@@ -18,11 +18,12 @@ import re
 import time
 from typing import Any, Mapping, Optional
 
-from tfrecorder import dataflow, jobdir, runners
+from tfrecorder import dataflow, runners
+from tfrecorder.format import jobdir
 from tfrecorder.convert import _check_options, _check_output_dir
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format.job_info import JobInfo
 from tfrecorder.quiet import quiet_libraries
 from tfrecorder.result import ConversionResult
 from tfrecorder.sharding import DEFAULT_MAX_SHARD_BYTES

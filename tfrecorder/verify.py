@@ -1,9 +1,9 @@
 """`tfrecorder.verify()`: read every shard of a job and check it against metadata.json.
 
-Every record's framing and CRCs are checked (tfrecorder.tfrecord_format), every record is parsed as
+Every record's framing and CRCs are checked (tfrecorder.format.framing), every record is parsed as
 a tf.train.Example with the job's own feature spec (the one `load()` uses), and record counts and
 byte sizes are compared per shard and per split. Missing shards and shard files that metadata.json
-does not list are reported too. All reads go through tfrecorder.storage, so gs:// works.
+does not list are reported too. All reads go through tfrecorder.io.storage, so gs:// works.
 """
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import re
 import zlib
 from typing import Callable, Iterable, Optional
 
-from tfrecorder import storage
+from tfrecorder.io import storage
 from tfrecorder.errors import CorruptDataError, CorruptRecordError
-from tfrecorder.job_info import JobInfo
-from tfrecorder.jobdir import DISCARD_FILE, METADATA_FILE
+from tfrecorder.format.job_info import JobInfo
+from tfrecorder.format.jobdir import DISCARD_FILE, METADATA_FILE
 from tfrecorder.quiet import leaves_logging_alone
-from tfrecorder.record_index import INDEX_DIR, index_array
-from tfrecorder.tfrecord_format import read_records
+from tfrecorder.format.record_index import INDEX_DIR, index_array
+from tfrecorder.format.framing import read_records
 
 PARSE_BLOCK = 256
 _SHARD_LIKE = re.compile(r"\.tfrecord(\.gz)?$|-\d+-of-\d+")

@@ -25,7 +25,8 @@ import json
 import re
 from typing import Any, Mapping, Optional
 
-from tfrecorder import storage, types
+from tfrecorder import types
+from tfrecorder.io import storage
 from tfrecorder.row_encoder import image_feature_prefix
 from tfrecorder.schema import Schema
 

@@ -32,7 +32,7 @@ def index_file_name(shard_file: str) -> str:
 
 def write_index(job_dir: str, shard_file: str, entries: Iterable[tuple[int, int]]) -> str:
     """Stream a shard's index file into `job_dir` (replaced whole if it exists); returns its name there."""
-    from tfrecorder import storage
+    from tfrecorder.io import storage
 
     name = index_file_name(shard_file)
     entries = iter(entries)

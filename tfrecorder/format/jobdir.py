@@ -14,7 +14,7 @@ import os
 import re
 from typing import Any, Optional
 
-from tfrecorder import storage
+from tfrecorder.io import storage
 
 METADATA_FILE = "metadata.json"
 DISCARD_FILE = "discarded.csv"
