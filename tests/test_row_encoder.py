@@ -10,8 +10,8 @@ import pytest
 from support import imagegen
 from support import readers
 from tfrecorder import Schema, types
-from tfrecorder.row_encoder import (RowEncoder, RowError, check_sample, feature_spec, input_feature, prepare_row,
-                                    resolve_uri)
+from tfrecorder.format.feature_spec import feature_spec
+from tfrecorder.row_encoder import RowEncoder, RowError, check_sample, input_feature, prepare_row, resolve_uri
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
 
 SCHEMA = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": types.StringLabel,

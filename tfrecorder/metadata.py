@@ -13,7 +13,7 @@ from tfrecorder import __version__
 from tfrecorder.format.jobdir import FORMAT_VERSION
 from tfrecorder.job_config import JobConfig
 from tfrecorder.format.record_index import INDEX_DIR
-from tfrecorder.row_encoder import feature_spec
+from tfrecorder.format.feature_spec import feature_spec
 from tfrecorder.schema import Schema
 from tfrecorder.splits import SPLITS
 

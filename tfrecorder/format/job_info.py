@@ -13,7 +13,7 @@ from typing import Any, BinaryIO, Iterator, Mapping, Optional
 from tfrecorder import types
 from tfrecorder.format import jobdir, legacy_dir
 from tfrecorder.io import storage
-from tfrecorder.row_encoder import image_feature_prefix
+from tfrecorder.format.feature_spec import image_feature_prefix
 from tfrecorder.schema import Schema
 from tfrecorder.format.framing import read_records
 

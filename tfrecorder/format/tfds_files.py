@@ -27,7 +27,7 @@ from typing import Any, Mapping, Optional
 
 from tfrecorder import types
 from tfrecorder.io import storage
-from tfrecorder.row_encoder import image_feature_prefix
+from tfrecorder.format.feature_spec import image_feature_prefix
 from tfrecorder.schema import Schema
 
 DATASET_INFO_FILE = "dataset_info.json"
