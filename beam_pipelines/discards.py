@@ -20,6 +20,7 @@ import tempfile
 import uuid
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from tfrecorder.format.file_names import discard_part_name
 from tfrecorder.io import storage
 from tfrecorder.metadata import reason_category
 from tfrecorder.format.framing import read_records, write_record
@@ -48,7 +49,7 @@ class DiscardPartWriter:
     """Streams (row, reason) pairs into a new part file; `close()` returns its DiscardPart."""
 
     def __init__(self, directory: str, columns: Sequence[str]) -> None:
-        self.path = storage.join(directory, f"{uuid.uuid4().hex}.part")
+        self.path = storage.join(directory, discard_part_name())
         self._columns = columns
         self._stream = storage.open_write(self.path)
         self._reasons: collections.Counter = collections.Counter()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from tfrecorder import runners, types
+from tfrecorder.format.file_names import DATAFLOW_STAGING_DIR
 from tfrecorder.io import storage
 from tfrecorder.job_config import JobConfig
 from tfrecorder.result import DataflowConversionResult
@@ -40,7 +41,6 @@ WORKER_REQUIREMENTS = (
 # to each worker's start-up. validate="header" keeps workers free of TensorFlow.
 DECODE_REQUIREMENTS = ("tensorflow>=2.16",)
 WORKER_PACKAGES = ("tfrecorder", "beam_pipelines")
-STAGING_DIR = ".tfrecorder-dataflow"  # under output_dir: Beam's temp and staging files
 CONSOLE_URL = "https://console.cloud.google.com/dataflow/jobs/{region}/{job_id}?project={project}"
 
 # Google Cloud's documented formats: project ids (optionally domain-scoped), regions, bucket URLs,
@@ -159,7 +159,7 @@ def check_table_reachable(kind: str, csv_path: Optional[str], base_dir: str, sam
 
 
 def staging_root(output_dir: str) -> str:
-    return f"{output_dir.rstrip('/')}/{STAGING_DIR}"
+    return f"{output_dir.rstrip('/')}/{DATAFLOW_STAGING_DIR}"
 
 
 def pipeline_options(request: DataflowRequest, job_name: str) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
+from tfrecorder.format import file_names
+
 
 @dataclasses.dataclass(frozen=True)
 class JobConfig:
@@ -39,19 +41,19 @@ class JobConfig:
     def pieces_dir(self) -> str:
         from tfrecorder.io import storage
 
-        return storage.join(self.temp_dir, "_pieces")
+        return storage.join(self.temp_dir, file_names.PIECES_DIR)
 
     @property
     def work_dir(self) -> str:
         from tfrecorder.io import storage
 
-        return storage.join(self.temp_dir, "_work")
+        return storage.join(self.temp_dir, file_names.WORK_DIR)
 
     @property
     def discards_dir(self) -> str:
         from tfrecorder.io import storage
 
-        return storage.join(self.temp_dir, "_discards")
+        return storage.join(self.temp_dir, file_names.DISCARDS_DIR)
 
     @property
     def scratch_dirs(self) -> tuple[str, ...]:
