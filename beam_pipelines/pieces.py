@@ -57,6 +57,19 @@ class PieceWriter:
         self._crc = zlib.crc32(crc.to_bytes(4, "little"), self._crc)  # the records' own CRCs, in order
         self.unknown_labels += unknown_labels
 
+    def write_framed(self, framed, ends, unknown_labels: int = 0) -> None:
+        """Append records framed already (tfrecord_format.frame_records): `framed` their bytes, `ends`
+        (a NumPy array) each record's end in `framed`. The digest takes the records' own CRCs, in order,
+        from their footers, as write() does."""
+        import numpy as np
+
+        footers = np.frombuffer(framed, dtype=np.uint8)[(ends[:, None] - np.arange(4, 0, -1)).ravel()]
+        self._stream.write(framed)
+        self._ends.extend((ends + self.bytes).tolist())
+        self.bytes += len(framed)
+        self._crc = zlib.crc32(footers.tobytes(), self._crc)
+        self.unknown_labels += unknown_labels
+
     def abandon(self) -> None:
         """Close the file without making it a piece (a failed bundle's output: removed with the directory)."""
         self._stream.close()
@@ -150,8 +163,9 @@ def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) 
     return summary
 
 
-def _index_entries(plan: ShardPlan) -> Iterator[tuple[int, int]]:
-    """(offset, length) of each record of an uncompressed shard, from its ranges' offsets sidecars."""
+def _index_entries(plan: ShardPlan) -> Iterator:
+    """(offset, length) of each record of an uncompressed shard, from its ranges' offsets sidecars: an
+    array of them per range."""
     shard_offset = 0
     for piece_range in plan.ranges:
         if not piece_range.records:
@@ -163,5 +177,5 @@ def _index_entries(plan: ShardPlan) -> Iterator[tuple[int, int]]:
             ends.byteswap()
         start = ends[0] if piece_range.first else 0
         ends = ends[1:] if piece_range.first else ends
-        yield from record_index.entries_from_ends(ends, start, shard_offset)
+        yield record_index.entry_block(ends, start, shard_offset)
         shard_offset += ends[-1] - start

@@ -16,7 +16,8 @@ spread over every worker, not only those that read a part; the in-process runner
 row in memory for it, and runs no more workers than there are parts anyway. A table-level error
 (no rows, none in TRAIN) fails the job before anything is encoded. Rows travel in batches of
 `JobConfig.batch_size`, so Beam's per-element cost is paid per batch; image bytes flow straight
-from the reading worker into a piece file.
+from the reading worker into a piece file. Tables without image columns take the columnar graph
+instead (beam_pipelines.tabular: each part read, encoded and written a whole Arrow batch at a time).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from typing import Mapping
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
-from beam_pipelines import sources, transforms
+from beam_pipelines import sources, tabular, transforms
 from tfrecorder.job_config import JobConfig
 from tfrecorder.sharding import plan_shards
 
@@ -38,6 +39,10 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     most of a small job's start-up time. The table-stats combine keeps Beam's default value, so that an
     empty table is checked too.
     """
+    if tabular.is_tabular(config):  # image-free rows: encoded column-wise (issue 19)
+        pieces, found, stats = tabular.encode_table(pipeline, config)
+        return write_outputs(pipeline, config, pieces, found, transforms.finalize_with_stats, AsSingleton(stats),
+                             image_kinds={})
     parts = sources.SourceParts(pipeline, config)
     stats = (
         parts.branch("Stats")

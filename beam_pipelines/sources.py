@@ -4,14 +4,15 @@ A source is cut into parts that workers read independently:
 - a CSV into byte slices that hold whole records (tfrecorder.csv_split: one parallel pass finds
   where records start, even when quoted fields hold newlines), each parsed with Python's csv module
   exactly as one sequential parse would (tables.CsvRecords);
-- a DataFrame (staged by the driver as Parquet, tfrecorder.staging) into its row groups.
+- Parquet files (a user's, or a DataFrame staged by the driver as one file, tfrecorder.staging) into
+  their row groups (tfrecorder.parquet_parts.ParquetPart), each read as Arrow record batches.
 Parts are small descriptors, reshuffled so that every worker gets some; rows are never materialised
 between steps. gs:// files go through tfrecorder.io.storage, never through Beam's GCS filesystem (whose
 credential lookup stalls when there are none).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Union
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
@@ -20,6 +21,8 @@ from tfrecorder import csv_split
 from tfrecorder.io import storage
 from tfrecorder.annotations import KIND_PREFIX, iter_rows as iter_annotation_rows
 from tfrecorder.job_config import JobConfig
+from tfrecorder.parquet_parts import ParquetPart, read_row_group_batches
+from tfrecorder.parquet_values import conform_batch
 from tfrecorder.tables import CsvRecords, malformed_reason, open_csv_slice
 
 MALFORMED = "malformed"
@@ -28,7 +31,7 @@ REASONED = "reasoned"  # (row, reason) of a bad annotation-file line, its line n
 
 
 class SourceParts:
-    """The parts of the job's source (csv_split.Slice for a CSV, a row-group index for Parquet), as
+    """The parts of the job's source (csv_split.Slice for a CSV, a ParquetPart for Parquet), as
     independent copies: one per branch of the graph that reads the rows.
 
     Each branch must start from its own root: Beam's in-process runner fuses a consumer with its
@@ -49,7 +52,7 @@ class SourceParts:
         if config.source_kind.startswith(KIND_PREFIX):  # an annotation file is read whole, as one part
             return root | f"{label}AnnotationFile" >> beam.Create([0])
         if config.source_kind == "parquet":  # Create reshuffles two or more elements itself
-            return root | f"{label}RowGroups" >> beam.Create(list(range(config.source_parts)))
+            return root | f"{label}RowGroups" >> beam.Create(list(config.source_parts))
         data_start, size = config.source_data_start, config.source_size
         if len(self.ranges) <= 1:
             return root | f"{label}Slices" >> beam.Create([csv_split.Slice(0, data_start, size)])
@@ -77,12 +80,12 @@ def scan_range(byte_range: csv_split.ByteRange, path: str, data_start: int, size
                                data_start, size)
 
 
-def read_part(config: JobConfig, part: Union[int, csv_split.Slice]) -> Iterator[Any]:
+def read_part(config: JobConfig, part: Union[ParquetPart, csv_split.Slice, int]) -> Iterator[Any]:
     """Rows of one part; for a CSV slice, also (index, row, record, fields) for each malformed line, and
     finally (RECORDS, (index, record count)); for an annotation file, (REASONED, (row, reason)) for each
     bad line."""
     if config.source_kind == "parquet":
-        yield from iter_row_group(config.source_path, part)
+        yield from iter_row_group(part, config.schema, config.columns)
         return
     if config.source_kind.startswith(KIND_PREFIX):
         for item in iter_annotation_rows(config.source_path, config.source_kind[len(KIND_PREFIX):]):
@@ -94,16 +97,18 @@ def read_part(config: JobConfig, part: Union[int, csv_split.Slice]) -> Iterator[
     yield RECORDS, (part.index, records.records)
 
 
-def iter_row_group(path: str, index: int) -> Iterator[dict[str, Any]]:
-    """Rows of one row group of the driver-staged Parquet file, as {column: value}."""
-    import pyarrow.parquet as pq
+def iter_row_group(part: ParquetPart, schema: Mapping[str, str] = {},
+                   columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
+    """Rows of one row group as {column: python value} (every column, or `columns`), missing values as
+    None; `schema` maps column → role name, as in JobConfig."""
+    for batch in read_row_group_batches(part, columns=list(columns) if columns else None):
+        yield from rows_of_batch(batch, schema)
 
-    with storage.open_read(path) as raw:
-        for batch in pq.ParquetFile(raw).iter_batches(row_groups=[index], batch_size=PARQUET_BATCH_ROWS):
-            yield from batch.to_pylist()
 
-
-PARQUET_BATCH_ROWS = 10_000
+def rows_of_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, str] = {}) -> list[dict[str, Any]]:
+    """A Parquet record batch as row dicts holding the python values a staged DataFrame's rows hold
+    (tfrecorder.parquet_values.conform_batch: the columnar reader conforms its batches the same way)."""
+    return conform_batch(batch, schema).to_pylist()
 
 
 class _ReadPart(beam.DoFn):

@@ -92,7 +92,7 @@ def test_sources_workers_cannot_read_are_refused(emulator, image_rows, tmp_path)
         submit(local_images, emulator, dataflow_options={"dry_run": True})
     csv_path = tmp_path / "rows.csv"
     image_rows.to_csv(csv_path, index=False)
-    with pytest.raises(ValueError, match="cannot read the local CSV"):
+    with pytest.raises(ValueError, match="cannot read the local file"):
         submit(str(csv_path), emulator, dataflow_options={"dry_run": True})
 
 
@@ -368,3 +368,51 @@ def test_cli_reports_a_failed_job_on_one_line(emulator, image_rows):
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("tfrecorder: error: Dataflow job ")
     assert "ended FAILED" in done.stderr
+
+
+# --- a Parquet source: the job carries its row-group parts ------------------------------------------
+
+def _created_values(proto, label: str) -> list:
+    """The elements a beam.Create labelled `label` holds in a portable pipeline proto (Create keeps
+    them coder-encoded inside its FlatMap and decodes them in a Map: both functions are pickled)."""
+    from apache_beam.internal import pickler
+    from apache_beam.portability.api import beam_runner_api_pb2
+
+    functions = {}
+    for transform in proto.components.transforms.values():
+        step = transform.unique_name[len(label) + 1:]
+        if transform.unique_name.startswith(label + "/") and step.startswith(("FlatMap", "Map(decode)")):
+            payload = beam_runner_api_pb2.ParDoPayload.FromString(transform.spec.payload).do_fn.payload
+            functions[step.split("(")[0]] = pickler.loads(payload)[0]._fn
+    return [decoded for value in functions["FlatMap"](None) for decoded in functions["Map"](value)]
+
+
+def test_parquet_source_parts_are_in_the_job(emulator, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from apache_beam.portability.api import beam_runner_api_pb2
+
+    from tfrecorder.parquet_parts import ParquetPart
+
+    for i, rows in enumerate((5, 2)):
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.table({"split": ["TRAIN"] * rows, "x": list(range(rows))}), sink, row_group_size=2)
+        emulator.upload(f"gs://{BUCKET}/table/part-{i}.parquet", sink.getvalue().to_pybytes())
+    location = f"gs://{BUCKET}/templates/parquet.json"
+    result = submit(f"gs://{BUCKET}/table/*.parquet", emulator, job_label="parquet", validate="header",
+                    dataflow_options={"template_location": location})
+    assert result["state"] == "TEMPLATE_CREATED" and result["rows_in"] == 7 and not result["rows_in_estimated"]
+    staged = emulator.list(f"{OUTPUT}/.tfrecorder-dataflow/staging/{result['job_name']}")
+    proto = beam_runner_api_pb2.Pipeline.FromString(emulator.download(next(u for u in staged if u.endswith("pipeline.pb"))))
+    expected = [ParquetPart(f"gs://{BUCKET}/table/part-0.parquet", group) for group in range(3)]
+    expected.append(ParquetPart(f"gs://{BUCKET}/table/part-1.parquet", 0))
+    assert _created_values(proto, "RowsRowGroups") == _created_values(proto, "StatsRowGroups") == expected
+
+
+def test_local_parquet_files_are_refused_for_dataflow(emulator, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"split": ["TRAIN"], "x": [1]}), tmp_path / "t.parquet")
+    with pytest.raises(ValueError, match="cannot read the local file .*t.parquet"):
+        submit(str(tmp_path / "t.parquet"), emulator, dataflow_options={"dry_run": True})

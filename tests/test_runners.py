@@ -27,6 +27,11 @@ def test_decode_mode_stays_in_process_its_threads_use_every_core():
     assert runners.local_options(10 ** 7, None, cores=8, threads_use_every_core=True) == {}
 
 
+def test_image_free_tables_pay_for_worker_processes_only_at_millions_of_rows():
+    assert runners.local_options(10 ** 6, None, cores=2, tabular=True) == {}  # columnar rows cost a few µs
+    assert runners.local_options(10 ** 7, None, cores=2, tabular=True) == MULTI
+
+
 def test_more_cores_pay_off_sooner():
     smallest = {cores: next(rows for rows in range(1000, 10 ** 6, 1000) if runners.worker_processes_pay_off(rows, cores))
                 for cores in (2, 4, 16)}

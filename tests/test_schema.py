@@ -70,3 +70,67 @@ def test_list_length_is_judged_on_every_row():
     frame = pd.DataFrame({"v": [[1, 2]] * 20_000 + [[1]]})
     assert infer_schema(frame)["v"] == types.list_of(types.IntegerInput)
     assert infer_schema(frame.iloc[:-1])["v"] == types.list_of(types.IntegerInput, 2)
+
+
+def _arrow_table_of_every_kind():
+    import datetime as dt
+    import decimal
+
+    import pyarrow as pa
+
+    n = 4
+    stamps = [dt.datetime(2024, 1, 1) + dt.timedelta(hours=i) for i in range(n)]
+    return pa.table({
+        "split": ["TRAIN"] * n, "image_uri": [f"{i}.png" for i in range(n)], "photo_uri": [f"p{i}.JPG" for i in range(n)],
+        "page_uri": [f"https://x/{i}" for i in range(n)],
+        "i8": pa.array(range(n), pa.int8()), "u64": pa.array(range(n), pa.uint64()),
+        "i64_nulls": pa.array([1, None, 3, 4], pa.int64()), "flag": pa.array([True, False, None, True]),
+        "f16": pa.array(np.arange(n, dtype=np.float16)), "f32": pa.array(range(n), pa.float32()),
+        "f64": pa.array([0.5, None, 1.5, 2.0]), "text": pa.array(["a", None, "c", "d"], pa.large_string()),
+        "blob": pa.array([b"x"] * n, pa.binary()), "nothing": pa.nulls(n),
+        "naive": pa.array(stamps, pa.timestamp("us")), "aware": pa.array(stamps, pa.timestamp("ns", "Asia/Kolkata")),
+        "seconds": pa.array(stamps, pa.timestamp("s", "UTC")),
+        "day": pa.array([dt.date(2024, 1, i + 1) for i in range(n)], pa.date32()),
+        "money": pa.array([decimal.Decimal("1.25")] * n, pa.decimal128(5, 2)),
+        "colour": pa.array(["red", "blue", None, "red"]).dictionary_encode(),
+        "level": pa.array([1, 2, 1, 2]).dictionary_encode(),
+        "vector": pa.array([[1.0, 2.0, 3.0]] * n, pa.list_(pa.float32(), 3)),
+        "ints": pa.array([[1], [1, 2], [], None], pa.list_(pa.int64())),
+        "bools": pa.array([[True], [False, True], [True], [False]], pa.large_list(pa.bool_())),
+        "words": pa.array([["a"], ["b", "c"], ["d"], ["e"]], pa.list_(pa.string())),
+        "struct": pa.array([{"a": i} for i in range(n)]),
+    })
+
+
+def test_arrow_types_map_to_the_roles_pandas_infers_for_the_same_parquet_file(tmp_path):
+    """Each Arrow type takes the role the equivalent pandas dtype gets (the file read by pd.read_parquet,
+    nullable dtypes so that integers with nulls stay integers), except that list lengths come from the
+    type: fixed only for a fixed_size_list."""
+    import pyarrow.parquet as pq
+
+    from tfrecorder.schema import infer_arrow_schema
+
+    table = _arrow_table_of_every_kind()
+    pq.write_table(table, tmp_path / "t.parquet")
+    read_back = pq.read_schema(tmp_path / "t.parquet")
+    sample = pd.read_parquet(tmp_path / "t.parquet", dtype_backend="numpy_nullable")
+    from_arrow = infer_arrow_schema(read_back, sample)
+    assert dict(from_arrow) == dict(infer_schema(sample))
+    assert from_arrow["vector"] == types.list_of(types.FloatInput, 3) and from_arrow["ints"] == types.list_of(types.IntegerInput)
+    assert from_arrow["aware"] == from_arrow["naive"] == from_arrow["seconds"] == types.DatetimeInput
+    assert from_arrow["photo_uri"] == types.ImageUri and from_arrow["page_uri"] == types.StringInput
+    # No sampling for list lengths: a variable Arrow list whose values happen to share a length stays variable.
+    assert infer_arrow_schema(table.select(["words"]).schema)["words"] == types.list_of(types.StringInput)
+
+
+@pytest.mark.parametrize("label_type, role", [
+    ("int64", types.IntegerLabel), ("string", types.StringLabel), ("bool", types.StringLabel),
+    ("dictionary", types.StringLabel), ("list", types.MultiLabel)])
+def test_arrow_label_roles(label_type, role):
+    import pyarrow as pa
+
+    from tfrecorder.schema import infer_arrow_schema
+
+    arrow_type = {"int64": pa.int64(), "string": pa.string(), "bool": pa.bool_(),
+                  "dictionary": pa.dictionary(pa.int32(), pa.int64()), "list": pa.list_(pa.string())}[label_type]
+    assert infer_arrow_schema(pa.schema([("label", arrow_type)]))["label"] == role

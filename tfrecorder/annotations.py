@@ -28,7 +28,7 @@ from typing import Any, Iterator, Optional, Union
 
 import pandas as pd
 
-from tfrecorder import tables, types
+from tfrecorder import parquet_source, tables, types
 from tfrecorder.io import storage
 from tfrecorder.detection import BOX_COLUMNS
 from tfrecorder.schema import IMAGE_SUFFIXES, Schema
@@ -167,7 +167,8 @@ def open_annotations(source: Any, annotation_format: Optional[str] = None) -> Op
                              f"{type(source).__name__} sources")
         return None
     path = os.fspath(source)
-    if storage.is_dir(path) or not storage.exists(path):
+    if (annotation_format is None and parquet_source.is_parquet_name(path)) or storage.is_dir(path) \
+            or not storage.exists(path):
         return None
     fmt = annotation_format or detect_format(path)
     if fmt is None:

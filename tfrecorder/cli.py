@@ -33,6 +33,7 @@ EXAMPLES = """examples:
   tfrecorder convert --source data.csv --output_dir out/
   tfrecorder convert --source images/ --output_dir out/ --job_label pets --compression gzip
   tfrecorder convert --source data.csv --output_dir out/ --num_shards 4 --image_size 224x224
+  tfrecorder convert --source 'gs://b/export/part-*.parquet' --output_dir out/
   tfrecorder convert --source table.csv --output_dir out/ --schema schema.json
       schema.json: {"id": "IntegerInput", "price": "DoubleInput", "tags": "StringInput[]", "label": "StringLabel"}
   tfrecorder convert --source gs://b/data.csv --output_dir gs://b/out --runner DataflowRunner \
@@ -93,12 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     convert = commands.add_parser(
-        "convert", help="convert a CSV file or SPLIT/LABEL image folder to TFRecords",
+        "convert", help="convert a CSV file, Parquet files or a SPLIT/LABEL image folder to TFRecords",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
         aliases=["create-tfrecords"],  # TFRecorder 2.0's documented name (with --input_data)
     )
     convert.add_argument("--source", "--input_data", dest="source", required=True,
-                         help="CSV file (any columns; split, image_uri, label have roles), SPLIT/LABEL image folder, "
+                         help="CSV file (any columns; split, image_uri, label have roles), Parquet file, directory "
+                         "or quoted glob ('export/*.parquet'), SPLIT/LABEL image folder, "
                          "headerless AutoML Vision CSV or Vertex AI JSONL import file")
     convert.add_argument("--output_dir", required=True, help="directory that receives the job directory")
     convert.add_argument("--runner", default="DirectRunner", help="DirectRunner (default) or DataflowRunner")

@@ -22,11 +22,12 @@ from tfrecorder.annotations import default_schema, open_annotations
 from tfrecorder.io.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.job_config import JobConfig
+from tfrecorder.parquet_parts import file_parts
 from tfrecorder.progress import local_progress, should_show
 from tfrecorder.quiet import leaves_logging_alone, quiet_libraries
 from tfrecorder.result import ConversionResult
 from tfrecorder.row_encoder import check_sample, is_missing
-from tfrecorder.schema import Schema, check_column_names, infer_schema
+from tfrecorder.schema import Schema, check_column_names, infer_arrow_schema, infer_schema
 from tfrecorder.sharding import DEFAULT_MAX_SHARD_BYTES
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS, validate_split_ratios
 from tfrecorder.table_stats import StatsCounter, TableStats
@@ -86,7 +87,10 @@ def _fetch_concurrency(requested: Optional[int], images_remote: bool) -> int:
 
 
 def _resolve_schema(table: tables.Table, schema: Union[Schema, Mapping[str, Any], None]) -> Schema:
-    """Infer the schema (list lengths from every row of a DataFrame), or check an explicit one."""
+    """Infer the schema (list lengths from every row of a DataFrame, roles from Parquet's Arrow types),
+    or check an explicit one."""
+    if schema is None and table.parquet is not None:
+        return infer_arrow_schema(table.parquet.schema, table.sample)
     if schema is None:
         return infer_schema(table.frame if table.frame is not None else table.sample)
     resolved = schema if isinstance(schema, Schema) else Schema(schema)
@@ -114,7 +118,7 @@ def _check_frame(table: tables.Table, schema: Schema, split_ratios) -> None:
 
     An annotation file is still checked here too (streamed until its first TRAIN row): the detection
     graph has no in-pipeline table check yet."""
-    if table.kind == "csv":
+    if table.kind in ("csv", "parquet"):
         return
     counter, stats = StatsCounter(schema, split_ratios), TableStats()
     for row in table.iter_rows():
@@ -126,7 +130,11 @@ def _check_frame(table: tables.Table, schema: Schema, split_ratios) -> None:
 
 def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> dict[str, Any]:
     """Where and how the pipeline reads rows: the CSV itself in byte slices, an annotation file streamed
-    whole, or the DataFrame written as typed Parquet row groups. Returns the JobConfig fields that say so."""
+    whole, Parquet files by row groups, or the DataFrame written as typed Parquet row groups. Returns the
+    JobConfig fields that say so."""
+    if table.parquet is not None:
+        return dict(source_kind="parquet", source_path=table.parquet.source,
+                    source_parts=table.parquet.parts)
     if table.kind == "csv":
         return dict(source_kind="csv", source_path=table.csv_path, source_size=table.csv_size,
                     source_data_start=table.csv_data_start)
@@ -134,7 +142,7 @@ def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> dict[str,
         return dict(source_kind=table.kind, source_path=table.csv_path)
     path = storage.join(work_dir, "rows.parquet")
     row_groups = staging.stage_frame(table.frame, schema, path)
-    return dict(source_kind="parquet", source_path=path, source_parts=row_groups)
+    return dict(source_kind="parquet", source_path=path, source_parts=file_parts(path, row_groups))
 
 
 @leaves_logging_alone
@@ -162,7 +170,8 @@ def convert(
     box_units: str = "relative",
     **legacy_options: Any,
 ) -> ConversionResult:
-    """Convert a DataFrame, CSV file or SPLIT/LABEL image folder into sharded TFRecords.
+    """Convert a DataFrame, CSV file, Parquet files (a file, a directory or a glob) or SPLIT/LABEL image
+    folder into sharded TFRecords.
 
     `validate="decode"` (default) writes an image only if `tf.io.decode_image` decodes it and discards
     it only if it does not; `validate="header"` is the fast opt-in with cheap structural checks only.
@@ -202,11 +211,12 @@ def convert(
                        else _resolve_schema(table, schema if schema is not None else default_schema(table)))
     _check_split_column(table, resolved_schema)
     if request is not None:
-        dataflow.check_table_reachable(table.kind, table.csv_path, table.base_dir, table.sample, resolved_schema)
+        dataflow.check_table_reachable(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)
     concurrency = _fetch_concurrency(fetch_concurrency, images_remote)
     _check_frame(table, resolved_schema, ratios)
 
+    decodes_images = validate == DECODE and bool(resolved_schema.image_columns)
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
     try:
         with local_progress(request is None and should_show(progress), table.rows_estimate) as progress_dir:
@@ -218,21 +228,22 @@ def convert(
                 fetch_concurrency=concurrency, progress_dir=progress_dir,
                 extra_metadata={"task": detection.TASK, "box_units": box_units} if is_detection else {},
             )
-            if request is None and not is_detection:
+            if request is None and not is_detection and resolved_schema.image_columns:  # the image graph's pool
                 config = dataclasses.replace(config, encode_processes=runners.encode_processes(
-                    table.rows_estimate, dataflow_options, threads_use_every_core=validate == DECODE,
+                    table.rows_estimate, dataflow_options, threads_use_every_core=decodes_images,
                     local_files=not (storage.is_remote(temp_dir) or images_remote)))
             options = (dataflow.pipeline_options(request, config.job_name) if request
                        else runners.local_options(table.rows_estimate, dataflow_options,
-                                                  threads_use_every_core=validate == DECODE,
-                                                  encode_processes=config.encode_processes))
+                                                  threads_use_every_core=decodes_images,
+                                                  encode_processes=config.encode_processes,
+                                                  tabular=not resolved_schema.image_columns))
             config = dataclasses.replace(config, **_stage_rows(table, resolved_schema, config.work_dir))
             if is_detection:
                 from beam_pipelines.detection import build_pipeline
             else:
                 from beam_pipelines.pipeline import build_pipeline
 
-            if validate == DECODE and request is None:
+            if decodes_images and request is None:
                 import_tensorflow()  # the decoding threads' TensorFlow, imported once, here
 
             with quiet_libraries(verbose):

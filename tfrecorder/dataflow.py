@@ -24,6 +24,7 @@ from tfrecorder.job_config import JobConfig
 from tfrecorder.result import DataflowConversionResult
 from tfrecorder.row_encoder import is_missing, resolve_uri
 from tfrecorder.schema import Schema
+from tfrecorder.tables import Table
 
 # What workers import from PyPI (beam_pipelines + the tfrecorder modules they use). Apache Beam and
 # google-cloud-storage come with Beam's SDK container; records are encoded by hand (see
@@ -140,18 +141,20 @@ def parse_option_flags(items: Sequence[str]) -> dict[str, Any]:
     return {key: parsed[key] for key in dict.fromkeys(keys)}
 
 
-def check_table_reachable(kind: str, csv_path: Optional[str], base_dir: str, sample, schema: Schema) -> None:
+def check_table_reachable(table: Table, schema: Schema) -> None:
     """Workers read the source and the images themselves, so both must be on Cloud Storage."""
-    if kind != "dataframe" and not storage.is_remote(csv_path or ""):
+    files = table.parquet.files if table.parquet is not None else [table.csv_path or ""]
+    local = next((path for path in files if not storage.is_remote(path)), None)
+    if table.kind != "dataframe" and local is not None:
         raise ValueError(
-            f"Dataflow workers cannot read the local CSV {csv_path}: copy it to gs:// or pass it as a DataFrame "
-            "(pd.read_csv(...)), which is staged for the workers automatically"
+            f"Dataflow workers cannot read the local file {local}: copy the source to gs:// or pass it as a "
+            "DataFrame (pd.read_csv(...), pd.read_parquet(...)), which is staged for the workers automatically"
         )
     for column in schema.columns_of(types.ImageUri):
-        for value in sample[column]:
+        for value in table.sample[column]:
             if is_missing(value):
                 continue
-            uri = resolve_uri(str(value), base_dir if storage.is_remote(base_dir) else "")
+            uri = resolve_uri(str(value), table.base_dir if storage.is_remote(table.base_dir) else "")
             if not uri.startswith("gs://"):
                 raise ValueError(
                     f"Dataflow workers can only read images on Cloud Storage: column {column!r} holds {value!r}"

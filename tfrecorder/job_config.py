@@ -12,7 +12,7 @@ from tfrecorder.format import file_names
 
 @dataclasses.dataclass(frozen=True)
 class JobConfig:
-    source_kind: str  # "csv" (read in byte slices from source_path) or "parquet" (a DataFrame staged by the driver)
+    source_kind: str  # "csv" (read in byte slices from source_path) or "parquet" (row groups: source_parts)
     source_path: str
     schema: dict[str, str]  # column → role name
     columns: tuple[str, ...]  # the table's columns in order (for discarded.csv)
@@ -35,7 +35,7 @@ class JobConfig:
     extra_metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
     source_size: int = 0  # CSV: file size in bytes
     source_data_start: int = 0  # CSV: byte offset of the first data record
-    source_parts: int = 1  # Parquet: row groups (each one element of the pipeline)
+    source_parts: tuple = ()  # Parquet: ParquetPart row groups (each one element of the pipeline)
 
     @property
     def pieces_dir(self) -> str:

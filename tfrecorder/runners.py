@@ -29,6 +29,7 @@ KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
 #   (images or output on remote storage) when the rows' work beats twice that start-up.
 ROW_SECONDS = 170e-6
 POOL_START_SECONDS = 0.05
+TABULAR_ROW_SECONDS = 6e-6  # image-free rows, encoded column-wise (benchmarks/tabular_bench.py, issue 19)
 WORKER_START_SECONDS = 4.0
 _WORKER_OPTIONS = ("direct_num_workers", "direct_running_mode")
 
@@ -62,10 +63,11 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def worker_processes_pay_off(rows: int, cores: int, start_seconds: float = WORKER_START_SECONDS) -> bool:
+def worker_processes_pay_off(rows: int, cores: int, start_seconds: float = WORKER_START_SECONDS,
+                             row_seconds: float = ROW_SECONDS) -> bool:
     """Whether a worker process per core, each costing `start_seconds` to start, finishes `rows` rows
-    sooner than the in-process worker alone."""
-    return cores > 1 and rows * ROW_SECONDS * (1 - 1 / cores) > 2 * start_seconds
+    (`row_seconds` each) sooner than the in-process worker alone."""
+    return cores > 1 and rows * row_seconds * (1 - 1 / cores) > 2 * start_seconds
 
 
 def can_fork() -> bool:
@@ -75,7 +77,7 @@ def can_fork() -> bool:
 
 def encode_processes(rows: int, options: Optional[Mapping[str, Any]] = None, cores: Optional[int] = None,
                      threads_use_every_core: bool = False, local_files: bool = True) -> int:
-    """How many forked processes encode and write a local job's batches (1: the in-process worker).
+    """How many forked processes encode and write a local image job's batches (1: the in-process worker).
 
     A process per core for jobs of enough rows whose images and output are local files (a fork must
     not share network clients), unless the heavy work already runs on a thread per core
@@ -91,12 +93,14 @@ def encode_processes(rows: int, options: Optional[Mapping[str, Any]] = None, cor
 
 
 def local_options(rows: int, options: Optional[Mapping[str, Any]] = None, cores: Optional[int] = None,
-                  threads_use_every_core: bool = False, encode_processes: int = 1) -> dict[str, Any]:
+                  threads_use_every_core: bool = False, encode_processes: int = 1,
+                  tabular: bool = False) -> dict[str, Any]:
     """Beam options for a local (DirectRunner) job of `rows` rows: one worker process per core when
     that pays off (large jobs on several cores), the in-process worker otherwise — always when the
     job's heavy work already runs on every core: on a thread per core (`threads_use_every_core`:
     validate="decode", where each worker process would also pay TensorFlow's import) or in forked
-    encoding processes (`encode_processes` > 1).
+    encoding processes (`encode_processes` > 1). Image-free (`tabular`) rows cost TABULAR_ROW_SECONDS
+    each, so only tables of millions of rows pay for worker processes.
 
     Beam's own `direct_num_workers` / `direct_running_mode`, when the caller passes either, decide
     instead (e.g. `direct_num_workers=1` keeps a large job in-process).
@@ -104,7 +108,8 @@ def local_options(rows: int, options: Optional[Mapping[str, Any]] = None, cores:
     chosen = dict(options or {})
     cores = usable_cores() if cores is None else cores
     if (threads_use_every_core or encode_processes > 1 or any(name in chosen for name in _WORKER_OPTIONS)
-            or not worker_processes_pay_off(rows, cores)):
+            or not worker_processes_pay_off(rows, cores,
+                                            row_seconds=TABULAR_ROW_SECONDS if tabular else ROW_SECONDS)):
         return chosen
     return {**chosen, "direct_running_mode": "multi_processing", "direct_num_workers": cores}
 

@@ -8,6 +8,12 @@ categories (stored as values), object columns of lists/arrays → a list role (f
 row has the same length), other object columns → the kind their values share, else StringInput.
 float64 is never inferred: ask for DoubleInput explicitly. An explicit Schema is checked against the
 table before any pipeline starts.
+
+Parquet sources follow the same rules from their Arrow types (`infer_arrow_schema`), without looking
+at values except for `*_uri` image paths: integer and bool types → IntegerInput, floating → FloatInput,
+timestamp (any unit, with or without time zone) → DatetimeInput, dictionary → the role of its value
+type, lists → a list role of their element type, fixed length only for Arrow's fixed_size_list, and
+anything else (string, binary, date, decimal, struct, ...) → StringInput.
 """
 from __future__ import annotations
 
@@ -174,6 +180,55 @@ def infer_schema(frame: pd.DataFrame) -> Schema:
     list column is fixed-length only if every row has the same length.
     """
     return Schema({str(name): _infer_role(str(name), frame[name]) for name in frame.columns})
+
+
+def _arrow_element(arrow_type) -> ColumnType:
+    """The element role of an Arrow list's value type (as pandas would infer it from its elements)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    if pa.types.is_integer(arrow_type) or pa.types.is_boolean(arrow_type):
+        return types.IntegerInput
+    if pa.types.is_floating(arrow_type) or pa.types.is_null(arrow_type):
+        return types.FloatInput
+    return types.StringInput
+
+
+def _arrow_role(name: str, arrow_type, sample: Optional[pd.Series]) -> ColumnType:
+    import pyarrow as pa
+
+    lowered = name.lower()
+    listed = pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type)
+    if lowered == SPLIT_COLUMN:
+        return types.SplitKey
+    if lowered == IMAGE_COLUMN or (lowered.endswith("_uri") and sample is not None and not listed
+                                   and _looks_like_image_paths(sample)):
+        return types.ImageUri
+    if lowered == LABEL_COLUMN and listed:
+        return types.MultiLabel
+    if lowered == LABEL_COLUMN:  # a dictionary (categorical) label is text, as in pandas
+        return types.IntegerLabel if pa.types.is_integer(arrow_type) else types.StringLabel
+    if pa.types.is_dictionary(arrow_type):
+        return _arrow_role(name, arrow_type.value_type, None)
+    if pa.types.is_integer(arrow_type) or pa.types.is_boolean(arrow_type):
+        return types.IntegerInput
+    if pa.types.is_floating(arrow_type):
+        return types.FloatInput
+    if pa.types.is_timestamp(arrow_type):
+        return types.DatetimeInput
+    if listed:
+        length = arrow_type.list_size if pa.types.is_fixed_size_list(arrow_type) else None
+        return types.list_of(_arrow_element(arrow_type.value_type), length or None)
+    return types.StringInput
+
+
+def infer_arrow_schema(arrow_schema, sample: Optional[pd.DataFrame] = None) -> Schema:
+    """Infer a Schema from a Parquet source's Arrow schema (see the module docstring); `sample` (its
+    first rows) only tells `*_uri` columns of image paths from other text."""
+    return Schema({field.name: _arrow_role(field.name, field.type,
+                                           sample[field.name] if sample is not None and field.name in sample else None)
+                   for field in arrow_schema})
 
 
 def check_column_names(columns: Iterable[object]) -> list[str]:

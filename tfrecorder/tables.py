@@ -1,7 +1,8 @@
-"""Open a conversion source (DataFrame, CSV path, or SPLIT/LABEL/image folder) as a `Table`.
+"""Open a conversion source (DataFrame, CSV path, Parquet files, or SPLIT/LABEL/image folder) as a `Table`.
 
 The driver reads at most the first SAMPLE_BYTES of a CSV (header, sample for schema inference, row
-estimate); the pipeline reads the whole file in parallel slices and computes every whole-table fact.
+estimate), and only the footers and first rows of Parquet files (tfrecorder.parquet_source); the
+pipeline reads the whole source in parallel parts and computes every whole-table fact.
 Image folders are listed (once) into a small DataFrame of split,image_uri,label rows.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Iterator, Optional, Union
 
 import pandas as pd
 
-from tfrecorder import csv_split
+from tfrecorder import csv_split, parquet_source
 from tfrecorder.io import storage
 
 logger = logging.getLogger("tfrecorder")
@@ -31,21 +32,24 @@ SCAN_CHUNK_ROWS = 50_000  # DataFrame rows converted to dicts at a time by the d
 
 @dataclasses.dataclass
 class Table:
-    kind: str  # "dataframe" or "csv"
+    kind: str  # "dataframe", "csv" or "parquet"
     columns: list[str]
     sample: pd.DataFrame  # rows with pandas' dtype inference, for schema inference
     base_dir: str  # relative image paths are resolved against this
-    rows_estimate: int  # exact for a DataFrame; for a CSV, from the records of its first SAMPLE_BYTES
+    rows_estimate: int  # exact for a DataFrame and Parquet; for a CSV, from the records of its first SAMPLE_BYTES
     frame: Optional[pd.DataFrame] = None
     csv_path: Optional[str] = None
     csv_data_start: int = 0  # byte offset of the CSV's first data record
     csv_size: int = 0
+    parquet: Optional[parquet_source.ParquetSource] = None  # Parquet files: their parts and Arrow schema
 
     def iter_rows(self) -> Iterator[dict[str, Any]]:
         """Every row of the DataFrame as {column: value}, missing values as None: what the pipeline sees."""
-        for start in range(0, len(self.frame), SCAN_CHUNK_ROWS):
-            chunk = self.frame.iloc[start : start + SCAN_CHUNK_ROWS]
+        start, step = 0, 1000  # small first: the driver's check stops at the first TRAIN row
+        while start < len(self.frame):
+            chunk = self.frame.iloc[start : start + step]
             yield from chunk.astype(object).where(chunk.notna(), None).to_dict("records")
+            start, step = start + step, min(step * 4, SCAN_CHUNK_ROWS)
 
 
 _ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?$")
@@ -185,7 +189,7 @@ def list_image_directory(root: str, files: Optional[list[str]] = None) -> pd.Dat
     if skipped:
         logger.warning("ignored %d file(s) not laid out as SPLIT/LABEL/FILE under %s", skipped, root)
     if not rows:
-        raise ValueError(f"image directory {root} holds no files laid out as SPLIT/LABEL/image")
+        raise ValueError(f"directory {root} holds no Parquet files and no images laid out as SPLIT/LABEL/image")
     return pd.DataFrame(rows, columns=["split", "image_uri", "label"])
 
 
@@ -195,19 +199,39 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
         columns = [str(c) for c in source.columns]
         return Table("dataframe", columns, source.head(SAMPLE_ROWS), os.getcwd(), len(source), frame=source)
     if not isinstance(source, (str, os.PathLike)):
-        raise ValueError(f"source must be a DataFrame, a CSV path or an image directory, not {type(source).__name__}")
+        raise ValueError(f"source must be a DataFrame, a CSV or Parquet path or an image directory, "
+                         f"not {type(source).__name__}")
     path = os.fspath(source)
-    if storage.is_remote(path):  # one listing tells a folder of images from a missing object
+    if storage.is_remote(path):  # one listing tells a folder (of Parquet files or images) from a missing object
         listed = None if storage.exists(path.rstrip("/")) else storage.list_files(path)
+        if listed is not None and parquet_source.is_glob(path):
+            return _open_parquet(path)
         if listed:
-            return _image_table(list_image_directory(path, listed))
+            return _open_directory(path, listed)
         if listed is not None:
             raise ValueError(f"source {path} does not exist")
     elif os.path.isdir(path):
-        return _image_table(list_image_directory(path))
+        return _open_directory(os.path.abspath(path), storage.list_files(os.path.abspath(path)))
     elif not os.path.exists(path):
+        if parquet_source.is_glob(path):
+            return _open_parquet(path)
         raise ValueError(f"source {path} does not exist")
-    return _open_csv(path)
+    return _open_parquet(path) if parquet_source.is_parquet_name(path) else _open_csv(path)
+
+
+def _open_directory(path: str, listed: list[str]) -> Table:
+    """A directory (its absolute path or URL, and every file under it) holding Parquet files is a
+    Parquet source; otherwise a SPLIT/LABEL image folder."""
+    if parquet_source.parquet_files_in(path.rstrip("/"), listed):
+        return _open_parquet(path, listed)
+    return _image_table(list_image_directory(path, listed))
+
+
+def _open_parquet(path: str, listed: Optional[list[str]] = None) -> Table:
+    """Footers (schema, row groups, exact row count) and the first SAMPLE_ROWS rows: nothing more is read."""
+    source = parquet_source.open_parquet_source(path, listed)
+    sample = parquet_source.read_sample(source, SAMPLE_ROWS)
+    return Table("parquet", list(source.schema.names), sample, source.base_dir, source.rows, parquet=source)
 
 
 def _image_table(frame: pd.DataFrame) -> Table:

@@ -12,7 +12,6 @@ Gzip shards get no index: there is no random access into a gzip stream.
 """
 from __future__ import annotations
 
-import itertools
 import posixpath
 import struct
 from typing import BinaryIO, Iterable, Iterator
@@ -30,33 +29,64 @@ def index_file_name(shard_file: str) -> str:
     return posixpath.join(INDEX_DIR, posixpath.basename(shard_file) + INDEX_SUFFIX)
 
 
-def write_index(job_dir: str, shard_file: str, entries: Iterable[tuple[int, int]]) -> str:
-    """Stream a shard's index file into `job_dir` (replaced whole if it exists); returns its name there."""
+def write_index(job_dir: str, shard_file: str, entries: Iterable) -> str:
+    """Stream a shard's index file into `job_dir` (replaced whole if it exists); returns its name there.
+
+    `entries` yields (offset, length) pairs, or int arrays [n, 2] of them (`entry_block`)."""
+    import numpy as np
+
     from tfrecorder.io import storage
 
     name = index_file_name(shard_file)
     entries = iter(entries)
     with storage.open_write(storage.join(job_dir, *name.split("/"))) as out:
-        while block := list(itertools.islice(entries, 4096)):
-            out.write(format_index(block))
+        pending: list = []
+        for item in entries:
+            if isinstance(item, np.ndarray):
+                if pending:
+                    out.write(format_index(pending))
+                    pending = []
+                for at in range(0, len(item), _BLOCK):
+                    out.write(format_index(item[at:at + _BLOCK]))
+                continue
+            pending.append(item)
+            if len(pending) >= _BLOCK:
+                out.write(format_index(pending))
+                pending = []
+        if pending:
+            out.write(format_index(pending))
     return name
 
 
-def entries_from_ends(ends: Iterable[int], start: int, shard_offset: int) -> Iterator[tuple[int, int]]:
-    """(offset, length) in the shard of consecutive records of a piece, from their end offsets in the piece.
+_BLOCK = 65_536  # index lines formatted at a time
+
+
+def entry_block(ends: Iterable[int], start: int, shard_offset: int) -> "numpy.ndarray":
+    """(offset, length) in the shard of consecutive records of a piece, from their end offsets in the
+    piece, as an int64 array [n, 2].
 
     `start` is the piece offset where the first of them begins, `shard_offset` where that byte lands in
     the shard. For writers that record each record's end as they write a piece: the index of a shard
     assembled from piece ranges then needs no read of record bytes at all.
     """
-    previous = start
-    for end in ends:
-        yield shard_offset + previous - start, end - previous
-        previous = end
+    import numpy as np
+
+    ends = np.asarray(ends, dtype=np.int64).reshape(-1)
+    previous = np.concatenate(([start], ends))[:-1].astype(np.int64)
+    return np.stack([shard_offset + previous - start, ends - previous], axis=1)
 
 
-def format_index(entries: Iterable[tuple[int, int]]) -> bytes:
-    return "".join(f"{offset} {length}\n" for offset, length in entries).encode("ascii")
+def entries_from_ends(ends: Iterable[int], start: int, shard_offset: int) -> Iterator[tuple[int, int]]:
+    """`entry_block`, one (offset, length) pair at a time."""
+    yield from map(tuple, entry_block(ends, start, shard_offset).tolist())
+
+
+def format_index(entries) -> bytes:
+    """Index lines of (offset, length) pairs (a sequence of pairs or an int array [n, 2])."""
+    import numpy as np
+
+    values = np.asarray(entries, dtype=np.int64).reshape(-1).tolist()
+    return (("%d %d\n" * (len(values) // 2)) % tuple(values)).encode("ascii")
 
 
 def parse_index(text: bytes) -> list[tuple[int, int]]:

@@ -1,0 +1,183 @@
+"""Tabular conversion speed (issue 19): image-free rows through convert() against the loop a user writes.
+
+    .venv/bin/python benchmarks/tabular_bench.py                  # 1M rows, RSS at 250k and 1M rows
+    .venv/bin/python benchmarks/tabular_bench.py --rows 200000 --repeats 1 --memory-rows 50000,200000
+
+The table: an int, a float (FloatInput), a float64 (DoubleInput), a string, a datetime with 10% missing,
+a fixed-length list of 4 floats, a string label and a split column. Variants, each in a fresh process
+(imports and building the table excluded from the timing; pipeline construction, start-up, staging
+and everything up to metadata.json included), run in turn `--repeats` times and reported as medians:
+  naive      - `itertuples` → tf.train.Example with the same features (float64 as its bits, datetimes as
+               ns, missing datetimes left out, label index) → one tf.io.TFRecordWriter per split;
+  dataframe  - tfrecorder.convert(frame, out, schema with the float64 column as DoubleInput);
+  csv        - tfrecorder.convert("table.csv", out, same schema) (the CSV is written once, beforehand).
+Wall clock and CPU time (the process and its finished worker processes) are both reported: the machine
+may be shared, and CPU-time ratios are the honest figure under load (the load average is printed).
+Peak RSS of convert(csv) and of convert(frame) (above the RSS with the frame built) is measured at two
+row counts: flat in rows means it does not grow with the table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / ".out" / "tabular"
+LABELS = ("cat", "dog", "fox", "owl")
+SCHEMA = {"f64": "DoubleInput"}  # float64 is never inferred
+
+
+def make_frame(rows: int):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(19)
+    when = pd.to_datetime(rng.integers(1_500_000_000, 1_700_000_000, rows), unit="s")
+    return pd.DataFrame({
+        "split": rng.choice(["TRAIN", "VALIDATION", "TEST"], rows, p=[0.8, 0.1, 0.1]),
+        "id": np.arange(rows, dtype=np.int64) * 7919,
+        "score": rng.normal(size=rows).astype(np.float64),
+        "f64": rng.normal(size=rows) * 1e6,
+        "name": [f"item-{i % 50_000}" for i in range(rows)],
+        "when": when.where(rng.random(rows) >= 0.1),
+        "vec": list(rng.normal(size=(rows, 4))),
+        "label": rng.choice(LABELS, rows),
+    })
+
+
+def csv_path(rows: int) -> Path:
+    path = OUT / f"table-{rows}.csv"
+    if not path.exists():
+        OUT.mkdir(parents=True, exist_ok=True)
+        frame = make_frame(rows)
+        frame["vec"] = [json.dumps(v.tolist()) for v in frame["vec"]]
+        frame.to_csv(str(path) + ".tmp", index=False)
+        os.replace(str(path) + ".tmp", path)
+    return path
+
+
+def naive(frame, out: Path) -> None:
+    import struct
+
+    import tensorflow as tf
+
+    labels = {name: i for i, name in enumerate(sorted(LABELS))}
+    out.mkdir(parents=True, exist_ok=True)
+    writers = {s: tf.io.TFRecordWriter(str(out / f"{s.lower()}.tfrecord")) for s in ("TRAIN", "VALIDATION", "TEST")}
+    Feature, Int64List, FloatList, BytesList = tf.train.Feature, tf.train.Int64List, tf.train.FloatList, tf.train.BytesList
+    for row in frame.itertuples(index=False):
+        features = {
+            "id": Feature(int64_list=Int64List(value=[row.id])),
+            "score": Feature(float_list=FloatList(value=[row.score])),
+            "f64": Feature(int64_list=Int64List(value=[struct.unpack("<q", struct.pack("<d", row.f64))[0]])),
+            "name": Feature(bytes_list=BytesList(value=[row.name.encode()])),
+            "vec": Feature(float_list=FloatList(value=row.vec)),
+            "label": Feature(int64_list=Int64List(value=[labels[row.label]])),
+        }
+        if row.when == row.when:  # NaT != NaT
+            features["when"] = Feature(int64_list=Int64List(value=[row.when.value]))
+        example = tf.train.Example(features=tf.train.Features(feature=features))
+        writers[row.split].write(example.SerializeToString())
+    for writer in writers.values():
+        writer.close()
+
+
+def cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def peak_rss_mb() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return max(own.ru_maxrss, children.ru_maxrss) / 1024
+
+
+def current_rss_mb() -> float:
+    with open("/proc/self/statm") as stats:
+        return int(stats.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def run_variant(variant: str, rows: int) -> dict:
+    """Run one variant in this (fresh) process; returns its timings."""
+    import tfrecorder  # imports are not timed
+
+    source = csv_path(rows) if variant == "csv" else make_frame(rows)
+    if variant == "naive":
+        import tensorflow  # noqa: F401
+    out = OUT / f"out-{variant}-{os.getpid()}"
+    shutil.rmtree(out, ignore_errors=True)
+    rss_before = current_rss_mb()
+    wall, cpu = time.perf_counter(), cpu_seconds()
+    if variant == "naive":
+        naive(source, out)
+        records = rows
+    else:
+        schema = {**_inferred(source), **SCHEMA}
+        result = tfrecorder.convert(source if variant == "dataframe" else str(source), str(out), schema=schema,
+                                    progress=False)
+        records = sum(result["written"].values())
+    timings = {"variant": variant, "rows": rows, "records": records, "wall": time.perf_counter() - wall,
+               "cpu": cpu_seconds() - cpu, "peak_rss_mb": peak_rss_mb(), "rss_before_mb": rss_before}
+    shutil.rmtree(out, ignore_errors=True)
+    return timings
+
+
+def _inferred(source) -> dict:
+    from tfrecorder import tables
+    from tfrecorder.schema import infer_schema
+
+    table = tables.open_table(source if not isinstance(source, Path) else str(source))
+    return infer_schema(table.frame if table.frame is not None else table.sample).to_json()
+
+
+def in_fresh_process(variant: str, rows: int) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--variant", variant, "--rows", str(rows)], check=True,
+                          capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--memory-rows", default="250000,1000000")
+    parser.add_argument("--variant", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.variant:
+        print(json.dumps(run_variant(args.variant, args.rows)))
+        return
+    print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}")
+    csv_path(args.rows)
+    variants = ("naive", "dataframe", "csv")
+    results: dict[str, list[dict]] = {v: [] for v in variants}
+    for repeat in range(args.repeats):
+        for variant in variants[repeat % 3:] + variants[:repeat % 3]:
+            results[variant].append(in_fresh_process(variant, args.rows))
+            print(f"  {variant}: {results[variant][-1]}", flush=True)
+    base_wall = statistics.median(r["wall"] for r in results["naive"])
+    base_cpu = statistics.median(r["cpu"] for r in results["naive"])
+    print(f"\n{args.rows:,} rows, median of {args.repeats}")
+    print(f"{'variant':<12}{'wall s':>9}{'cpu s':>9}{'rows/s':>11}{'x naive (wall)':>16}{'x naive (cpu)':>15}")
+    for variant in variants:
+        wall = statistics.median(r["wall"] for r in results[variant])
+        cpu = statistics.median(r["cpu"] for r in results[variant])
+        print(f"{variant:<12}{wall:>9.2f}{cpu:>9.2f}{args.rows / wall:>11,.0f}{base_wall / wall:>16.2f}{base_cpu / cpu:>15.2f}")
+    print("\npeak RSS (MB): convert(csv) whole process; convert(frame) above the RSS with the frame built")
+    for rows in (int(r) for r in args.memory_rows.split(",")):
+        csv_path(rows)
+        on_csv, on_frame = in_fresh_process("csv", rows), in_fresh_process("dataframe", rows)
+        print(f"  {rows:>10,} rows: csv {on_csv['peak_rss_mb']:.0f}   dataframe +"
+              f"{on_frame['peak_rss_mb'] - on_frame['rss_before_mb']:.0f}")
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
