@@ -17,7 +17,9 @@ import zipfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from tfrecorder import storage, types
+from tfrecorder import types
+from tfrecorder.format.file_names import DATAFLOW_STAGING_DIR
+from tfrecorder.io import storage
 from tfrecorder.version import __version__
 from beam_pipelines import runners
 from beam_pipelines.job_config import JobConfig
@@ -27,7 +29,7 @@ from tfrecorder.tables import Table
 
 # What workers import from PyPI (beam_pipelines + the tfrecorder modules they use). Apache Beam and
 # google-cloud-storage come with Beam's SDK container; records are encoded by hand (see
-# tfrecorder.example_encoder), so TensorFlow is only needed to decode images. Keep in step with
+# tfrecorder.format.example_encoder), so TensorFlow is only needed to decode images. Keep in step with
 # setup.py's install_requires.
 WORKER_REQUIREMENTS = (
     "pandas>=2.0",
@@ -37,11 +39,10 @@ WORKER_REQUIREMENTS = (
     "numpy>=1.24",
 )
 # validate="decode" (the default) checks every image with TensorFlow's own decoder (nothing lighter
-# gives its exact verdict, see tfrecorder.decode_check), so workers install it in that mode only; it adds
+# gives its exact verdict, see tfrecorder.io.decode_check), so workers install it in that mode only; it adds
 # to each worker's start-up. validate="header" keeps workers free of TensorFlow.
 DECODE_REQUIREMENTS = ("tensorflow>=2.16",)
 WORKER_PACKAGES = ("tfrecorder", "beam_pipelines")
-STAGING_DIR = ".tfrecorder-dataflow"  # under output_dir: Beam's temp and staging files
 CONSOLE_URL = "https://console.cloud.google.com/dataflow/jobs/{region}/{job_id}?project={project}"
 
 # Google Cloud's documented formats: project ids (optionally domain-scoped), regions, bucket URLs,
@@ -162,7 +163,7 @@ def check_table_reachable(table: Table, schema: Schema) -> None:
 
 
 def staging_root(output_dir: str) -> str:
-    return f"{output_dir.rstrip('/')}/{STAGING_DIR}"
+    return f"{output_dir.rstrip('/')}/{DATAFLOW_STAGING_DIR}"
 
 
 def pipeline_options(request: DataflowRequest, job_name: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Optional
 
 from beam_pipelines.fetch import Fetched
-from tfrecorder import decode_check
+from tfrecorder.io import decode_check
 from tfrecorder.tensorflow_import import import_tensorflow
 
 

@@ -18,7 +18,9 @@ from apache_beam.pvalue import AsSingleton
 from beam_pipelines import sources, transforms
 from beam_pipelines.pipeline import write_outputs
 from beam_pipelines.fetch import reader_for
-from tfrecorder import detection, jobdir, storage, splits
+from tfrecorder import detection, splits
+from tfrecorder.format import jobdir
+from tfrecorder.io import storage
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.metadata import build_metadata
 from tfrecorder.row_encoder import RowError

@@ -20,9 +20,10 @@ import tempfile
 import uuid
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from tfrecorder import storage
+from tfrecorder.format.file_names import discard_part_name
+from tfrecorder.io import storage
 from tfrecorder.metadata import reason_category
-from tfrecorder.tfrecord_format import read_records, write_record
+from tfrecorder.format.framing import read_records, write_record
 
 RUN_BYTES = 8 * 1024 * 1024  # rows sorted in memory at a time (as JSON text; Python objects take ~4× more)
 MERGE_FAN_IN = 64  # runs merged at once (open files)
@@ -48,7 +49,7 @@ class DiscardPartWriter:
     """Streams (row, reason) pairs into a new part file; `close()` returns its DiscardPart."""
 
     def __init__(self, directory: str, columns: Sequence[str]) -> None:
-        self.path = storage.join(directory, f"{uuid.uuid4().hex}.part")
+        self.path = storage.join(directory, discard_part_name())
         self._columns = columns
         self._stream = storage.open_write(self.path)
         self._reasons: collections.Counter = collections.Counter()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
+from tfrecorder.format import file_names
 from tfrecorder.schema import Schema
 
 
@@ -40,21 +41,21 @@ class JobConfig:
 
     @property
     def pieces_dir(self) -> str:
-        from tfrecorder import storage
+        from tfrecorder.io import storage
 
-        return storage.join(self.temp_dir, "_pieces")
+        return storage.join(self.temp_dir, file_names.PIECES_DIR)
 
     @property
     def work_dir(self) -> str:
-        from tfrecorder import storage
+        from tfrecorder.io import storage
 
-        return storage.join(self.temp_dir, "_work")
+        return storage.join(self.temp_dir, file_names.WORK_DIR)
 
     @property
     def discards_dir(self) -> str:
-        from tfrecorder import storage
+        from tfrecorder.io import storage
 
-        return storage.join(self.temp_dir, "_discards")
+        return storage.join(self.temp_dir, file_names.DISCARDS_DIR)
 
     @property
     def scratch_dirs(self) -> tuple[str, ...]:

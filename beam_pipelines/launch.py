@@ -14,9 +14,10 @@ from typing import Any, Callable, Mapping, NoReturn, Optional, Union
 
 from beam_pipelines import dataflow, runners
 from beam_pipelines.job_config import JobConfig
-from tfrecorder import jobdir, storage
-from tfrecorder.decode_check import DECODE
 from tfrecorder.errors import translate_pipeline_error
+from tfrecorder.format import jobdir
+from tfrecorder.io import storage
+from tfrecorder.io.decode_check import DECODE
 from tfrecorder.progress import should_show
 from tfrecorder.quiet import quiet_libraries
 from tfrecorder.schema import Schema

@@ -21,13 +21,14 @@ import os
 import shutil
 import struct
 import sys
-import uuid
 import zlib
 from typing import BinaryIO, Iterator, Optional
 
-from tfrecorder import record_index, storage
+from tfrecorder.format import record_index
+from tfrecorder.format.file_names import piece_file_name, temporary_file_name
+from tfrecorder.io import storage
 from beam_pipelines.sharding import Piece, PieceRange, ShardPlan
-from tfrecorder.tfrecord_format import write_record_crc
+from tfrecorder.format.framing import write_record_crc
 
 _COPY_CHUNK = 8 * 1024 * 1024
 _OFFSET = struct.Struct("<Q")
@@ -38,7 +39,7 @@ class PieceWriter:
 
     def __init__(self, pieces_dir: str, split: str) -> None:
         self.split = split
-        self.path = storage.join(pieces_dir, f"{split.lower()}-{uuid.uuid4().hex}.part")
+        self.path = storage.join(pieces_dir, piece_file_name(split))
         self._stream = storage.open_write(self.path)
         self._ends = array.array("Q")  # 8 bytes per record, bounded by the piece's byte cap
         self._crc = 0
@@ -139,7 +140,7 @@ def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) 
     """
     name = plan.file_name(compression)
     destination = storage.join(directory, name)
-    staging = destination if storage.is_remote(destination) else storage.join(directory, f".{name}.{uuid.uuid4().hex}")
+    staging = destination if storage.is_remote(destination) else storage.join(directory, temporary_file_name(name))
     try:
         if len(plan.ranges) == 1 and plan.ranges[0].whole and compression is None:
             _link_or_copy(plan.ranges[0].piece.path, staging)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable
 
+from tfrecorder.format.file_names import OFFSETS_SUFFIX, shard_file_name
+
 DEFAULT_MAX_SHARD_BYTES = 150 * 1024 * 1024
-OFFSETS_SUFFIX = ".offsets"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,8 +70,7 @@ class ShardPlan:
         return sum(r.records for r in self.ranges)
 
     def file_name(self, compression: str | None) -> str:
-        suffix = ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
-        return f"{self.split.lower()}-{self.index:05d}-of-{self.count:05d}{suffix}"
+        return shard_file_name(self.split, self.index, self.count, compression)
 
 
 def _pack_by_bytes(pieces: list[Piece], max_shard_bytes: int) -> list[list[PieceRange]]:

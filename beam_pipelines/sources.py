@@ -7,7 +7,7 @@ A source is cut into parts that workers read independently:
 - Parquet files (a user's, or a DataFrame staged by the driver as one file, tfrecorder.staging) into
   their row groups (tfrecorder.parquet_parts.ParquetPart), each read as Arrow record batches.
 Parts are small descriptors, reshuffled so that every worker gets some; rows are never materialised
-between steps. gs:// files go through tfrecorder.storage, never through Beam's GCS filesystem (whose
+between steps. gs:// files go through tfrecorder.io.storage, never through Beam's GCS filesystem (whose
 credential lookup stalls when there are none).
 """
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
 
-from tfrecorder import csv_split, storage
+from tfrecorder import csv_split
+from tfrecorder.io import storage
 from tfrecorder.annotations import KIND_PREFIX, iter_rows as iter_annotation_rows
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.parquet_parts import ParquetPart, read_row_group_batches

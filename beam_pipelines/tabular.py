@@ -19,13 +19,14 @@ from apache_beam.pvalue import AsDict, AsSingleton
 
 from beam_pipelines import sources, transforms
 from beam_pipelines.pieces import PieceWriter
-from tfrecorder import columnar, storage
+from tfrecorder import columnar
+from tfrecorder.io import storage
 from tfrecorder.csv_columns import csv_bytes_batches
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.parquet_parts import read_row_group_batches
 from tfrecorder.parquet_values import conform_batch
 from tfrecorder.table_stats import TableStats
-from tfrecorder.tfrecord_format import frame_records
+from tfrecorder.format.framing import frame_records
 
 BATCH_ROWS = 16_384
 MALFORMED, RECORDS = sources.MALFORMED, sources.RECORDS

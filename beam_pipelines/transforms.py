@@ -18,7 +18,8 @@ from beam_pipelines.fork_pool import ForkPool
 from beam_pipelines.pieces import PieceWriter, assemble_shard
 from beam_pipelines.progress import rows_processed_counter
 from beam_pipelines.sources import RECORDS, read_part
-from tfrecorder import jobdir, storage, tfds_files
+from tfrecorder.format import jobdir, tfds_files
+from tfrecorder.io import storage
 from tfrecorder.errors import StorageReadError
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter, report_total
@@ -37,7 +38,7 @@ def read_image(uri: str) -> bytes:
     StorageReadError, which fails the bundle so that the runner retries it and, if it keeps failing,
     the job stops with nothing published: an outage must never turn good rows into discards.
 
-    tfrecorder.storage raises gs:// failures as OS errors (404 → FileNotFoundError, 403 →
+    tfrecorder.io.storage raises gs:// failures as OS errors (404 → FileNotFoundError, 403 →
     PermissionError, 400 → EINVAL, anything still failing after retries → OSError EIO).
     """
     try:

@@ -23,12 +23,12 @@ from apache_beam.pvalue import AsSingleton
 
 from beam_pipelines import transforms
 from beam_pipelines.pipeline import write_outputs
-from tfrecorder import storage
-from tfrecorder.example_decoder import parse_example
+from tfrecorder.io import storage
+from tfrecorder.format.example_decoder import parse_example
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.legacy_records import upgrade_record
 from tfrecorder.row_encoder import RowError
-from tfrecorder.tfrecord_format import CorruptRecordError, read_records
+from tfrecorder.format.framing import CorruptRecordError, read_records
 
 READ = "read"
 DISCARD_COLUMNS = ("split", "source", "record", "image_name")

@@ -191,7 +191,8 @@ def _serve(*args: str) -> tuple[subprocess.Popen, str]:
 
 def publish(quick: bool) -> list[Figure]:
     from support.gcs_proxy import FaultProxy
-    from tfrecorder import jobdir, storage
+    from tfrecorder.format import jobdir
+    from tfrecorder.io import storage
 
     emulator, host = _serve(str(ROOT / "tests" / "support" / "gcs_emulator.py"))
     proxy = FaultProxy(host, delay_seconds=0.005).start()
@@ -272,7 +273,7 @@ def child_driver_bytes(host: str, mib: int) -> None:
     from google.cloud.storage import Blob
 
     import tfrecorder
-    from tfrecorder import gcs
+    from tfrecorder.io import gcs
 
     gcs.client().create_bucket("scale-bench")
     line = b"TRAIN,12345,0.14286,123,a short note,b\n"

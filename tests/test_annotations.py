@@ -13,8 +13,8 @@ from PIL import Image
 import tfrecorder
 from test_detection import discards_of, read_od_records
 from tfrecorder import annotations
-from tfrecorder.example_decoder import parse_example
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format.example_decoder import parse_example
+from tfrecorder.format.job_info import JobInfo
 from tfrecorder.sample_data import encode_image, photo_array
 
 BUCKET = "annotations-bucket"

@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 
 from tfrecorder import columnar, staging
 from tfrecorder.csv_columns import CsvBatches, csv_bytes_batches
-from tfrecorder.example_encoder import encode_example, int64_feature
+from tfrecorder.format.example_encoder import encode_example, int64_feature
 from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
 from tfrecorder.schema import Schema, infer_schema
 from tfrecorder.table_stats import StatsCounter, TableStats
 from tfrecorder.tables import CsvRecords
-from tfrecorder.tfrecord_format import frame_records, read_records, write_record
+from tfrecorder.format.framing import frame_records, read_records, write_record
 
 RATIOS = (0.8, 0.1, 0.1)
 VOCABULARY = {"label": ["cat", "dog", "ému"]}  # "owl" is a label outside the vocabulary

@@ -17,8 +17,8 @@ import pytest
 from support import jobbuilder
 import tfrecorder
 from support.readers import read_job
-from tfrecorder.example_encoder import bytes_feature, float_feature, int64_feature
-from tfrecorder.tfrecord_format import CorruptRecordError
+from tfrecorder.format.example_encoder import bytes_feature, float_feature, int64_feature
+from tfrecorder.format.framing import CorruptRecordError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -156,7 +156,7 @@ def test_gs_job_read_by_byte_ranges(gcs, image_table, tmp_path):
     gcs.bucket("tfr-ds")
     job = tfrecorder.convert(image_table, "gs://tfr-ds/jobs", num_shards=2)["tfrecord_dir"]
     local = tmp_path / "copy"
-    from tfrecorder import storage
+    from tfrecorder.io import storage
 
     for url in storage.list_files(job):
         target = local / url[len(job.rstrip("/")) + 1:]

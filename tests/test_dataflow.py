@@ -19,7 +19,7 @@ from support.dataflow_stub import DataflowStub
 import tfrecorder
 from beam_pipelines import dataflow
 from tfrecorder.result import DataflowConversionResult, DataflowJobError
-from tfrecorder.tfrecord_format import read_records
+from tfrecorder.format.framing import read_records
 
 PROJECT, REGION, BUCKET = "tfrecorder-test", "europe-west4", "tfrecorder-dataflow-test"
 OUTPUT = f"gs://{BUCKET}/out"

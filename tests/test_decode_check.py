@@ -16,8 +16,8 @@ from PIL import Image
 import tfrecorder
 from support.mutations import random_mutation, tf_decodes
 from support.readers import read_job
-from tfrecorder import decode_check
-from tfrecorder.images import MAX_PIXELS, ImageInfo, parse_header
+from tfrecorder.io import decode_check
+from tfrecorder.io.images import MAX_PIXELS, ImageInfo, parse_header
 from tfrecorder.sample_data import encode_image, photo_array
 
 PHOTO = Image.fromarray(photo_array(40, 56, 5))

@@ -61,8 +61,8 @@ def test_translate_pipeline_error_finds_each_kind_in_the_chain():
 def test_record_and_index_damage_is_corrupt_data(tmp_path):
     import io
 
-    from tfrecorder.record_index import index_array, scan_index
-    from tfrecorder.tfrecord_format import read_records, write_record
+    from tfrecorder.format.record_index import index_array, scan_index
+    from tfrecorder.format.framing import read_records, write_record
 
     stream = io.BytesIO()
     write_record(stream, b"payload")

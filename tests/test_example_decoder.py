@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
-from tfrecorder.example_decoder import parse_example
-from tfrecorder.example_encoder import Feature, encode_example
+from tfrecorder.format.example_decoder import parse_example
+from tfrecorder.format.example_encoder import Feature, encode_example
 
 
 def test_parses_tensorflow_examples(tf):

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from tfrecorder.example_encoder import Feature, encode_example
+from tfrecorder.format.example_encoder import Feature, encode_example
 
 
 def tf_serialize(tf, features: dict[str, Feature]) -> bytes:

@@ -54,7 +54,7 @@ def finished_jobs(output_dir: Path) -> list[Path]:
 
 def assert_complete(job: Path) -> None:
     """A visible job directory must be whole: metadata.json present and every shard intact."""
-    import tfrecorder.tfrecord_format as framing
+    import tfrecorder.format.framing as framing
 
     metadata = json.loads((job / "metadata.json").read_text())
     for info in metadata["splits"].values():

@@ -19,7 +19,8 @@ from google.api_core import exceptions as api_exceptions
 
 import tfrecorder
 from support.readers import read_job
-from tfrecorder import gcs, jobdir, storage
+from tfrecorder.format import jobdir
+from tfrecorder.io import gcs, storage
 from tfrecorder.sample_data import make_sample_dataset
 
 

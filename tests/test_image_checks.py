@@ -10,9 +10,9 @@ from PIL import Image
 
 from support.mutations import mutate, mutations, tf_decodes
 
-from tfrecorder import decode_check
-from tfrecorder.image_checks import jpeg_structure_error, png_structure_error
-from tfrecorder.images import probe_image
+from tfrecorder.io import decode_check
+from tfrecorder.io.image_checks import jpeg_structure_error, png_structure_error
+from tfrecorder.io.images import probe_image
 from tfrecorder.sample_data import encode_image, photo_array
 
 PHOTO = Image.fromarray(photo_array(48, 64, 3))

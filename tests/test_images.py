@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from support import imagegen
-from tfrecorder.images import InvalidImage, parse_header, probe_image, probe_with_pillow, resize_image
+from tfrecorder.io.images import InvalidImage, parse_header, probe_image, probe_with_pillow, resize_image
 
 ODD = imagegen.odd_images()
 BROKEN = imagegen.broken_images()

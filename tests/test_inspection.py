@@ -11,7 +11,7 @@ from PIL import Image
 
 from support import jobbuilder
 import tfrecorder
-from tfrecorder.example_encoder import bytes_feature, int64_feature
+from tfrecorder.format.example_encoder import bytes_feature, int64_feature
 from tfrecorder.inspection import CONTACT_SHEET, CSV_FILE
 
 

@@ -1,4 +1,4 @@
-"""tfrecorder.job_info: a finished job directory as load / inspect / verify read it."""
+"""tfrecorder.format.job_info: a finished job directory as load / inspect / verify read it."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format.job_info import JobInfo
 
 
 def test_a_converted_job_as_its_readers_see_it(converted):

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from tfrecorder import jobdir
+from tfrecorder.format import jobdir
 
 
 @pytest.mark.parametrize("label, expected", [

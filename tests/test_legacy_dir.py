@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import tfrecorder
-from tfrecorder import legacy_dir
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format import legacy_dir
+from tfrecorder.format.job_info import JobInfo
 from support.tfrecorder2_writer import sample_image_table, source_pixels, write_tfrecorder2_dir
 
 

@@ -14,7 +14,7 @@ from PIL import Image
 from support import imagegen
 from support import jobbuilder
 import tfrecorder
-from tfrecorder.example_encoder import bytes_feature, float_feature, int64_feature
+from tfrecorder.format.example_encoder import bytes_feature, float_feature, int64_feature
 from tfrecorder.load import Splits, decode_image
 from tfrecorder.sample_data import encode_image, photo_array
 

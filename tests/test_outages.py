@@ -12,7 +12,8 @@ import pytest
 
 import tfrecorder
 from support.readers import read_job
-from tfrecorder import gcs, jobdir
+from tfrecorder.format import jobdir
+from tfrecorder.io import gcs
 from tfrecorder.errors import StorageReadError
 from tfrecorder.sample_data import make_sample_dataset
 
@@ -93,7 +94,7 @@ def test_the_cli_reports_an_outage_on_one_line(proxy, images, tmp_path):
     proxy.fail(down[len("gs://tfr-outage/"):], 503, times=10**6)
     source = tmp_path / "rows.csv"
     table(images).to_csv(source, index=False)
-    script = ("import sys; from tfrecorder import cli, gcs; "
+    script = ("import sys; from tfrecorder import cli; from tfrecorder.io import gcs; "
               f"gcs.RETRY = gcs.RETRY.with_timeout({RETRY_WINDOW_SECONDS}); sys.exit(cli.main(sys.argv[1:]))")
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": os.getcwd()}
     done = subprocess.run([sys.executable, "-c", script, "convert", "--source", str(source), "--output_dir",

@@ -7,9 +7,9 @@ import os
 import pytest
 
 from beam_pipelines.pieces import PieceWriter, assemble_shard, byte_range
-from tfrecorder import storage
+from tfrecorder.io import storage
 from beam_pipelines.sharding import plan_shards
-from tfrecorder.tfrecord_format import read_records
+from tfrecorder.format.framing import read_records
 
 
 def write_piece(directory: str, split: str, records: list[bytes]):
@@ -90,7 +90,7 @@ def test_assembly_on_gcs_copies_ranges_and_whole_pieces(gcs, tmp_path):
 
 def test_uncompressed_shards_get_index_files_from_the_offsets_sidecars(tmp_path):
     """Issue 15: each record's (offset, length) in the shard, for whole pieces and cut ranges alike."""
-    from tfrecorder.record_index import parse_index, scan_index
+    from tfrecorder.format.record_index import parse_index, scan_index
 
     pieces = [write_piece(str(tmp_path / "pieces"), "TRAIN", data(n)) for n in (5, 1, 8)]
     out = str(tmp_path / "out")

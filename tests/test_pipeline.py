@@ -6,8 +6,9 @@ from apache_beam.metrics.metric import MetricsFilter
 from support import imagegen
 from beam_pipelines.pipeline import build_pipeline
 from beam_pipelines.progress import NAMESPACE, ROWS_PROCESSED
-from tfrecorder import jobdir, tables, types
+from tfrecorder import tables, types
 from beam_pipelines import runners
+from tfrecorder.format import jobdir
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.progress import rows_reported
 from tfrecorder.schema import Schema

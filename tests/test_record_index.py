@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfrecorder.errors import CorruptDataError
-from tfrecorder.record_index import format_index, index_file_name, parse_index, scan_index, write_index
-from tfrecorder.tfrecord_format import write_record
+from tfrecorder.format.record_index import format_index, index_file_name, parse_index, scan_index, write_index
+from tfrecorder.format.framing import write_record
 
 
 def framed(records: list[bytes]) -> bytes:
@@ -33,7 +33,7 @@ def expected_entries(records: list[bytes]) -> list[tuple[int, int]]:
 @given(records=st.lists(st.binary(max_size=300), max_size=20), cut=st.integers(0, 20), landing=st.integers(0, 10**6))
 def test_index_from_end_offsets_equals_a_scan_of_the_bytes(records, cut, landing):
     """A range of a piece's records (from its end offsets) lands anywhere in a shard: same lines as a scan."""
-    from tfrecorder.record_index import entries_from_ends
+    from tfrecorder.format.record_index import entries_from_ends
 
     data = framed(records)
     scanned = list(scan_index(io.BytesIO(data)))
@@ -111,7 +111,7 @@ def test_gzip_jobs_write_no_index_and_say_so(image_table, tmp_path):
 
 
 def test_index_array_is_compact_and_rejects_bad_files():
-    from tfrecorder.record_index import index_array
+    from tfrecorder.format.record_index import index_array
 
     assert index_array(b"0 21\n21 16\n").tolist() == [[0, 21], [21, 16]]
     assert index_array(b"").shape == (0, 2)

@@ -1,4 +1,4 @@
-"""tfrecorder.record_values: one record → NumPy values typed by metadata.json, without TensorFlow."""
+"""tfrecorder.format.record_values: one record → NumPy values typed by metadata.json, without TensorFlow."""
 from __future__ import annotations
 
 import io
@@ -8,8 +8,8 @@ import pytest
 from PIL import Image
 
 from support.jobbuilder import float64_bits
-from tfrecorder.example_encoder import Feature, encode_example
-from tfrecorder.record_values import decode_image, record_values
+from tfrecorder.format.example_encoder import Feature, encode_example
+from tfrecorder.format.record_values import decode_image, record_values
 
 FEATURES = {
     "n": {"dtype": "int64", "shape": [], "allow_missing": False},

@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 
 import tfrecorder
-from tfrecorder import jobdir, storage
+from tfrecorder.format import jobdir
+from tfrecorder.io import storage
 from tfrecorder.sample_data import make_sample_dataset
-from tfrecorder.tfrecord_format import read_records
+from tfrecorder.format.framing import read_records
 
 REPLAY = {"direct_runner_bundle_repeat": 1}
 

@@ -10,8 +10,8 @@ import pytest
 from support import imagegen
 from support import readers
 from tfrecorder import Schema, types
-from tfrecorder.row_encoder import (RowEncoder, RowError, check_sample, feature_spec, input_feature, prepare_row,
-                                    resolve_uri)
+from tfrecorder.format.feature_spec import feature_spec
+from tfrecorder.row_encoder import RowEncoder, RowError, check_sample, input_feature, prepare_row, resolve_uri
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
 
 SCHEMA = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": types.StringLabel,
@@ -197,7 +197,7 @@ def test_check_sample_names_the_column_and_value():
 
 
 def test_multi_label_rows_encode_vocabulary_indices_and_count_unknown_names():
-    from tfrecorder.example_decoder import parse_example
+    from tfrecorder.format.example_decoder import parse_example
 
     schema = Schema({"label": types.MultiLabel, "split": types.SplitKey})
     assert Schema.infer(pd.DataFrame({"label": [["a"], []]}))["label"] == types.MultiLabel

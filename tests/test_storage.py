@@ -1,11 +1,11 @@
-"""tfrecorder.storage on local paths (gs:// through the emulator is covered by test_gcs.py and test_outages.py)."""
+"""tfrecorder.io.storage on local paths (gs:// through the emulator is covered by test_gcs.py and test_outages.py)."""
 from __future__ import annotations
 
 import os
 
 import pytest
 
-from tfrecorder import storage
+from tfrecorder.io import storage
 
 
 def test_local_files_round_trip(tmp_path):

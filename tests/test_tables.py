@@ -62,7 +62,8 @@ def test_dataflow_submit_of_a_big_gcs_csv_downloads_at_most_32_mib(gcs, monkeypa
 
 
 def test_local_csv_head_is_read_in_steps_up_to_the_sample(tmp_path, monkeypatch):
-    from tfrecorder import storage, tables
+    from tfrecorder import tables
+    from tfrecorder.io import storage
 
     path = tmp_path / "big.csv"
     path.write_bytes(big_csv(3 * 1024 * 1024))
@@ -76,7 +77,8 @@ def test_local_csv_head_is_read_in_steps_up_to_the_sample(tmp_path, monkeypatch)
 
 
 def test_a_gcs_image_folder_is_listed_once(gcs, monkeypatch):
-    from tfrecorder import storage, tables
+    from tfrecorder import tables
+    from tfrecorder.io import storage
 
     for name in ("train/cat/a.jpg", "train/dog/b.jpg", "test/cat/c.jpg"):
         gcs.upload(f"gs://tfr-driver-reads/folder/{name}", b"not read by the driver")

@@ -20,7 +20,7 @@ import pytest
 import tfrecorder
 from beam_pipelines import tabular
 from support.readers import read_job
-from tfrecorder import jobdir
+from tfrecorder.format import jobdir
 
 REPLAY = {"direct_runner_bundle_repeat": 1}
 SCHEMA = {"price": "DoubleInput"}

@@ -10,7 +10,8 @@ import pytest
 
 from support import imagegen
 import tfrecorder
-from tfrecorder import storage, tfds_files
+from tfrecorder.format import tfds_files
+from tfrecorder.io import storage
 
 tfds = pytest.importorskip("tensorflow_datasets")
 
@@ -99,7 +100,7 @@ def test_gzip_jobs_get_no_tfds_files(table, tmp_path):
 
 def test_gs_job_directory_reads_with_tfds_after_copying_through_the_storage_layer(gcs, table, tmp_path, tf):
     """TFDS reaches gs:// through TensorFlow's filesystem, which cannot be pointed at an emulator: the
-    emulator's job directory (written through tfrecorder.storage) is copied verbatim, then read."""
+    emulator's job directory (written through tfrecorder.io.storage) is copied verbatim, then read."""
     gcs.bucket("tfr-tfds")
     job = tfrecorder.convert(table, "gs://tfr-tfds/jobs", schema=SCHEMA)["tfrecord_dir"]
     local = tmp_path / "copy"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tfrecorder
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format.job_info import JobInfo
 from support.tfrecorder2_writer import sample_image_table, write_tfrecorder2_dir
 
 

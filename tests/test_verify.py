@@ -10,8 +10,8 @@ import pytest
 
 from support import jobbuilder
 import tfrecorder
-from tfrecorder.example_encoder import encode_example, float_feature, int64_feature
-from tfrecorder.tfrecord_format import write_record
+from tfrecorder.format.example_encoder import encode_example, float_feature, int64_feature
+from tfrecorder.format.framing import write_record
 
 
 @pytest.fixture

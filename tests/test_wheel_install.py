@@ -35,7 +35,7 @@ import json, subprocess, sys
 from pathlib import Path
 import pandas as pd
 import beam_pipelines.pipeline, tfrecorder
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format.job_info import JobInfo
 from tfrecorder.sample_data import make_sample_dataset
 
 work, with_cli = Path(sys.argv[1]), sys.argv[2] == "with_cli"

@@ -28,9 +28,10 @@ from typing import Any, Iterator, Optional, Union
 
 import pandas as pd
 
-from tfrecorder import parquet_source, storage, tables, types
+from tfrecorder import parquet_source, tables, types
+from tfrecorder.io import storage
 from tfrecorder.detection import BOX_COLUMNS
-from tfrecorder.schema import Schema
+from tfrecorder.schema import IMAGE_SUFFIXES, Schema
 from tfrecorder.splits import SPLITS, UNASSIGNED
 
 KIND_PREFIX = "annotations:"
@@ -60,7 +61,7 @@ class AnnotationTable(tables.Table):
 
 def _is_path(text: str) -> bool:
     text = text.strip()
-    return "://" in text or text.startswith("/") or text.lower().endswith(tables.IMAGE_SUFFIXES)
+    return "://" in text or text.startswith("/") or text.lower().endswith(IMAGE_SUFFIXES)
 
 
 def _is_number(text: str) -> bool:

@@ -199,7 +199,7 @@ def _run_load_stats(args: argparse.Namespace) -> int:
     import time
 
     import tfrecorder
-    from tfrecorder.job_info import JobInfo
+    from tfrecorder.format.job_info import JobInfo
 
     job = JobInfo.read(args.tfrecord_dir)
     datasets = tfrecorder.load(args.tfrecord_dir, batch_size=args.batch_size, decode_images=False)

@@ -3,7 +3,7 @@
 `prepare_batch` gives every row of a batch its split (or the reason it is discarded), `TableEncoder.encode`
 turns the batch into serialized Examples. Each column is checked, converted and written as its
 Feature wire bytes column-wise (NumPy / Arrow compute), and the records are assembled per batch by
-concatenating each row's map entries (tfrecorder.example_encoder's format, features in sorted name
+concatenating each row's map entries (tfrecorder.format.example_encoder's format, features in sorted name
 order), so no Python code runs per row on the common paths.
 
 The contract is the row path's, exactly: values arrive as the row path sees them (the driver-staged
@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tfrecorder import splits, types
-from tfrecorder.example_encoder import Feature, _feature_value_pieces
+from tfrecorder.format.example_encoder import Feature, _feature_value_pieces
 from tfrecorder.row_encoder import (INT64_MAX, RowError, _to_int, input_feature, is_missing, multi_label_names,
                                     split_key)
 from tfrecorder.schema import Schema

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Optional
 
 import pandas as pd
 
-from tfrecorder import storage
+from tfrecorder.io import storage
 
 
 def legacy_arguments(source: Any, schema: Any, legacy: Mapping[str, Any]) -> tuple[Any, Any]:

@@ -18,10 +18,12 @@ import pandas as pd
 from beam_pipelines.job_config import JobConfig
 from beam_pipelines.launch import fail_job, launch_for
 from beam_pipelines.sharding import DEFAULT_MAX_SHARD_BYTES
-from tfrecorder import compat, detection, jobdir, staging, storage, tables
+from tfrecorder import compat, detection, staging, tables
 from tfrecorder.annotations import default_schema, open_annotations
 from tfrecorder.convert_options import ConvertOptions, normalise_output_dir
-from tfrecorder.decode_check import DEFAULT_VALIDATION
+from tfrecorder.format import jobdir
+from tfrecorder.io import storage
+from tfrecorder.io.decode_check import DEFAULT_VALIDATION
 from tfrecorder.parquet_parts import file_parts
 from tfrecorder.progress import local_progress
 from tfrecorder.quiet import leaves_logging_alone

@@ -11,8 +11,9 @@ import dataclasses
 import os
 from typing import Optional, Sequence, Union
 
-from tfrecorder import detection, storage
-from tfrecorder.decode_check import VALIDATIONS
+from tfrecorder import detection
+from tfrecorder.io import storage
+from tfrecorder.io.decode_check import VALIDATIONS
 from tfrecorder.splits import validate_split_ratios
 
 COMPRESSIONS = (None, "gzip")

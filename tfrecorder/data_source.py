@@ -24,11 +24,12 @@ from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
-from tfrecorder import record_index, storage
+from tfrecorder.format import record_index
+from tfrecorder.io import storage
 from tfrecorder.errors import CorruptDataError
-from tfrecorder.job_info import JobInfo
-from tfrecorder.record_values import decode_image, record_values
-from tfrecorder.tfrecord_format import read_records, unframe_record
+from tfrecorder.format.job_info import JobInfo
+from tfrecorder.format.record_values import decode_image, record_values
+from tfrecorder.format.framing import read_records, unframe_record
 
 Index = Union[int, slice, Sequence[int], np.ndarray]
 

@@ -19,8 +19,9 @@ import math
 import posixpath
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from tfrecorder import decode_check, images, splits, types
-from tfrecorder.example_encoder import Feature, encode_example
+from tfrecorder import splits, types
+from tfrecorder.io import decode_check, images
+from tfrecorder.format.example_encoder import Feature, encode_example
 from tfrecorder.row_encoder import ImageReader, RowError, is_missing, resolve_uri
 from tfrecorder.schema import IMAGE_COLUMN, LABEL_COLUMN, SPLIT_COLUMN, Schema
 

@@ -9,7 +9,8 @@ import io
 import json
 from typing import Any
 
-from tfrecorder import detection, storage
+from tfrecorder import detection
+from tfrecorder.io import storage
 
 EXTENSIONS = {"jpeg": "jpg", "png": "png", "gif": "gif", "bmp": "bmp", "webp": "webp"}
 COLOURS = ("#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324")

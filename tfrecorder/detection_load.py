@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from tfrecorder import detection
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format.job_info import JobInfo
 
 
 def is_detection_job(job: JobInfo) -> bool:

@@ -3,7 +3,7 @@
 Writes into `output_dir`: `records.csv` (every non-image feature, label names from the vocabulary,
 and the name of each written image file), the images themselves with their original bytes (the
 extension from `<image>_format`), and `contact_sheet.png`, a grid of thumbnails with their labels.
-Records are read with the CRC-checking reader and every file goes through tfrecorder.storage, so
+Records are read with the CRC-checking reader and every file goes through tfrecorder.io.storage, so
 both the job directory and `output_dir` may be gs:// URLs. (The module is not called inspect.py:
 that would shadow the standard library module and the exported function.)
 """
@@ -19,11 +19,11 @@ import os
 import struct
 from typing import Any, Optional
 
-from tfrecorder import storage
+from tfrecorder.io import storage
 from tfrecorder.detection_inspect import detection_rows_and_tiles
 from tfrecorder.detection_load import is_detection_job
-from tfrecorder.example_decoder import parse_example
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format.example_decoder import parse_example
+from tfrecorder.format.job_info import JobInfo
 from tfrecorder.quiet import leaves_logging_alone
 
 CSV_FILE = "records.csv"

@@ -16,8 +16,8 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from tfrecorder import types
-from tfrecorder.example_decoder import parse_example
-from tfrecorder.example_encoder import Feature, encode_example
+from tfrecorder.format.example_decoder import parse_example
+from tfrecorder.format.example_encoder import Feature, encode_example
 from tfrecorder.row_encoder import RowError
 from tfrecorder.schema import Schema
 

@@ -8,8 +8,8 @@ the pixels are the source image's (2.0 kept no checksum of it).
 """
 from __future__ import annotations
 
-from tfrecorder.example_decoder import parse_example
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format.example_decoder import parse_example
+from tfrecorder.format.job_info import JobInfo
 from tfrecorder.legacy_records import PIXEL_MISMATCH, pixel_array
 from tfrecorder.row_encoder import RowError
 from tfrecorder.verify import ShardReport, VerifyReport, _ExampleChecker

@@ -19,7 +19,8 @@ import math
 from typing import Any, Mapping, Optional, Sequence
 
 from tfrecorder.detection_load import detection_dataset, is_detection_job, multi_hot_columns, to_multi_hot
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format.feature_spec import parse_spec
+from tfrecorder.format.job_info import JobInfo
 from tfrecorder.quiet import leaves_logging_alone
 from tfrecorder.tensorflow_import import import_tensorflow
 
@@ -142,30 +143,6 @@ def _check_feature(name: str, feature: Mapping[str, Any]) -> None:
     shape = feature.get("shape")
     if shape is not None and not (isinstance(shape, list) and all(isinstance(n, int) and n >= 0 for n in shape)):
         raise ValueError(f"feature {name!r}: shape must be [], [n, ...] or null, got {shape!r}")
-
-
-def parse_spec(features: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The `tf.io.parse_example` spec for metadata.json "features" (values still as stored).
-
-    Features that may be missing and variable-length lists are parsed ragged, so an absent feature
-    shows up as an empty row rather than a parse error or a silent default.
-    """
-    import tensorflow as tf
-
-    spec = {}
-    for name, feature in features.items():
-        dtype = _wire_dtype(tf, feature)
-        if feature["allow_missing"] or feature["shape"] is None:
-            spec[name] = tf.io.RaggedFeature(dtype, row_splits_dtype=tf.int64)
-        else:
-            spec[name] = tf.io.FixedLenFeature(feature["shape"], dtype)
-    return spec
-
-
-def _wire_dtype(tf, feature: Mapping[str, Any]):
-    if feature.get("stored_as") == "float64_bits":
-        return tf.int64
-    return {"string": tf.string, "int64": tf.int64, "float32": tf.float32, "float64": tf.float32}[feature["dtype"]]
 
 
 def finish_features(parsed: Mapping[str, Any], features: Mapping[str, Mapping[str, Any]], records=None) -> dict[str, Any]:

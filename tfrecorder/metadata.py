@@ -10,10 +10,10 @@ import datetime as dt
 from typing import Any, Iterable, Mapping, Optional
 
 from tfrecorder.version import __version__
-from tfrecorder.jobdir import FORMAT_VERSION
+from tfrecorder.format.jobdir import FORMAT_VERSION
 from beam_pipelines.job_config import JobConfig
-from tfrecorder.record_index import INDEX_DIR
-from tfrecorder.row_encoder import feature_spec
+from tfrecorder.format.record_index import INDEX_DIR
+from tfrecorder.format.feature_spec import feature_spec
 from tfrecorder.splits import SPLITS
 
 

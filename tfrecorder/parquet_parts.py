@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterator, Optional, Sequence
 
-from tfrecorder import storage
+from tfrecorder.io import storage
 
 BATCH_ROWS = 10_000  # rows per Arrow record batch read from a row group (bounds memory per reader)
 
@@ -27,7 +27,7 @@ def file_parts(path: str, row_groups: int) -> tuple[ParquetPart, ...]:
 
 def read_row_group_batches(part: ParquetPart, columns: Optional[Sequence[str]] = None,
                            batch_size: Optional[int] = None) -> Iterator["pyarrow.RecordBatch"]:
-    """One row group of a Parquet file (local or gs://, through tfrecorder.storage, never Beam's or
+    """One row group of a Parquet file (local or gs://, through tfrecorder.io.storage, never Beam's or
     TensorFlow's file systems) as Arrow record batches of at most `batch_size` rows (default
     BATCH_ROWS), with every column or only `columns`."""
     import pyarrow.parquet as pq

@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tfrecorder import storage
+from tfrecorder.io import storage
 from tfrecorder.parquet_parts import ParquetPart, read_row_group_batches
 
 logger = logging.getLogger("tfrecorder")
@@ -119,7 +119,7 @@ def _footer(path: str) -> tuple[pa.Schema, list[int]]:
             parquet = pq.ParquetFile(raw)
         except (pa.ArrowInvalid, OSError) as exc:
             if isinstance(exc, OSError) and exc.errno is not None:
-                raise  # a storage failure (tfrecorder.storage errors carry an errno), not a bad file
+                raise  # a storage failure (tfrecorder.io.storage errors carry an errno), not a bad file
             raise ValueError(f"{path} is not a readable Parquet file: {exc}") from None
         metadata = parquet.metadata
         return parquet.schema_arrow, [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]

@@ -11,7 +11,7 @@ the same data converted as a DataFrame.
 """
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,14 +35,32 @@ def _is_list(kind: pa.DataType) -> bool:
     return pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)
 
 
+def _texts(values: pa.Array, text_of: Callable[[Any], str]) -> pa.Array:
+    """`text_of` each value; dates Python cannot hold (beyond year 9999) as Arrow's own text, so that
+    their rows are discarded with a reason instead of failing the job."""
+    try:
+        items = values.to_pylist()
+    except OverflowError:  # value by value, then: only those beyond Python's range take Arrow's text
+        return pa.array([_text_or_arrows(values[i], text_of) for i in range(len(values))], pa.string())
+    return pa.array([None if v is None else text_of(v) for v in items], pa.string())
+
+
+def _text_or_arrows(value: pa.Scalar, text_of: Callable[[Any], str]) -> Optional[str]:
+    try:
+        item = value.as_py()
+    except OverflowError:
+        return value.cast(pa.string()).as_py()
+    return None if item is None else text_of(item)
+
+
 def as_text(values: pa.Array) -> pa.Array:
     """Each value as staging writes a value its role cannot hold: lists as JSON arrays, others str()."""
-    return pa.array([None if v is None else cell_text(v) for v in values.to_pylist()], pa.string())
+    return _texts(values, cell_text)
 
 
 def _iso_text(values: pa.Array) -> pa.Array:
     """Timestamps as ISO-8601 text (for those beyond what int64 nanoseconds hold: years 1677-2262)."""
-    return pa.array([None if v is None else v.isoformat() for v in values.to_pylist()], pa.string())
+    return _texts(values, lambda stamp: stamp.isoformat())
 
 
 def _cast(values: pa.Array, kind: pa.DataType) -> Optional[pa.Array]:

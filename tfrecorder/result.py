@@ -141,7 +141,7 @@ class DataflowConversionResult(ConversionResult):
             delay = min(delay * 2, poll_seconds)
         if state != "DONE":
             raise DataflowJobError(f"Dataflow job {self['job_id']} ended {state}; its logs: {self['console_url']}")
-        from tfrecorder import jobdir
+        from tfrecorder.format import jobdir
 
         final = ConversionResult.from_metadata(self["tfrecord_dir"], self["job_id"],
                                                jobdir.read_metadata(self["tfrecord_dir"]),

@@ -5,8 +5,8 @@
 row raise `RowError(reason)`, which the pipeline turns into a line of `discarded.csv`.
 
 Input values arrive as python values (DataFrames staged as Parquet) or as text (CSV); `input_feature`
-turns either into the feature its role declares, and `feature_spec` describes the result in
-metadata.json: dtype, shape ([] / [n] / null), allow_missing + default, stored_as.
+turns either into the feature its role declares (tfrecorder.format.feature_spec describes the result
+in metadata.json).
 """
 from __future__ import annotations
 
@@ -14,14 +14,16 @@ import json
 import math
 import posixpath
 import struct
-from typing import Any, Callable, Collection, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import pandas as pd
 
-from tfrecorder import decode_check, images, splits, types
+from tfrecorder import splits, types
+from tfrecorder.io import decode_check, images
 from tfrecorder.errors import RowError  # defined in errors; importable from here as before
-from tfrecorder.example_encoder import Feature, encode_example
+from tfrecorder.format.example_encoder import Feature, encode_example
+from tfrecorder.format.feature_spec import IMAGE_FEATURES, image_feature_prefix
 from tfrecorder.schema import SAMPLE_VALUES, Schema
 
 ImageReader = Callable[[str], bytes]
@@ -45,11 +47,6 @@ def resolve_uri(uri: str, base_dir: str) -> str:
     if "://" in uri or uri.startswith("/") or not base_dir:
         return uri
     return posixpath.join(base_dir, uri) if "://" in base_dir else posixpath.normpath(posixpath.join(base_dir, uri))
-
-
-def image_feature_prefix(column: str) -> str:
-    """`image_uri` → `image`, `mask_uri` → `mask`, `photo` → `photo`."""
-    return column[: -len("_uri")] if column.endswith("_uri") and len(column) > 4 else column
 
 
 def split_key(row: Mapping[str, Any], schema: Schema) -> str:
@@ -236,14 +233,9 @@ class RowEncoder:
             raise RowError(str(exc)) from None
         prefix = image_feature_prefix(column)
         self.image_kinds.add((prefix, info.format, info.channels))
-        return {
-            prefix: Feature("bytes", (data,)),
-            f"{prefix}_format": Feature("bytes", (info.format.encode(),)),
-            f"{prefix}_height": Feature("int64", (info.height,)),
-            f"{prefix}_width": Feature("int64", (info.width,)),
-            f"{prefix}_channels": Feature("int64", (info.channels,)),
-            f"{prefix}_uri": Feature("bytes", (uri.encode("utf-8"),)),
-        }
+        values = (data, info.format.encode(), info.height, info.width, info.channels, uri.encode("utf-8"))
+        return {prefix + suffix: Feature("bytes" if dtype == "string" else dtype, (value,))
+                for (suffix, dtype), value in zip(IMAGE_FEATURES, values)}
 
     def encode(self, row: Mapping[str, Any], read_image: ImageReader,
                decoded: Optional[DecodeLookup] = None) -> tuple[bytes, int]:
@@ -289,40 +281,3 @@ def check_sample(schema: Schema, sample: pd.DataFrame) -> None:
                 input_feature(role, value, column)
             except RowError as exc:
                 raise ValueError(f"column {column!r} is declared {role.name} but holds {value!r}: {exc}") from None
-
-
-_DEFAULTS = {"string": "", "int64": 0, "float32": 0.0, "float64": 0.0}
-
-
-def input_spec(role: types.ColumnType, allow_missing: bool) -> dict[str, Any]:
-    """metadata.json feature entry of an input or label column (see the README's "Structured data")."""
-    shape = [] if role.element is None else (None if role.length is None else [role.length])
-    entry: dict[str, Any] = {"dtype": role.dtype, "shape": shape, "allow_missing": allow_missing}
-    if allow_missing:
-        scalar = _DEFAULTS[role.dtype]
-        entry["default"] = scalar if shape == [] else [] if shape is None else [scalar] * role.length
-    if role.stored_as:
-        entry["stored_as"] = role.stored_as
-    return entry
-
-
-def feature_spec(schema: Schema, nullable_columns: Optional[Collection[str]] = None) -> dict[str, dict[str, Any]]:
-    """The feature spec stored in metadata.json: name → {dtype, shape, allow_missing[, default, stored_as]}.
-
-    Inputs in `nullable_columns` (the columns where the driver's scan found a missing value) may be
-    absent from an Example; None means "any input may be missing". Labels and images never are.
-    """
-    spec: dict[str, dict[str, Any]] = {}
-    for column, role in schema.items():
-        if role == types.ImageUri:
-            prefix = image_feature_prefix(column)
-            for suffix, dtype in (("", "string"), ("_format", "string"), ("_height", "int64"),
-                                  ("_width", "int64"), ("_channels", "int64"), ("_uri", "string")):
-                spec[prefix + suffix] = {"dtype": dtype, "shape": [], "allow_missing": False}
-        elif role == types.MultiLabel:  # vocabulary indices of the names present (unknown names left out)
-            spec[column] = {"dtype": "int64", "shape": None, "allow_missing": False, "multi_label": True}
-        elif role.is_label:
-            spec[column] = input_spec(role, False)
-        elif role != types.SplitKey:
-            spec[column] = input_spec(role, nullable_columns is None or column in nullable_columns)
-    return spec

@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder import types
-from tfrecorder.tables import IMAGE_SUFFIXES
 from tfrecorder.types import ColumnType
 
 SPLIT_COLUMN, IMAGE_COLUMN, LABEL_COLUMN = "split", "image_uri", "label"
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp")  # file names that make a *_uri column an ImageUri
 SAMPLE_VALUES = 1000  # values per column looked at to infer element types and validate explicit schemas
 
 

@@ -23,7 +23,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tfrecorder import storage, types
+from tfrecorder import types
+from tfrecorder.io import storage
 from tfrecorder.row_encoder import INT64_MAX
 from tfrecorder.schema import Schema
 

@@ -19,7 +19,8 @@ from typing import Any, Iterator, Optional, Union
 
 import pandas as pd
 
-from tfrecorder import csv_split, parquet_source, storage
+from tfrecorder import csv_split, parquet_source
+from tfrecorder.io import storage
 
 logger = logging.getLogger("tfrecorder")
 
@@ -27,7 +28,6 @@ SAMPLE_ROWS = 10_000
 SAMPLE_BYTES = 32 * 1024 * 1024  # the most of a CSV the driver reads (header, sample, row estimate)
 HEAD_STEP_BYTES = 1024 * 1024  # the driver reads a CSV's head in growing steps until it holds the sample
 SCAN_CHUNK_ROWS = 50_000  # DataFrame rows converted to dicts at a time by the driver scan
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp")
 
 
 @dataclasses.dataclass

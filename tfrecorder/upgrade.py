@@ -21,9 +21,9 @@ from typing import Any, Mapping, Optional
 from beam_pipelines.job_config import JobConfig
 from beam_pipelines.launch import DataflowLaunch, fail_job, launch_for
 from beam_pipelines.sharding import DEFAULT_MAX_SHARD_BYTES
-from tfrecorder import jobdir
 from tfrecorder.convert_options import check_output_dir, check_shard_options, normalise_output_dir
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format import jobdir
+from tfrecorder.format.job_info import JobInfo
 from tfrecorder.result import ConversionResult, DataflowConversionResult
 from tfrecorder.schema import Schema
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS

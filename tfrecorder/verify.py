@@ -1,29 +1,27 @@
 """`tfrecorder.verify()`: read every shard of a job and check it against metadata.json.
 
-Every record's framing and CRCs are checked (tfrecorder.tfrecord_format), every record is parsed as
+Every record's framing and CRCs are checked (tfrecorder.format.framing), every record is parsed as
 a tf.train.Example with the job's own feature spec (the one `load()` uses), and record counts and
 byte sizes are compared per shard and per split. Missing shards and shard files that metadata.json
-does not list are reported too. All reads go through tfrecorder.storage, so gs:// works.
+does not list are reported too. All reads go through tfrecorder.io.storage, so gs:// works.
 """
 from __future__ import annotations
 
 import dataclasses
 import gzip
 import math
-import re
 import zlib
 from typing import Callable, Iterable, Optional
 
-from tfrecorder import storage
+from tfrecorder.io import storage
 from tfrecorder.errors import CorruptDataError, CorruptRecordError
-from tfrecorder.job_info import JobInfo
-from tfrecorder.jobdir import DISCARD_FILE, METADATA_FILE
+from tfrecorder.format.file_names import DISCARD_FILE, METADATA_FILE, SHARD_LIKE
+from tfrecorder.format.job_info import JobInfo
 from tfrecorder.quiet import leaves_logging_alone
-from tfrecorder.record_index import INDEX_DIR, index_array
-from tfrecorder.tfrecord_format import read_records
+from tfrecorder.format.record_index import INDEX_DIR, index_array
+from tfrecorder.format.framing import read_records
 
 PARSE_BLOCK = 256
-_SHARD_LIKE = re.compile(r"\.tfrecord(\.gz)?$|-\d+-of-\d+")
 
 
 @dataclasses.dataclass
@@ -111,7 +109,7 @@ def _extra_shard_files(job: JobInfo, listed: set[str]) -> list[str]:
     base = job.tfrecord_dir.rstrip("/").rstrip("\\")
     names = [path[len(base) + 1:].replace("\\", "/") for path in storage.list_files(base)]
     known = listed | {METADATA_FILE, DISCARD_FILE}
-    return [name for name in names if name not in known and _SHARD_LIKE.search(name)]
+    return [name for name in names if name not in known and SHARD_LIKE.search(name)]
 
 
 def _check_shard(job: JobInfo, checker: "_ExampleChecker", split: str, shard: dict,
@@ -195,7 +193,7 @@ class _ExampleChecker:
     MAX_REPORTED = 5  # per shard; a badly damaged shard should not produce a million lines
 
     def __init__(self, job: JobInfo) -> None:
-        from tfrecorder.load import parse_spec
+        from tfrecorder.format.feature_spec import parse_spec
         from tfrecorder.tensorflow_import import import_tensorflow
 
         self.tf = import_tensorflow()

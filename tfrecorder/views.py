@@ -1,6 +1,6 @@
 """HTML views for Jupyter: a conversion result with its counts, discard reasons and image thumbnails.
 
-Thumbnails come from the first records of a split, read through tfrecorder.storage and parsed
+Thumbnails come from the first records of a split, read through tfrecorder.io.storage and parsed
 without TensorFlow; they are embedded as small PNG data URIs so the notebook stays self-contained.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any, Mapping
 from tfrecorder import detection
 from tfrecorder.detection_inspect import detection_boxes
 from tfrecorder.detection_load import is_detection_job
-from tfrecorder.example_decoder import parse_example
-from tfrecorder.job_info import JobInfo
+from tfrecorder.format.example_decoder import parse_example
+from tfrecorder.format.job_info import JobInfo
 
 THUMBNAIL = 96
 THUMBNAILS = 8

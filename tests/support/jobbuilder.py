@@ -1,4 +1,4 @@
-"""Hand-built job directories: records written with tfrecorder.example_encoder + tfrecord_format and a
+"""Hand-built job directories: records written with tfrecorder.format.example_encoder + tfrecord_format and a
 hand-written metadata.json, for feature-spec cases the converter does not (yet) produce."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import struct
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from tfrecorder.example_encoder import Feature, encode_example
-from tfrecorder.tfrecord_format import write_record
+from tfrecorder.format.example_encoder import Feature, encode_example
+from tfrecorder.format.framing import write_record
 
 
 def float64_bits(value: float) -> int:

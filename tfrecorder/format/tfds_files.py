@@ -25,8 +25,9 @@ import json
 import re
 from typing import Any, Mapping, Optional
 
-from tfrecorder import storage, types
-from tfrecorder.row_encoder import image_feature_prefix
+from tfrecorder import types
+from tfrecorder.io import storage
+from tfrecorder.format.feature_spec import image_feature_prefix
 from tfrecorder.schema import Schema
 
 DATASET_INFO_FILE = "dataset_info.json"

@@ -14,11 +14,9 @@ import os
 import re
 from typing import Any, Optional
 
-from tfrecorder import storage
+from tfrecorder.format.file_names import DISCARD_FILE, METADATA_FILE, TEMP_PREFIX  # jobdir.METADATA_FILE etc. as before
+from tfrecorder.io import storage
 
-METADATA_FILE = "metadata.json"
-DISCARD_FILE = "discarded.csv"
-TEMP_PREFIX = ".incomplete-"
 DEFAULT_JOB_LABEL = "tfrecorder"
 FORMAT_VERSION = 1
 

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from tfrecorder.example_decoder import parse_example
+from tfrecorder.format.example_decoder import parse_example
 
 _NUMPY = {"string": object, "int64": np.int64, "float32": np.float32, "float64": np.float64}
 _ZEROS = {"string": b"", "int64": 0, "float32": 0.0, "float64": 0.0}
@@ -70,7 +70,7 @@ def decode_image(data: bytes, channels: Optional[int] = None) -> np.ndarray:
     `channels` (1, 3 or 4) asks for a conversion. Animated images give their first frame."""
     from PIL import Image
 
-    from tfrecorder.images import _channels, _PIL_FORMATS
+    from tfrecorder.io.images import _channels, _PIL_FORMATS
 
     with Image.open(io.BytesIO(data)) as image:
         image.load()

@@ -1,6 +1,6 @@
 """File access for local paths and gs:// URLs.
 
-Local paths use the OS directly (fast, atomic renames). gs:// URLs go through tfrecorder.gcs
+Local paths use the OS directly (fast, atomic renames). gs:// URLs go through tfrecorder.io.gcs
 (google-cloud-storage: anonymous on an emulator, Application Default Credentials otherwise, transient
 errors retried). Other schemes go through Beam's FileSystems. TensorFlow's gfile is never used here:
 it cannot be pointed at an emulator.
@@ -16,7 +16,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO, Iterable
 
-from tfrecorder import gcs
+from tfrecorder.io import gcs
 
 PARALLEL_REQUESTS = 32  # concurrent copy/delete requests when publishing or cleaning up remote files
 

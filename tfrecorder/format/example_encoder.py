@@ -78,7 +78,8 @@ def _feature_value_pieces(feature: Feature) -> tuple[list, int]:
             size += 1 + len(prefix) + length
         return pieces, size
     if feature.kind == "float":
-        packed = np.asarray(feature.values, dtype="<f4").tobytes()
+        with np.errstate(over="ignore"):  # beyond float32's range is ±inf, as tf.train.Example stores it
+            packed = np.asarray(feature.values, dtype="<f4").tobytes()
     else:
         packed = b"".join([_varint(int(v)) for v in feature.values])
     if not packed:

@@ -35,7 +35,7 @@ def write_index(job_dir: str, shard_file: str, entries: Iterable) -> str:
     `entries` yields (offset, length) pairs, or int arrays [n, 2] of them (`entry_block`)."""
     import numpy as np
 
-    from tfrecorder import storage
+    from tfrecorder.io import storage
 
     name = index_file_name(shard_file)
     entries = iter(entries)

@@ -1,7 +1,7 @@
 """A finished job directory as its readers (`load`, `inspect`, `verify`) see it, from metadata.json.
 
 One place resolves split names, shard paths, compression and which features are images or labels,
-so the three readers agree. Metadata is read through tfrecorder.storage, so gs:// works.
+so the three readers agree. Metadata is read through tfrecorder.io.storage, so gs:// works.
 """
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import dataclasses
 import gzip
 from typing import Any, BinaryIO, Iterator, Mapping, Optional
 
-from tfrecorder import jobdir, legacy_dir, storage, types
-from tfrecorder.row_encoder import image_feature_prefix
+from tfrecorder import types
+from tfrecorder.format import jobdir, legacy_dir
+from tfrecorder.io import storage
+from tfrecorder.format.feature_spec import image_feature_prefix
 from tfrecorder.schema import Schema
-from tfrecorder.tfrecord_format import read_records
+from tfrecorder.format.framing import read_records
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +35,7 @@ class JobInfo:
 
     @property
     def legacy(self) -> bool:
-        """True for a directory TFRecorder 2.0 wrote (metadata synthesised by tfrecorder.legacy_dir)."""
+        """True for a directory TFRecorder 2.0 wrote (metadata synthesised by tfrecorder.format.legacy_dir)."""
         return "legacy_format" in self.metadata
 
     @property

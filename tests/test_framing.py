@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from tfrecorder.tfrecord_format import CorruptRecordError, read_records, write_record
+from tfrecorder.format.framing import CorruptRecordError, read_records, write_record
 
 RECORDS = [b"", b"a", b"x" * 70_000, bytes(range(256))]
 

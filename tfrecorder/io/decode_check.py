@@ -24,7 +24,7 @@ from typing import Optional, Union
 
 from PIL import Image
 
-from tfrecorder.images import MAX_PIXELS, ImageInfo, InvalidImage, parse_header, probe_image
+from tfrecorder.io.images import MAX_PIXELS, ImageInfo, InvalidImage, parse_header, probe_image
 from tfrecorder.tensorflow_import import import_tensorflow
 
 DECODE = "decode"  # every written image decodes with TensorFlow (the default)

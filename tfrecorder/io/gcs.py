@@ -1,4 +1,4 @@
-"""Google Cloud Storage access for tfrecorder.storage: credentials, retries, error translation.
+"""Google Cloud Storage access for tfrecorder.io.storage: credentials, retries, error translation.
 
 One google-cloud-storage client per process (per emulator host), shared by the driver and every
 pipeline worker thread:

@@ -20,7 +20,8 @@ import codecs
 import re
 from typing import Any, Optional
 
-from tfrecorder import storage, types
+from tfrecorder import types
+from tfrecorder.io import storage
 from tfrecorder.splits import SPLITS
 
 LEGACY_FORMAT = "TFRecorder 2.0"
