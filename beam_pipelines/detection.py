@@ -21,7 +21,7 @@ from beam_pipelines.fetch import reader_for
 from tfrecorder import detection, splits
 from tfrecorder.format import jobdir
 from tfrecorder.io import storage
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.metadata import build_metadata
 from tfrecorder.row_encoder import RowError
 from tfrecorder.schema import SPLIT_COLUMN

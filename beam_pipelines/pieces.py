@@ -27,7 +27,7 @@ from typing import BinaryIO, Iterator, Optional
 from tfrecorder.format import record_index
 from tfrecorder.format.file_names import piece_file_name, temporary_file_name
 from tfrecorder.io import storage
-from tfrecorder.sharding import Piece, PieceRange, ShardPlan
+from beam_pipelines.sharding import Piece, PieceRange, ShardPlan
 from tfrecorder.format.framing import write_record_crc
 
 _COPY_CHUNK = 8 * 1024 * 1024

@@ -27,8 +27,8 @@ import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
 from beam_pipelines import sources, tabular, transforms
-from tfrecorder.job_config import JobConfig
-from tfrecorder.sharding import plan_shards
+from beam_pipelines.job_config import JobConfig
+from beam_pipelines.sharding import plan_shards
 
 
 def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:

@@ -20,10 +20,11 @@ from apache_beam.pvalue import AsDict, AsList
 from tfrecorder import csv_split
 from tfrecorder.io import storage
 from tfrecorder.annotations import KIND_PREFIX, iter_rows as iter_annotation_rows
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.parquet_parts import ParquetPart, read_row_group_batches
 from tfrecorder.parquet_values import conform_batch
 from tfrecorder.tables import CsvRecords, malformed_reason, open_csv_slice
+from tfrecorder.types import ColumnType
 
 MALFORMED = "malformed"
 RECORDS = "records"  # (slice index, records in it): numbers malformed lines once every slice is read
@@ -97,15 +98,15 @@ def read_part(config: JobConfig, part: Union[ParquetPart, csv_split.Slice, int])
     yield RECORDS, (part.index, records.records)
 
 
-def iter_row_group(part: ParquetPart, schema: Mapping[str, str] = {},
+def iter_row_group(part: ParquetPart, schema: Mapping[str, ColumnType] = {},
                    columns: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
     """Rows of one row group as {column: python value} (every column, or `columns`), missing values as
-    None; `schema` maps column → role name, as in JobConfig."""
+    None; `schema` maps column → role (JobConfig's Schema)."""
     for batch in read_row_group_batches(part, columns=list(columns) if columns else None):
         yield from rows_of_batch(batch, schema)
 
 
-def rows_of_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, str] = {}) -> list[dict[str, Any]]:
+def rows_of_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, ColumnType] = {}) -> list[dict[str, Any]]:
     """A Parquet record batch as row dicts holding the python values a staged DataFrame's rows hold
     (tfrecorder.parquet_values.conform_batch: the columnar reader conforms its batches the same way)."""
     return conform_batch(batch, schema).to_pylist()

@@ -22,10 +22,9 @@ from beam_pipelines.pieces import PieceWriter
 from tfrecorder import columnar
 from tfrecorder.io import storage
 from tfrecorder.csv_columns import csv_bytes_batches
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.parquet_parts import read_row_group_batches
 from tfrecorder.parquet_values import conform_batch
-from tfrecorder.schema import Schema
 from tfrecorder.table_stats import TableStats
 from tfrecorder.format.framing import frame_records
 
@@ -36,7 +35,7 @@ MALFORMED, RECORDS = sources.MALFORMED, sources.RECORDS
 def is_tabular(config: JobConfig) -> bool:
     """Whether the job's rows go through the columnar graph: a CSV, Parquet files or a DataFrame without
     image columns."""
-    return config.source_kind in ("csv", "parquet") and not Schema.from_json(config.schema).image_columns
+    return config.source_kind in ("csv", "parquet") and not config.schema.image_columns
 
 
 def read_batches(config: JobConfig, part: Any) -> Iterator[Any]:
@@ -60,7 +59,7 @@ class PartStats(beam.DoFn):
         self.config = config
 
     def setup(self) -> None:
-        self.schema = Schema.from_json(self.config.schema)
+        self.schema = self.config.schema
 
     def process(self, part):
         stats = TableStats()
@@ -80,7 +79,7 @@ class EncodePart(beam.DoFn):
         self.config = config
 
     def setup(self) -> None:
-        self.schema = Schema.from_json(self.config.schema)
+        self.schema = self.config.schema
         self._encoder = None
         self._rows_done = transforms.RowsDone(self.config)
 

@@ -21,13 +21,12 @@ from beam_pipelines.sources import RECORDS, read_part
 from tfrecorder.format import jobdir, tfds_files
 from tfrecorder.io import storage
 from tfrecorder.errors import StorageReadError
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter, report_total
 from tfrecorder.table_stats import StatsCounter, TableStats
 from tfrecorder.metadata import build_metadata
 from tfrecorder.row_encoder import RowEncoder, RowError, multi_label_names, prepare_row
-from tfrecorder.runners import usable_cores
-from tfrecorder.schema import Schema
+from beam_pipelines.runners import usable_cores
 
 DISCARD = "discard"
 IMAGE_KINDS = "image_kinds"
@@ -86,7 +85,7 @@ class PrepareRows(beam.DoFn):
         self.config = config
 
     def setup(self) -> None:
-        self.schema = Schema.from_json(self.config.schema)
+        self.schema = self.config.schema
         self._rows_done = RowsDone(self.config)
 
     def process(self, batch: list[dict[str, Any]]):
@@ -129,7 +128,7 @@ class PartStats(beam.DoFn):
         self.config = config
 
     def setup(self) -> None:
-        self._counter = StatsCounter(Schema.from_json(self.config.schema), self.config.split_ratios)
+        self._counter = StatsCounter(self.config.schema, self.config.split_ratios)
 
     def process(self, part):
         stats = TableStats()
@@ -185,7 +184,7 @@ class EncodeAndWritePieces(beam.DoFn):
     keeps at most one open piece per split and rolls over at max_shard_bytes, so open files and memory
     do not grow with the dataset or with num_shards (shards are cut from the pieces afterwards).
 
-    With `config.encode_processes` > 1 (large local jobs, see tfrecorder.runners.encode_processes) the
+    With `config.encode_processes` > 1 (large local jobs, see beam_pipelines.runners.encode_processes) the
     batches are encoded and written by that many forked copies of this DoFn (beam_pipelines.fork_pool):
     each child keeps its own open pieces for the bundle, and sends back only what the DoFn would emit
     (pieces, discarded rows), never image bytes. Pieces still belong to one bundle attempt: the children
@@ -199,7 +198,7 @@ class EncodeAndWritePieces(beam.DoFn):
         self.config = config
 
     def setup(self) -> None:
-        self.schema = Schema.from_json(self.config.schema)
+        self.schema = self.config.schema
         self._encoder = None
         self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
         self._decoder = DecodePool(usable_cores()) if self.config.validate == "decode" else None

@@ -25,10 +25,9 @@ from beam_pipelines import transforms
 from beam_pipelines.pipeline import write_outputs
 from tfrecorder.io import storage
 from tfrecorder.format.example_decoder import parse_example
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.legacy_records import upgrade_record
 from tfrecorder.row_encoder import RowError
-from tfrecorder.schema import Schema
 from tfrecorder.format.framing import CorruptRecordError, read_records
 
 READ = "read"
@@ -76,7 +75,7 @@ class UpgradeRecords(transforms.EncodeAndWritePieces):
         self.legacy_compression = compression
 
     def setup(self) -> None:
-        self.schema = Schema.from_json(self.config.schema)
+        self.schema = self.config.schema
         self._encoder = None  # no RowEncoder: records arrive encoded (so no image kinds are reported)
         self._rows_done = transforms.RowsDone(self.config)
 

@@ -173,7 +173,7 @@ def _beam_row_to_example(line: str, vocabulary: dict) -> bytes:
 def run_beam(csv_path: Path, out: Path) -> None:
     import apache_beam as beam
 
-    from tfrecorder.runners import make_pipeline
+    from beam_pipelines.runners import make_pipeline
 
     vocabulary = {label: i for i, label in enumerate(sorted(LABELS))}
     with make_pipeline("DirectRunner") as pipeline:

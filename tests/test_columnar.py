@@ -274,5 +274,4 @@ def test_parquet_arrow_types_encode_as_the_row_path_does(found):
     from tfrecorder.parquet_values import conform_batch
 
     batch, schema = found
-    roles = schema.to_json()
-    assert_same([conform_batch(batch, roles)], rows_of_batch(batch, roles), schema)
+    assert_same([conform_batch(batch, schema)], rows_of_batch(batch, schema), schema)

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from beam_pipelines import sources
 from tfrecorder import csv_split, tables
-from tfrecorder.job_config import JobConfig
+from tfrecorder.schema import Schema
+from beam_pipelines.job_config import JobConfig
 
 
 def sequential(path) -> list:
@@ -22,7 +23,7 @@ def in_slices(path: str, range_bytes: int) -> list:
         data = stream.read()
     data_start, size = csv_split.header_end(data, complete=True), len(data)
     header = next(csv.reader(io.StringIO(data[:data_start].decode("utf-8-sig"), newline="")))
-    config = JobConfig(source_kind="csv", source_path=path, schema={}, columns=tuple(header), base_dir="",
+    config = JobConfig(source_kind="csv", source_path=path, schema=Schema({}), columns=tuple(header), base_dir="",
                        final_dir="", temp_dir="", job_name="t", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1),
                        num_shards=0, max_shard_bytes=1, compression=None, image_size=None, validate="header",
                        source_size=size, source_data_start=data_start)

@@ -17,7 +17,7 @@ from support import imagegen
 from support.dataflow_stub import DataflowStub
 
 import tfrecorder
-from tfrecorder import dataflow
+from beam_pipelines import dataflow
 from tfrecorder.result import DataflowConversionResult, DataflowJobError
 from tfrecorder.format.framing import read_records
 

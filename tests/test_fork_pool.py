@@ -13,7 +13,7 @@ import tfrecorder
 from beam_pipelines.fork_pool import ChildFailed, ForkPool
 from support.readers import read_job
 from test_retries import REPLAY, snapshot
-from tfrecorder import runners
+from beam_pipelines import runners
 from tfrecorder.io import storage
 
 pytestmark = pytest.mark.skipif(not runners.can_fork(), reason="forked encoding processes are Linux-only")

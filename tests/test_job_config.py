@@ -1,4 +1,4 @@
-"""tfrecorder.job_config: the plain, picklable description of a conversion that Beam ships to workers."""
+"""beam_pipelines.job_config: the plain, picklable description of a conversion that Beam ships to workers."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,11 +7,13 @@ import pickle
 
 import pytest
 
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
+from tfrecorder import types
+from tfrecorder.schema import Schema
 
 
 def config(temp_dir: str) -> JobConfig:
-    return JobConfig(source_kind="csv", source_path="data.csv", schema={"image_uri": "ImageUri"},
+    return JobConfig(source_kind="csv", source_path="data.csv", schema=Schema({"image_uri": "ImageUri"}),
                      columns=("image_uri",), base_dir="", final_dir="out/job", temp_dir=temp_dir, job_name="job",
                      runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20,
                      compression=None, image_size=None, validate="header")
@@ -30,4 +32,8 @@ def test_a_config_is_frozen_and_survives_pickling():
     original = config("tmp")
     with pytest.raises(dataclasses.FrozenInstanceError):
         original.num_shards = 3
-    assert pickle.loads(pickle.dumps(original)) == original
+    copy = pickle.loads(pickle.dumps(original))
+    assert copy == original
+    # The pipeline gets the Schema itself, not its JSON: its roles still compare as roles after the trip.
+    assert isinstance(copy.schema, Schema) and copy.schema["image_uri"] == types.ImageUri
+    assert copy.schema.image_columns == ["image_uri"]

@@ -8,7 +8,7 @@ import pytest
 
 import tfrecorder
 from support.dataflow_stub import DataflowStub
-from tfrecorder import dataflow
+from beam_pipelines import dataflow
 from support.tfrecorder2_writer import sample_image_table, write_tfrecorder2_dir
 
 PROJECT, REGION, BUCKET = "tfrecorder-test", "europe-west4", "tfrecorder-legacy-test"

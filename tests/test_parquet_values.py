@@ -25,7 +25,7 @@ def staged_rows(frame: pd.DataFrame, schema) -> list[dict]:
 
 def conformed_rows(frame: pd.DataFrame, schema, arrow: pa.Table = None) -> list[dict]:
     table = arrow if arrow is not None else pa.Table.from_pandas(frame, preserve_index=False)
-    return [row for batch in table.to_batches() for row in conform_batch(batch, schema.to_json()).to_pylist()]
+    return [row for batch in table.to_batches() for row in conform_batch(batch, schema).to_pylist()]
 
 
 def test_a_frame_written_by_pyarrow_conforms_to_exactly_what_staging_writes():

@@ -8,7 +8,7 @@ import pytest
 
 from beam_pipelines.pieces import PieceWriter, assemble_shard, byte_range
 from tfrecorder.io import storage
-from tfrecorder.sharding import plan_shards
+from beam_pipelines.sharding import plan_shards
 from tfrecorder.format.framing import read_records
 
 

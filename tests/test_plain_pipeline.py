@@ -10,7 +10,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.util import assert_that, equal_to
 from nbclient import NotebookClient
 
-from tfrecorder.plain_pipeline import PlainPipeline
+from beam_pipelines.plain_pipeline import PlainPipeline
 
 
 def recording_hook(monkeypatch) -> list:

@@ -5,7 +5,7 @@ import pandas as pd
 
 import tfrecorder
 from support.readers import read_job
-from tfrecorder import runners
+from beam_pipelines import runners
 
 MULTI = {"direct_running_mode": "multi_processing", "direct_num_workers": 2}
 

@@ -7,7 +7,7 @@ from apache_beam.options.pipeline_options import SetupOptions
 
 import tfrecorder
 from support.readers import read_job
-from tfrecorder import runners
+from beam_pipelines import runners
 
 
 def test_cells_that_look_like_code_are_stored_verbatim(tmp_path):

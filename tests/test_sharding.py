@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from tfrecorder.sharding import Piece, plan_shards, shard_sizes
+from beam_pipelines.sharding import Piece, plan_shards, shard_sizes
 
 MB = 1024 * 1024
 

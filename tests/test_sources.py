@@ -9,16 +9,16 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beam_pipelines import sources
 from tfrecorder import csv_split, staging, tables
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.parquet_parts import file_parts
-from tfrecorder.schema import infer_schema
+from tfrecorder.schema import Schema, infer_schema
 
 TRICKY = b'name,note,n\r\n' + (b'"a\nb","x, ""quoted""",1\r\nplain,"multi\r\nline\r\n",2\r\n'
                                 b'12" pipe,literal quote,3\r\nshort,row\r\n\r\n"c","d",4\r\n') * 40
 
 
 def config_for(path: str, **fields) -> JobConfig:
-    fields = {"source_kind": "csv", "columns": (), "schema": {}, **fields}
+    fields = {"source_kind": "csv", "columns": (), "schema": Schema({}), **fields}
     return JobConfig(source_path=path, base_dir="", final_dir="", temp_dir="", job_name="t",
                      runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20,
                      compression=None, image_size=None, validate="header", **fields)
@@ -67,7 +67,7 @@ def test_staged_dataframe_is_read_by_row_groups(tmp_path, monkeypatch):
     schema = infer_schema(frame)
     row_groups = staging.stage_frame(frame, schema, path)
     assert row_groups == 8
-    config = config_for(path, source_kind="parquet", source_parts=file_parts(path, row_groups), schema=schema.to_json())
+    config = config_for(path, source_kind="parquet", source_parts=file_parts(path, row_groups), schema=schema)
     expected = [repr({"n": n, "s": f"v{n}" if n % 3 else None}) for n in range(50)]
     with beam.Pipeline("DirectRunner") as pipeline:
         rows, _ = sources.SourceParts(pipeline, config).branch("Rows") | sources.ReadRows(config)

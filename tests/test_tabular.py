@@ -132,12 +132,13 @@ def test_bundle_replay_changes_nothing(tmp_path, monkeypatch):
 
 
 def test_image_tables_keep_the_row_graph():
-    from tfrecorder.job_config import JobConfig
+    from beam_pipelines.job_config import JobConfig
+    from tfrecorder.schema import Schema
 
     base = dict(source_path="x", columns=("image_uri", "label"), base_dir="", final_dir="f", temp_dir="t",
                 job_name="j", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0,
                 max_shard_bytes=1, compression=None, image_size=None, validate="decode")
-    assert not tabular.is_tabular(JobConfig(source_kind="csv", schema={"image_uri": "ImageUri", "label": "StringLabel"},
+    assert not tabular.is_tabular(JobConfig(source_kind="csv", schema=Schema({"image_uri": "ImageUri", "label": "StringLabel"}),
                                             **base))
-    assert tabular.is_tabular(JobConfig(source_kind="parquet", schema={"x": "IntegerInput", "label": "StringLabel"},
+    assert tabular.is_tabular(JobConfig(source_kind="parquet", schema=Schema({"x": "IntegerInput", "label": "StringLabel"}),
                                         **base))

@@ -6,14 +6,14 @@ import pytest
 from beam_pipelines import transforms
 from beam_pipelines.transforms import DISCARD, PrepareRows, VocabularyFn
 from tfrecorder import types
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.schema import Schema
 
 
 def _config() -> JobConfig:
     schema = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": types.StringLabel})
     return JobConfig(
-        source_kind="csv", source_path="", schema=schema.to_json(), columns=("split", "image_uri", "label"),
+        source_kind="csv", source_path="", schema=schema, columns=("split", "image_uri", "label"),
         base_dir="", final_dir="", temp_dir="", job_name="", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1),
         num_shards=0, max_shard_bytes=1 << 20, compression=None, image_size=None, validate="header",
     )

@@ -4,8 +4,7 @@
     result = df.tensorflow.to_tfrecord(output_dir="out/")
     datasets = tfrecorder.load(result["tfrecord_dir"], batch_size=64, image_size=(224, 224))
 """
-__version__ = "0.1.0"
-
+from tfrecorder.version import __version__
 from tfrecorder import types  # noqa: E402
 from tfrecorder.schema import Schema  # noqa: E402
 from tfrecorder.convert import convert  # noqa: E402

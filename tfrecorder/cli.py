@@ -248,7 +248,7 @@ def _run_convert(args: argparse.Namespace) -> int:
     if args.schema is not None:
         options["schema"] = read_schema_file(args.schema)
     if args.dataflow_option:
-        from tfrecorder.dataflow import parse_option_flags
+        from beam_pipelines.dataflow import parse_option_flags
 
         options["dataflow_options"] = parse_option_flags(args.dataflow_option)
     return _finish(tfrecorder.convert(args.source, args.output_dir, **options), args.no_wait)
@@ -270,7 +270,7 @@ def _run_upgrade(args: argparse.Namespace) -> int:
                                                       "job_label", "project", "region", "verbose", "tfrecorder_wheel")
                if getattr(args, name) is not None}
     if args.dataflow_option:
-        from tfrecorder.dataflow import parse_option_flags
+        from beam_pipelines.dataflow import parse_option_flags
 
         options["dataflow_options"] = parse_option_flags(args.dataflow_option)
     return _finish(tfrecorder.upgrade(args.legacy_dir, args.output_dir, **options), args.no_wait)

@@ -15,59 +15,28 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from tfrecorder import compat, dataflow, detection, runners, staging, tables
+from beam_pipelines.job_config import JobConfig
+from beam_pipelines.launch import fail_job, launch_for
+from beam_pipelines.sharding import DEFAULT_MAX_SHARD_BYTES
+from tfrecorder import compat, detection, staging, tables
+from tfrecorder.annotations import default_schema, open_annotations
+from tfrecorder.convert_options import ConvertOptions, normalise_output_dir
 from tfrecorder.format import jobdir
 from tfrecorder.io import storage
-from tfrecorder.annotations import default_schema, open_annotations
-from tfrecorder.io.decode_check import DECODE, DEFAULT_VALIDATION, VALIDATIONS
-from tfrecorder.errors import translate_pipeline_error
-from tfrecorder.job_config import JobConfig
+from tfrecorder.io.decode_check import DEFAULT_VALIDATION
 from tfrecorder.parquet_parts import file_parts
-from tfrecorder.progress import local_progress, should_show
-from tfrecorder.quiet import leaves_logging_alone, quiet_libraries
-from tfrecorder.result import ConversionResult
+from tfrecorder.progress import local_progress
+from tfrecorder.quiet import leaves_logging_alone
+from tfrecorder.result import ConversionResult, DataflowConversionResult
 from tfrecorder.row_encoder import check_sample, is_missing
 from tfrecorder.schema import Schema, check_column_names, infer_arrow_schema, infer_schema
-from tfrecorder.sharding import DEFAULT_MAX_SHARD_BYTES
-from tfrecorder.splits import DEFAULT_SPLIT_RATIOS, validate_split_ratios
+from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
 from tfrecorder.table_stats import StatsCounter, TableStats
-from tfrecorder.tensorflow_import import import_tensorflow
 
 logger = logging.getLogger("tfrecorder")
 
-COMPRESSIONS = (None, "gzip")
-MAX_FETCH_CONCURRENCY = 128
 REMOTE_FETCH_CONCURRENCY = 16  # default when images live in an object store (tens of ms per read)
 LOCAL_FETCH_CONCURRENCY = 1  # default for local files: reads are fast, threads would only add overhead
-
-
-def _check_options(num_shards: int, max_shard_bytes: int, compression: Optional[str],
-                   image_size: Optional[Sequence[int]], validate: str) -> Optional[tuple[int, int]]:
-    if not isinstance(num_shards, int) or num_shards < 0:
-        raise ValueError(f"num_shards must be an integer >= 0 (0 = automatic), got {num_shards!r}")
-    if not isinstance(max_shard_bytes, int) or max_shard_bytes <= 0:
-        raise ValueError(f"max_shard_bytes must be a positive integer, got {max_shard_bytes!r}")
-    if compression not in COMPRESSIONS:
-        raise ValueError(f"compression must be None or 'gzip', got {compression!r}")
-    if validate not in VALIDATIONS:
-        raise ValueError(f"validate must be one of {VALIDATIONS}, got {validate!r}")
-    if image_size is None:
-        return None
-    if len(image_size) != 2 or not all(isinstance(v, int) and v > 0 for v in image_size):
-        raise ValueError(f"image_size must be (height, width) with positive integers, got {image_size!r}")
-    return int(image_size[0]), int(image_size[1])
-
-
-def _check_output_dir(output_dir: str) -> str:
-    output_dir = os.fspath(output_dir)
-    if not output_dir:
-        raise ValueError("output_dir must not be empty")
-    if not storage.is_remote(output_dir):
-        output_dir = os.path.abspath(output_dir)
-        if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-            raise ValueError(f"output_dir {output_dir} is a file, not a directory")
-    storage.check_writable_dir(output_dir)
-    return output_dir
 
 
 def _images_remote(table: tables.Table, schema: Schema) -> bool:
@@ -78,11 +47,9 @@ def _images_remote(table: tables.Table, schema: Schema) -> bool:
 
 
 def _fetch_concurrency(requested: Optional[int], images_remote: bool) -> int:
-    """The requested bound, or a default chosen by where the (sampled) images live."""
+    """The requested (checked) bound, or a default chosen by where the (sampled) images live."""
     if requested is None:
         return REMOTE_FETCH_CONCURRENCY if images_remote else LOCAL_FETCH_CONCURRENCY
-    if isinstance(requested, bool) or not isinstance(requested, int) or not 1 <= requested <= MAX_FETCH_CONCURRENCY:
-        raise ValueError(f"fetch_concurrency must be an integer from 1 to {MAX_FETCH_CONCURRENCY}, got {requested!r}")
     return requested
 
 
@@ -97,6 +64,19 @@ def _resolve_schema(table: tables.Table, schema: Union[Schema, Mapping[str, Any]
     resolved.validate_columns(table.columns)
     check_sample(resolved, table.sample)
     return resolved
+
+
+def _open_table(source: Union[pd.DataFrame, str, os.PathLike], schema: Union[Schema, Mapping[str, Any], None],
+                options: ConvertOptions) -> tuple[tables.Table, Schema, bool]:
+    """The source as a Table (read from a sample only), its resolved Schema, and whether it is an
+    object-detection table."""
+    table = open_annotations(source, options.annotation_format) or tables.open_table(source)
+    check_column_names(table.columns)
+    is_detection = detection.is_detection_table(table.columns)
+    resolved = (detection.detection_schema(table.columns) if is_detection
+                else _resolve_schema(table, schema if schema is not None else default_schema(table)))
+    _check_split_column(table, resolved)
+    return table, resolved, is_detection
 
 
 def _check_split_column(table: tables.Table, schema: Schema) -> None:
@@ -195,69 +175,43 @@ def convert(
     started = time.monotonic()
     if legacy_options:
         source, schema = compat.legacy_arguments(source, schema, legacy_options)
-    runners.check_runner(runner)
-    request = None
-    if runner == "DataflowRunner":
-        request = dataflow.check_request(os.fspath(output_dir), project, region, job_label, dataflow_options,
-                                         tfrecorder_wheel)
-    image_size = _check_options(num_shards, max_shard_bytes, compression, image_size, validate)
-    ratios = validate_split_ratios(split_ratios)
-    output_dir = _check_output_dir(os.fspath(output_dir))
-    table = open_annotations(source, annotation_format) or tables.open_table(source)
-    check_column_names(table.columns)
-    is_detection = detection.is_detection_table(table.columns)
-    box_units = detection.check_box_units(box_units)
-    resolved_schema = (detection.detection_schema(table.columns) if is_detection
-                       else _resolve_schema(table, schema if schema is not None else default_schema(table)))
-    _check_split_column(table, resolved_schema)
-    if request is not None:
-        dataflow.check_table_reachable(table, resolved_schema)
+    output_dir = normalise_output_dir(output_dir)
+    launch = launch_for(runner, output_dir, project, region, job_label, dataflow_options, tfrecorder_wheel)
+    options = ConvertOptions.check(
+        output_dir, job_label=job_label, num_shards=num_shards, max_shard_bytes=max_shard_bytes,
+        compression=compression, image_size=image_size, validate=validate, split_ratios=split_ratios,
+        fetch_concurrency=fetch_concurrency, box_units=box_units, annotation_format=annotation_format,
+        verbose=verbose, progress=progress)
+    table, resolved_schema, is_detection = _open_table(source, schema, options)
+    launch.check_table(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)
-    concurrency = _fetch_concurrency(fetch_concurrency, images_remote)
-    _check_frame(table, resolved_schema, ratios)
+    concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)
+    _check_frame(table, resolved_schema, options.split_ratios)
 
-    decodes_images = validate == DECODE and bool(resolved_schema.image_columns)
-    final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label)
+    final_dir, temp_dir = jobdir.reserve_job_dir(options.output_dir, options.job_label)
     try:
-        with local_progress(request is None and should_show(progress), table.rows_estimate) as progress_dir:
+        with local_progress(launch.shows_progress(options.progress), table.rows_estimate) as progress_dir:
             config = JobConfig(
-                source_kind="", source_path="", schema=resolved_schema.to_json(), columns=tuple(table.columns),
+                source_kind="", source_path="", schema=resolved_schema, columns=tuple(table.columns),
                 base_dir=table.base_dir, final_dir=final_dir, temp_dir=temp_dir,
-                job_name=os.path.basename(final_dir), runner=runner, split_ratios=ratios, num_shards=num_shards,
-                max_shard_bytes=max_shard_bytes, compression=compression, image_size=image_size, validate=validate,
+                job_name=os.path.basename(final_dir), runner=launch.runner, split_ratios=options.split_ratios,
+                num_shards=options.num_shards, max_shard_bytes=options.max_shard_bytes,
+                compression=options.compression, image_size=options.image_size, validate=options.validate,
                 fetch_concurrency=concurrency, progress_dir=progress_dir,
-                extra_metadata={"task": detection.TASK, "box_units": box_units} if is_detection else {},
+                extra_metadata={"task": detection.TASK, "box_units": options.box_units} if is_detection else {},
             )
-            if request is None and not is_detection and resolved_schema.image_columns:  # the image graph's pool
-                config = dataclasses.replace(config, encode_processes=runners.encode_processes(
-                    table.rows_estimate, dataflow_options, threads_use_every_core=decodes_images,
-                    local_files=not (storage.is_remote(temp_dir) or images_remote)))
-            options = (dataflow.pipeline_options(request, config.job_name) if request
-                       else runners.local_options(table.rows_estimate, dataflow_options,
-                                                  threads_use_every_core=decodes_images,
-                                                  encode_processes=config.encode_processes,
-                                                  tabular=not resolved_schema.image_columns))
+            config, beam_options = launch.plan(config, table.rows_estimate, images_remote,
+                                               encoding_pool=not is_detection)
             config = dataclasses.replace(config, **_stage_rows(table, resolved_schema, config.work_dir))
             if is_detection:
                 from beam_pipelines.detection import build_pipeline
             else:
                 from beam_pipelines.pipeline import build_pipeline
-
-            if decodes_images and request is None:
-                import_tensorflow()  # the decoding threads' TensorFlow, imported once, here
-
-            with quiet_libraries(verbose):
-                pipeline = runners.make_pipeline(runner, options)
-                build_pipeline(pipeline, config)
-                if request is not None:
-                    return dataflow.submit(pipeline, request, config, table.rows_estimate,
-                                           rows_estimated=table.kind == "csv")
-                pipeline.run().wait_until_finish()
+            submitted = launch.run(build_pipeline, config, beam_options, options.verbose, table.rows_estimate,
+                                   rows_estimated=table.kind == "csv")
+            if submitted is not None:
+                return DataflowConversionResult.of(submitted)
     except BaseException as exc:
-        jobdir.abandon(temp_dir, final_dir)
-        translated = translate_pipeline_error(exc, output_dir)
-        if translated is exc:
-            raise
-        raise translated from exc
+        fail_job(exc, temp_dir, final_dir, options.output_dir)
     metadata = jobdir.read_metadata(final_dir)
     return ConversionResult.from_metadata(final_dir, runner, metadata, time.monotonic() - started)

@@ -9,7 +9,9 @@ that would shadow the standard library module and the exported function.)
 """
 from __future__ import annotations
 
+import base64
 import csv
+import html
 import io
 import itertools
 import json
@@ -30,6 +32,15 @@ EXTENSIONS = {"jpeg": "jpg", "png": "png", "gif": "gif", "bmp": "bmp", "webp": "
 THUMBNAIL = 160
 SHEET_COLUMNS = 5
 CAPTION_HEIGHT = 28
+
+
+class InspectedPath(str):
+    """The directory `inspect()` wrote (a plain path string) that also shows its contact sheet in Jupyter."""
+
+    def _repr_html_(self) -> str:
+        sheet = base64.b64encode(storage.read_bytes(storage.join(str(self), CONTACT_SHEET))).decode("ascii")
+        return (f"<div><code>{html.escape(str(self))}</code><br/>"
+                f'<img src="data:image/png;base64,{sheet}" alt="contact sheet"/></div>')
 
 
 @leaves_logging_alone
@@ -70,8 +81,6 @@ def inspect(tfrecord_dir: str, split: str = "TRAIN", num_records: int = 5, outpu
         rows.append(row)
     storage.write_bytes(storage.join(output_dir, CSV_FILE), _csv_bytes(rows))
     storage.write_bytes(storage.join(output_dir, CONTACT_SHEET), contact_sheet(tiles))
-    from tfrecorder.html import InspectedPath
-
     return InspectedPath(output_dir)
 
 

@@ -9,12 +9,11 @@ import collections
 import datetime as dt
 from typing import Any, Iterable, Mapping, Optional
 
-from tfrecorder import __version__
+from tfrecorder.version import __version__
 from tfrecorder.format.jobdir import FORMAT_VERSION
-from tfrecorder.job_config import JobConfig
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.format.record_index import INDEX_DIR
 from tfrecorder.format.feature_spec import feature_spec
-from tfrecorder.schema import Schema
 from tfrecorder.splits import SPLITS
 
 
@@ -62,8 +61,8 @@ def build_metadata(
         "runner": config.runner,
         "compression": config.compression,
         "validate": config.validate,
-        "schema": dict(config.schema),
-        "features": feature_spec(Schema.from_json(config.schema), config.nullable_columns),
+        "schema": config.schema.to_json(),
+        "features": feature_spec(config.schema, config.nullable_columns),
         "vocabularies": {k: list(v) for k, v in vocabularies.items()},
         "rows_in": rows_in,
         "records_written": written,

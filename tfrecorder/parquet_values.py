@@ -107,8 +107,7 @@ def conform_column(values: pa.Array, role: Optional[types.ColumnType]) -> pa.Arr
     return as_text(values)
 
 
-def conform_batch(batch: pa.RecordBatch, schema: Mapping[str, str]) -> pa.RecordBatch:
-    """Every column of `batch` conformed to the role `schema` (column → role name) gives it."""
-    roles = {column: types.from_name(name) for column, name in schema.items()}
-    arrays = [conform_column(batch.column(i), roles.get(name)) for i, name in enumerate(batch.schema.names)]
+def conform_batch(batch: pa.RecordBatch, schema: Mapping[str, types.ColumnType]) -> pa.RecordBatch:
+    """Every column of `batch` conformed to the role `schema` (column → role, e.g. a Schema) gives it."""
+    arrays = [conform_column(batch.column(i), schema.get(name)) for i, name in enumerate(batch.schema.names)]
     return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)

@@ -57,7 +57,7 @@ class ConversionResult(Mapping[str, Any]):
             raise AttributeError(name) from None
 
     def _repr_html_(self) -> str:
-        from tfrecorder.html import result_html
+        from tfrecorder.views import result_html
 
         return result_html(self._fields)
 
@@ -108,6 +108,11 @@ class DataflowConversionResult(ConversionResult):
         self._poll = poll  # → (Beam PipelineState name, rows processed so far or None)
         self._pipeline_result = pipeline_result
         self._submitted = time.monotonic()
+
+    @classmethod
+    def of(cls, job: Any, **fields: Any) -> "DataflowConversionResult":
+        """The result of a submitted job (beam_pipelines.dataflow.SubmittedJob), with the caller's own `fields`."""
+        return cls(job.poll, job.pipeline_result, **job.fields, **fields)
 
     @property
     def pipeline_result(self) -> Any:

@@ -18,20 +18,25 @@ import re
 import time
 from typing import Any, Mapping, Optional
 
-from tfrecorder import dataflow, runners
+from beam_pipelines.job_config import JobConfig
+from beam_pipelines.launch import DataflowLaunch, fail_job, launch_for
+from beam_pipelines.sharding import DEFAULT_MAX_SHARD_BYTES
+from tfrecorder.convert_options import check_output_dir, check_shard_options, normalise_output_dir
 from tfrecorder.format import jobdir
-from tfrecorder.convert import _check_options, _check_output_dir
-from tfrecorder.errors import translate_pipeline_error
-from tfrecorder.job_config import JobConfig
 from tfrecorder.format.job_info import JobInfo
-from tfrecorder.quiet import quiet_libraries
-from tfrecorder.result import ConversionResult
-from tfrecorder.sharding import DEFAULT_MAX_SHARD_BYTES
+from tfrecorder.result import ConversionResult, DataflowConversionResult
+from tfrecorder.schema import Schema
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
 
 PART_BYTES = 256 * 1024 * 1024  # legacy shard bytes per reading worker
 MAX_PARTS = 8  # each part decompresses the whole shard: more parts would cost more than they save
 DEFAULT_JOB_LABEL = "upgraded"
+
+
+def _corrupt_shard_error(exc: BaseException) -> Optional[ValueError]:
+    """The pipeline's corrupt-shard message as the ValueError upgrade() raises (without Beam's suffix), if it is one."""
+    corrupt = re.search(r"corrupt TFRecorder 2\.0 shard .*?reports the damage\)", str(exc))
+    return ValueError(corrupt.group(0)) if corrupt else None
 
 
 def shard_parts(job: JobInfo, max_parts: int) -> list:
@@ -79,24 +84,21 @@ def upgrade(
     submitted (`.wait()`).
     """
     started = time.monotonic()
-    legacy_dir, output_dir = os.fspath(legacy_dir), os.fspath(output_dir)
-    runners.check_runner(runner)
-    request = None
-    if runner == "DataflowRunner":
-        request = dataflow.check_request(output_dir, project, region, job_label, dataflow_options, tfrecorder_wheel)
-        if not legacy_dir.startswith("gs://"):
-            raise ValueError(f"Dataflow workers cannot read the local directory {legacy_dir}: copy it to gs:// first")
-    _check_options(num_shards, max_shard_bytes, compression, None, "header")
+    legacy_dir, output_dir = os.fspath(legacy_dir), normalise_output_dir(output_dir)
+    launch = launch_for(runner, output_dir, project, region, job_label, dataflow_options, tfrecorder_wheel)
+    on_dataflow = isinstance(launch, DataflowLaunch)
+    if on_dataflow and not legacy_dir.startswith("gs://"):
+        raise ValueError(f"Dataflow workers cannot read the local directory {legacy_dir}: copy it to gs:// first")
+    check_shard_options(num_shards, max_shard_bytes, compression, None, "header")
     job = _read_legacy(legacy_dir)
-    output_dir = _check_output_dir(output_dir)
+    check_output_dir(output_dir)
     input_bytes = sum(info["bytes"] for info in job.metadata["splits"].values())
 
     final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label or DEFAULT_JOB_LABEL)
-    schema = dict(job.metadata["schema"])
     config = JobConfig(
-        source_kind="tfrecorder2", source_path=legacy_dir, schema=schema,
+        source_kind="tfrecorder2", source_path=legacy_dir, schema=Schema.from_json(job.metadata["schema"]),
         columns=("split", "source", "record", "image_name"), base_dir="", final_dir=final_dir, temp_dir=temp_dir,
-        job_name=os.path.basename(final_dir.rstrip("/")), runner=runner, split_ratios=DEFAULT_SPLIT_RATIOS,
+        job_name=os.path.basename(final_dir.rstrip("/")), runner=launch.runner, split_ratios=DEFAULT_SPLIT_RATIOS,
         num_shards=num_shards, max_shard_bytes=max_shard_bytes, compression=compression, image_size=None,
         validate="header", extra_metadata={"upgraded_from": {
             "format": job.metadata["legacy_format"], "directory": legacy_dir, "input_bytes": input_bytes,
@@ -105,26 +107,19 @@ def upgrade(
     try:
         from beam_pipelines.upgrade import build_upgrade_pipeline
 
-        with quiet_libraries(verbose):
-            options = dataflow.pipeline_options(request, config.job_name) if request else dataflow_options
-            pipeline = runners.make_pipeline(runner, options)
-            # Parts only pay off with parallel workers: a single local worker would decompress a shard n times.
-            workers = MAX_PARTS if request else int((dataflow_options or {}).get("direct_num_workers") or 1)
-            build_upgrade_pipeline(pipeline, config, shard_parts(job, min(MAX_PARTS, workers)), job.metadata["discard_files"],
-                                   job.metadata["vocabularies"], job.compression)
-            if request is not None:  # rows_in is unknown until the job has read every record
-                submitted = dataflow.submit(pipeline, request, config, 0)
-                submitted._fields["input_bytes"] = input_bytes  # known now; output_bytes once wait() is done
-                return submitted
-            pipeline.run().wait_until_finish()
+        # Parts only pay off with parallel workers: a single local worker would decompress a shard n times.
+        workers = MAX_PARTS if on_dataflow else int((dataflow_options or {}).get("direct_num_workers") or 1)
+        parts = shard_parts(job, min(MAX_PARTS, workers))
+
+        def build(pipeline, config: JobConfig) -> None:
+            build_upgrade_pipeline(pipeline, config, parts, job.metadata["discard_files"], job.metadata["vocabularies"],
+                                   job.compression)
+
+        # rows_in is unknown until the job has read every record
+        submitted = launch.run(build, config, launch.job_options(config), verbose, rows_total=0)
+        if submitted is not None:  # input_bytes is known now; output_bytes once wait() is done
+            return DataflowConversionResult.of(submitted, input_bytes=input_bytes)
     except BaseException as exc:
-        jobdir.abandon(temp_dir, final_dir)
-        corrupt = re.search(r"corrupt TFRecorder 2\.0 shard .*?reports the damage\)", str(exc))  # not Beam's suffix
-        if corrupt:
-            raise ValueError(corrupt.group(0)) from None
-        translated = translate_pipeline_error(exc, output_dir)
-        if translated is exc:
-            raise
-        raise translated from exc
+        fail_job(exc, temp_dir, final_dir, output_dir, own_error=_corrupt_shard_error(exc))
     metadata = jobdir.read_metadata(final_dir)
     return ConversionResult.from_metadata(final_dir, runner, metadata, time.monotonic() - started)

@@ -3,7 +3,7 @@
 Locally we pin the in-process FnApiRunner: Beam's default DirectRunner first tries to download the
 Prism runner binary from the internet. DataflowRunner pipelines get Beam's Dataflow runner; with the
 `no_auth` option, Cloud Storage is accessed anonymously too (emulators, public buckets). Both are
-PlainPipelines, built the same way inside Jupyter as in a script (tfrecorder.plain_pipeline).
+PlainPipelines, built the same way inside Jupyter as in a script (beam_pipelines.plain_pipeline).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
-from tfrecorder.plain_pipeline import PlainPipeline
+from beam_pipelines.plain_pipeline import PlainPipeline
 
 KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
 # Local jobs spread their per-row work over the cores in one of two ways (encode_processes, local_options):

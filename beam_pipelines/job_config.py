@@ -1,6 +1,7 @@
 """Everything a conversion pipeline needs to know, decided by the driver before the pipeline starts.
 
-Plain data (no open files, no DataFrames), so Beam can ship it to remote workers.
+Plain frozen data (no open files, no DataFrames; the Schema itself, whose roles are frozen dataclasses),
+so Beam can pickle it to forked processes and remote workers.
 """
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import dataclasses
 from typing import Any, Optional
 
 from tfrecorder.format import file_names
+from tfrecorder.schema import Schema
 
 
 @dataclasses.dataclass(frozen=True)
 class JobConfig:
     source_kind: str  # "csv" (read in byte slices from source_path) or "parquet" (row groups: source_parts)
     source_path: str
-    schema: dict[str, str]  # column → role name
+    schema: Schema  # column → role
     columns: tuple[str, ...]  # the table's columns in order (for discarded.csv)
     base_dir: str  # relative image paths are resolved against this
     final_dir: str

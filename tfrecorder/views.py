@@ -1,4 +1,4 @@
-"""HTML views for Jupyter: a conversion result and an inspected sample, with image thumbnails.
+"""HTML views for Jupyter: a conversion result with its counts, discard reasons and image thumbnails.
 
 Thumbnails come from the first records of a split, read through tfrecorder.io.storage and parsed
 without TensorFlow; they are embedded as small PNG data URIs so the notebook stays self-contained.
@@ -89,14 +89,3 @@ def result_html(fields: Mapping[str, Any]) -> str:
         parts.append(thumbnails_html(str(fields["tfrecord_dir"])))
     return "<div>" + "".join(parts) + "</div>"
 
-
-class InspectedPath(str):
-    """The directory `inspect()` wrote (a plain path string) that also shows its contact sheet in Jupyter."""
-
-    def _repr_html_(self) -> str:
-        from tfrecorder.io import storage
-        from tfrecorder.inspection import CONTACT_SHEET
-
-        sheet = base64.b64encode(storage.read_bytes(storage.join(str(self), CONTACT_SHEET))).decode("ascii")
-        return (f"<div><code>{html.escape(str(self))}</code><br/>"
-                f'<img src="data:image/png;base64,{sheet}" alt="contact sheet"/></div>')

@@ -15,13 +15,14 @@ import re
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
-from tfrecorder import runners, types
+from tfrecorder import types
 from tfrecorder.format.file_names import DATAFLOW_STAGING_DIR
 from tfrecorder.io import storage
-from tfrecorder.job_config import JobConfig
-from tfrecorder.result import DataflowConversionResult
+from tfrecorder.version import __version__
+from beam_pipelines import runners
+from beam_pipelines.job_config import JobConfig
 from tfrecorder.row_encoder import is_missing, resolve_uri
 from tfrecorder.schema import Schema
 from tfrecorder.tables import Table
@@ -99,7 +100,7 @@ def check_request(
             raise ValueError(f"tfrecorder_wheel {tfrecorder_wheel} does not exist")
     if options.get("no_auth"):
         runners.connect_anonymously()  # before the driver's first Cloud Storage access
-    return DataflowRequest(str(project), str(region), output_dir.rstrip("/"), options, tfrecorder_wheel)
+    return DataflowRequest(str(project), str(region), output_dir, options, tfrecorder_wheel)
 
 
 def _check_dataflow_options(dataflow_options: Optional[Mapping[str, Any]], project: str, region: str) -> dict[str, Any]:
@@ -191,9 +192,7 @@ def build_worker_wheel(directory: str, requirements: Sequence[str] = WORKER_REQU
     installed package alike, offline and without running setup.py. Its metadata declares
     `requirements`, which the workers' pip installs. Deterministic: same code, same bytes.
     """
-    import tfrecorder
-
-    version = tfrecorder.__version__
+    version = __version__
     dist_info = f"tfrecorder-{version}.dist-info"
     files: dict[str, bytes] = {}
     for package in WORKER_PACKAGES:
@@ -230,8 +229,18 @@ def rows_processed(job_metrics) -> Optional[int]:
     return total
 
 
+@dataclasses.dataclass(frozen=True)
+class SubmittedJob:
+    """What the Dataflow launch knows once the job is submitted (the user layer wraps it in a
+    DataflowConversionResult): `poll` → (Beam state name, rows processed or None), None when no job runs."""
+
+    poll: Optional[Callable[[], tuple[str, Optional[int]]]]
+    pipeline_result: Any
+    fields: dict[str, Any]
+
+
 def submit(pipeline, request: DataflowRequest, config: JobConfig, rows_total: int,
-           rows_estimated: bool = False) -> DataflowConversionResult:
+           rows_estimated: bool = False) -> SubmittedJob:
     """Stage the worker package, submit the built pipeline, and return without waiting.
 
     `rows_total` is exact for a DataFrame; for a file source it is estimated from the driver's sample
@@ -249,10 +258,10 @@ def submit(pipeline, request: DataflowRequest, config: JobConfig, rows_total: in
                   region=request.region, rows_in=rows_total, rows_in_estimated=rows_estimated)
     if pipeline.options.view_as(TestOptions).dry_run:
         storage.delete_tree(config.temp_dir)  # nothing will run: leave nothing behind
-        return DataflowConversionResult(None, beam_result, state="DRY_RUN", job_id=None, console_url=None, **fields)
+        return SubmittedJob(None, beam_result, dict(state="DRY_RUN", job_id=None, console_url=None, **fields))
     if not getattr(beam_result, "has_job", False):  # template_location: a template was written, no job
-        return DataflowConversionResult(None, beam_result, state="TEMPLATE_CREATED", job_id=None, console_url=None,
-                                        template_location=cloud.template_location, **fields)
+        return SubmittedJob(None, beam_result, dict(state="TEMPLATE_CREATED", job_id=None, console_url=None,
+                                                    template_location=cloud.template_location, **fields))
     job_id = beam_result.job_id()
     client = pipeline.runner.dataflow_client
 
@@ -265,5 +274,4 @@ def submit(pipeline, request: DataflowRequest, config: JobConfig, rows_total: in
         return state, processed
 
     url = CONSOLE_URL.format(region=request.region, job_id=job_id, project=request.project)
-    return DataflowConversionResult(poll, beam_result, state="SUBMITTED", job_id=job_id,
-                                    console_url=url, **fields)
+    return SubmittedJob(poll, beam_result, dict(state="SUBMITTED", job_id=job_id, console_url=url, **fields))
