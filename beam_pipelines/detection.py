@@ -22,7 +22,7 @@ from tfrecorder import detection, splits
 from tfrecorder.format import jobdir
 from tfrecorder.io import storage
 from beam_pipelines.job_config import JobConfig
-from tfrecorder.metadata import build_metadata
+from tfrecorder.format.metadata import build_metadata
 from tfrecorder.row_encoder import RowError
 from tfrecorder.schema import SPLIT_COLUMN
 

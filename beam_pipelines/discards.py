@@ -22,7 +22,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from tfrecorder.format.file_names import discard_part_name
 from tfrecorder.io import storage
-from tfrecorder.metadata import reason_category
+from tfrecorder.format.metadata import reason_category
 from tfrecorder.format.framing import read_records, write_record
 
 RUN_BYTES = 8 * 1024 * 1024  # rows sorted in memory at a time (as JSON text; Python objects take ~4× more)

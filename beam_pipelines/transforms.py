@@ -24,7 +24,7 @@ from tfrecorder.errors import StorageReadError
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter, report_total
 from tfrecorder.table_stats import StatsCounter, TableStats
-from tfrecorder.metadata import build_metadata
+from tfrecorder.format.metadata import build_metadata
 from tfrecorder.row_encoder import RowEncoder, RowError, multi_label_names, prepare_row
 from beam_pipelines.runners import usable_cores
 

@@ -9,8 +9,7 @@ importer depend on the imported module. Layers, lowest first:
 - format: `tfrecorder/format/`, the on-disk contract (framing, Examples, feature spec, file names,
   metadata.json, index);
 - rows: the Beam-free table and row logic of `tfrecorder/` (tables, staging, row encoding, annotations);
-- pipeline: `beam_pipelines/` (the graph, sharding, job config, the local and Dataflow launches) and
-  `tfrecorder.metadata` until the format package takes it;
+- pipeline: `beam_pipelines/` (the graph, sharding, job config, the local and Dataflow launches);
 - user: the API users call (`convert`, `load`, `inspect`, `verify`, results, CLI, ...).
 
 A module of tfrecorder/ not named below is in the rows layer, one of beam_pipelines/ in the pipeline layer.
@@ -29,8 +28,6 @@ SUBPACKAGE_LAYERS = {"io": IO, "format": FORMAT}
 
 CORE_MODULES = {"errors", "quiet", "schema", "splits", "tensorflow_import", "types", "version"}
 
-# Pipeline-only modules that still live in tfrecorder/ (metadata: the format layer of phase 2 takes it).
-PIPELINE_IN_TFRECORDER = {"metadata"}
 USER_MODULES = {"__init__", "__main__", "accessor", "cli", "compat", "convert", "data_source", "demo",
                 "detection_inspect", "detection_load", "input_schema", "inspection", "legacy_verify", "load",
                 "result", "sample_data", "upgrade", "verify", "views"}
@@ -89,7 +86,7 @@ def layer(module: str) -> int:
         return USER
     if name in CORE_MODULES:
         return CORE
-    return PIPELINE if name in PIPELINE_IN_TFRECORDER else ROWS
+    return ROWS
 
 
 def find_cycle(graph: dict[str, set[str]]) -> Optional[list[str]]:

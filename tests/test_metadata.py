@@ -1,11 +1,11 @@
-"""tfrecorder.metadata: the metadata.json document of a finished job, built from counts (pure)."""
+"""tfrecorder.format.metadata: the metadata.json document of a finished job, built from counts (pure)."""
 from __future__ import annotations
 
 import pytest
 
 from tfrecorder import __version__
 from beam_pipelines.job_config import JobConfig
-from tfrecorder.metadata import build_metadata, reason_category, record_index_note
+from tfrecorder.format.metadata import build_metadata, reason_category, record_index_note
 from tfrecorder.schema import Schema
 
 

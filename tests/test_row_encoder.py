@@ -168,25 +168,6 @@ def test_structured_row_errors(column, value, reason):
         RowEncoder(STRUCTURED, {}).encode({column: value}, read)
 
 
-def test_feature_spec_entries_for_every_role():
-    schema = Schema({"split": "SplitKey", "label": "StringLabel", "k": "IntegerLabel", **STRUCTURED.to_json()})
-    spec = feature_spec(schema, nullable_columns={"x", "d", "s", "box", "ids", "label"})
-    assert spec == {
-        "label": {"dtype": "int64", "shape": [], "allow_missing": False},
-        "k": {"dtype": "int64", "shape": [], "allow_missing": False},
-        "n": {"dtype": "int64", "shape": [], "allow_missing": False},
-        "x": {"dtype": "float32", "shape": [], "allow_missing": True, "default": 0.0},
-        "d": {"dtype": "float64", "shape": [], "allow_missing": True, "default": 0.0, "stored_as": "float64_bits"},
-        "s": {"dtype": "string", "shape": [], "allow_missing": True, "default": ""},
-        "t": {"dtype": "int64", "shape": [], "allow_missing": False},
-        "box": {"dtype": "float32", "shape": [4], "allow_missing": True, "default": [0.0, 0.0, 0.0, 0.0]},
-        "ids": {"dtype": "int64", "shape": None, "allow_missing": True, "default": []},
-        "tags": {"dtype": "string", "shape": None, "allow_missing": False},
-        "ds": {"dtype": "float64", "shape": [2], "allow_missing": False, "stored_as": "float64_bits"},
-    }
-    assert all(entry["allow_missing"] for name, entry in feature_spec(schema).items() if name not in ("label", "k"))
-
-
 def test_check_sample_names_the_column_and_value():
     sample = pd.DataFrame({"n": ["1", "2", "x"], "box": [[1, 2, 3, 4]] * 3})
     with pytest.raises(ValueError, match=r"column 'n' is declared IntegerInput but holds 'x'"):

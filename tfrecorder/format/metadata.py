@@ -7,18 +7,30 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Collection, Iterable, Mapping, Optional, Protocol
 
-from tfrecorder.version import __version__
-from tfrecorder.format.jobdir import FORMAT_VERSION
-from beam_pipelines.job_config import JobConfig
-from tfrecorder.format.record_index import INDEX_DIR
 from tfrecorder.format.feature_spec import feature_spec
+from tfrecorder.format.jobdir import FORMAT_VERSION
+from tfrecorder.format.record_index import INDEX_DIR
+from tfrecorder.schema import Schema
 from tfrecorder.splits import SPLITS
+from tfrecorder.version import __version__
+
+
+class JobDescription(Protocol):
+    """What metadata.json records of the job itself (the pipeline's JobConfig is one)."""
+
+    job_name: str
+    runner: str
+    compression: Optional[str]
+    validate: str
+    schema: Schema
+    nullable_columns: Collection[str]
+    extra_metadata: Mapping[str, Any]
 
 
 def build_metadata(
-    config: JobConfig,
+    config: JobDescription,
     shards: Iterable[Mapping[str, Any]],
     vocabularies: Mapping[str, list[str]],
     rows_in: int,
