@@ -25,7 +25,8 @@ from beam_pipelines.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter, report_total
 from tfrecorder.table_stats import StatsCounter, TableStats
 from tfrecorder.format.metadata import build_metadata
-from tfrecorder.row_encoder import RowEncoder, RowError, multi_label_names, prepare_row
+from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
+from tfrecorder.row_values import multi_label_names
 from beam_pipelines.runners import usable_cores
 
 DISCARD = "discard"

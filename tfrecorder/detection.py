@@ -22,7 +22,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from tfrecorder import splits, types
 from tfrecorder.io import decode_check, images
 from tfrecorder.format.example_encoder import Feature, encode_example
-from tfrecorder.row_encoder import ImageReader, RowError, is_missing, resolve_uri
+from tfrecorder.row_encoder import ImageReader, RowError, resolve_uri
+from tfrecorder.row_values import is_missing
 from tfrecorder.schema import IMAGE_COLUMN, LABEL_COLUMN, SPLIT_COLUMN, Schema
 
 TASK = "detection"
