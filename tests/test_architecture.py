@@ -35,8 +35,6 @@ USER_MODULES = {"__init__", "__main__", "accessor", "cli", "compat", "convert", 
 # Today's violations, each an import (importer, imported) that points to a higher layer or closes a cycle.
 # Phase 2 of issue 17 removes them; the list may only shrink (test_known_violations_are_still_real).
 KNOWN_VIOLATIONS = {
-    # Upward: a format-level reader borrowing a helper from load().
-    ("tfrecorder.legacy_records", "tfrecorder.load"): "_convert_channels, a private helper of load()",
     # Cycles inside the user layer (each the deferred import that closes the cycle).
     ("tfrecorder.compat", "tfrecorder.convert"): "convert_and_load(); convert imports compat for legacy keywords",
     ("tfrecorder.detection_load", "tfrecorder.load"): "_rebatch and decode_image shared with load(), which "
