@@ -214,4 +214,4 @@ def convert(
     except BaseException as exc:
         fail_job(exc, temp_dir, final_dir, options.output_dir)
     metadata = jobdir.read_metadata(final_dir)
-    return ConversionResult.from_metadata(final_dir, runner, metadata, time.monotonic() - started)
+    return ConversionResult.from_metadata(final_dir, launch.runner, metadata, time.monotonic() - started)

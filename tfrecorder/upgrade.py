@@ -122,4 +122,4 @@ def upgrade(
     except BaseException as exc:
         fail_job(exc, temp_dir, final_dir, output_dir, own_error=_corrupt_shard_error(exc))
     metadata = jobdir.read_metadata(final_dir)
-    return ConversionResult.from_metadata(final_dir, runner, metadata, time.monotonic() - started)
+    return ConversionResult.from_metadata(final_dir, launch.runner, metadata, time.monotonic() - started)
