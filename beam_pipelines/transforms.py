@@ -382,8 +382,8 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
         unknown: collections.Counter = collections.Counter()
         for piece in pieces:
             unknown[piece.split] += piece.unknown_labels
-        metadata = build_metadata(config, shards, vocabularies, rows_in, discard_reasons, unknown)
-        metadata["images"] = dict(image_kinds or {})  # issue 15: channel counts and formats per image feature
+        metadata = build_metadata(config, shards, vocabularies, rows_in, discard_reasons, unknown,
+                                  images=image_kinds or {})
         for scratch in config.scratch_dirs:
             storage.delete_tree(scratch)
         tfds_files.write_tfds_files(config.temp_dir, metadata)  # issue 15: before metadata.json, the completion marker
