@@ -245,7 +245,7 @@ def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels
                    pixel_images=()) -> dict:
     for prefix in prefixes:
         if prefix in pixel_images:  # a TFRecorder 2.0 directory: base64 raw pixels, not an encoded file
-            from tfrecorder.legacy_records import decode_pixels
+            from tfrecorder.format.legacy_records import decode_pixels
 
             features[prefix] = decode_pixels(features[prefix], features[f"{prefix}_height"], features[f"{prefix}_width"],
                                              features[f"{prefix}_channels"], image_size, channels[prefix])

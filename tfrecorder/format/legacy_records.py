@@ -19,7 +19,7 @@ from tfrecorder import types
 from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.format.example_encoder import Feature, encode_example
 from tfrecorder.io.image_channels import convert_channels
-from tfrecorder.row_encoder import RowError
+from tfrecorder.errors import RowError
 from tfrecorder.schema import Schema
 
 PIXEL_MISMATCH = "pixel data does not match image_height x image_width x image_channels"
