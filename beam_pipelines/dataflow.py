@@ -23,7 +23,8 @@ from tfrecorder.io import storage
 from tfrecorder.version import __version__
 from beam_pipelines import runners
 from beam_pipelines.job_config import JobConfig
-from tfrecorder.row_encoder import is_missing, resolve_uri
+from tfrecorder.row_encoder import resolve_uri
+from tfrecorder.row_values import is_missing
 from tfrecorder.schema import Schema
 from tfrecorder.tables import Table
 

@@ -19,7 +19,7 @@ from beam_pipelines import sources, transforms
 from beam_pipelines.pipeline import write_outputs
 from beam_pipelines.fetch import reader_for
 from tfrecorder import detection, splits
-from tfrecorder.format import jobdir
+from tfrecorder.format import file_names, jobdir
 from tfrecorder.io import storage
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.format.metadata import build_metadata
@@ -162,7 +162,7 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, rows_writt
         metadata.update(detection.detection_metadata(vocabulary, _box_units(config)))
         metadata["input_schema"], metadata["schema"] = metadata["schema"], {}
         metadata["features"] = detection.feature_spec()
-        storage.write_bytes(storage.join(config.temp_dir, detection.LABEL_MAP_FILE),
+        storage.write_bytes(storage.join(config.temp_dir, file_names.LABEL_MAP_FILE),
                             detection.label_map_pbtxt(vocabulary).encode("utf-8"))
         for scratch in config.scratch_dirs:
             storage.delete_tree(scratch)

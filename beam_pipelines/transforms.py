@@ -25,7 +25,8 @@ from beam_pipelines.job_config import JobConfig
 from tfrecorder.progress import ProgressReporter, report_total
 from tfrecorder.table_stats import StatsCounter, TableStats
 from tfrecorder.format.metadata import build_metadata
-from tfrecorder.row_encoder import RowEncoder, RowError, multi_label_names, prepare_row
+from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
+from tfrecorder.row_values import multi_label_names
 from beam_pipelines.runners import usable_cores
 
 DISCARD = "discard"
@@ -381,8 +382,8 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
         unknown: collections.Counter = collections.Counter()
         for piece in pieces:
             unknown[piece.split] += piece.unknown_labels
-        metadata = build_metadata(config, shards, vocabularies, rows_in, discard_reasons, unknown)
-        metadata["images"] = dict(image_kinds or {})  # issue 15: channel counts and formats per image feature
+        metadata = build_metadata(config, shards, vocabularies, rows_in, discard_reasons, unknown,
+                                  images=image_kinds or {})
         for scratch in config.scratch_dirs:
             storage.delete_tree(scratch)
         tfds_files.write_tfds_files(config.temp_dir, metadata)  # issue 15: before metadata.json, the completion marker

@@ -26,7 +26,7 @@ from beam_pipelines.pipeline import write_outputs
 from tfrecorder.io import storage
 from tfrecorder.format.example_decoder import parse_example
 from beam_pipelines.job_config import JobConfig
-from tfrecorder.legacy_records import upgrade_record
+from tfrecorder.format.legacy_records import upgrade_record
 from tfrecorder.row_encoder import RowError
 from tfrecorder.format.framing import CorruptRecordError, read_records
 

@@ -53,3 +53,9 @@ def test_index_note_and_reason_categories():
     assert build_metadata(config("gzip"), [], {}, 0, {}, {})["record_index"] == gzip
     assert reason_category("missing file: /data/a.jpg") == "missing file"
     assert reason_category("corrupt image") == "corrupt image"
+
+
+def test_image_kinds_are_recorded_only_when_given():
+    kinds = {"image": {"format": ["jpeg"], "channels": [3]}}
+    assert build_metadata(config(), [], {}, 0, {}, {}, images=kinds)["images"] == kinds
+    assert "images" not in build_metadata(config(), [], {}, 0, {}, {})

@@ -13,7 +13,8 @@ import pytest
 
 from tfrecorder import staging, types
 from tfrecorder.parquet_values import conform_batch, conform_column
-from tfrecorder.row_encoder import RowError, _to_epoch_ns
+from tfrecorder.errors import RowError
+from tfrecorder.row_values import to_epoch_ns
 from tfrecorder.schema import infer_schema
 
 
@@ -108,4 +109,4 @@ def test_timestamps_beyond_pythons_year_9999_become_text_for_a_reasoned_discard(
     assert conformed.column(0).to_pylist() == ["1970-01-01T00:00:00", "10000-01-01 00:00:00.000005", None]
     assert conformed.column(1).to_pylist()[1] == "10000-01-01 00:00:00.000005"
     with pytest.raises(RowError, match="when"):
-        _to_epoch_ns(conformed.column(0).to_pylist()[1], "when")
+        to_epoch_ns(conformed.column(0).to_pylist()[1], "when")

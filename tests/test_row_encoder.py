@@ -11,7 +11,7 @@ from support import imagegen
 from support import readers
 from tfrecorder import Schema, types
 from tfrecorder.format.feature_spec import feature_spec
-from tfrecorder.row_encoder import RowEncoder, RowError, check_sample, input_feature, prepare_row, resolve_uri
+from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row, resolve_uri
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
 
 SCHEMA = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": types.StringLabel,
@@ -139,14 +139,6 @@ def test_csv_text_values_encode_like_their_types(tf):
     assert parsed["ds"] == [0.1, 0.2]
 
 
-def test_naive_datetimes_are_utc_and_aware_ones_are_converted():
-    naive = input_feature(types.DatetimeInput, pd.Timestamp("2020-01-01 00:00"), "t")
-    aware = input_feature(types.DatetimeInput, pd.Timestamp("2020-01-01 09:00", tz="Asia/Tokyo"), "t")
-    text = input_feature(types.DatetimeInput, "2020-01-01T00:00:00Z", "t")
-    assert list(naive.values) == list(aware.values) == list(text.values) == [1577836800 * 10**9]
-    assert list(input_feature(types.DatetimeInput, np.datetime64("1969-12-31T23:59:59", "s"), "t").values) == [-10**9]
-
-
 def test_missing_values_are_left_out_and_flagged(tf):
     row = {"n": pd.NA, "x": float("nan"), "d": np.float32("nan"), "s": None, "t": pd.NaT, "box": None, "ids": None,
            "tags": float("nan"), "ds": None}
@@ -166,15 +158,6 @@ def test_missing_values_are_left_out_and_flagged(tf):
 def test_structured_row_errors(column, value, reason):
     with pytest.raises(RowError, match=f"^{reason}: column '{column}'"):
         RowEncoder(STRUCTURED, {}).encode({column: value}, read)
-
-
-def test_check_sample_names_the_column_and_value():
-    sample = pd.DataFrame({"n": ["1", "2", "x"], "box": [[1, 2, 3, 4]] * 3})
-    with pytest.raises(ValueError, match=r"column 'n' is declared IntegerInput but holds 'x'"):
-        check_sample(Schema({"n": "IntegerInput", "box": "FloatInput[4]"}), sample)
-    with pytest.raises(ValueError, match=r"column 'box' is declared FloatInput\[3\]"):
-        check_sample(Schema({"box": "FloatInput[3]"}), sample)
-    check_sample(Schema({"n": "StringInput", "box": "FloatInput[4]"}), sample)
 
 
 def test_multi_label_rows_encode_vocabulary_indices_and_count_unknown_names():

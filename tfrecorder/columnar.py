@@ -23,8 +23,9 @@ import pyarrow.compute as pc
 
 from tfrecorder import splits, types
 from tfrecorder.format.example_encoder import Feature, _feature_value_pieces
-from tfrecorder.row_encoder import (INT64_MAX, RowError, _to_int, input_feature, is_missing, multi_label_names,
-                                    split_key)
+from tfrecorder.errors import RowError
+from tfrecorder.row_encoder import split_key
+from tfrecorder.row_values import INT64_MAX, input_feature, is_missing, multi_label_names, to_int
 from tfrecorder.schema import Schema
 
 SPLITS = splits.SPLITS  # split codes index this: 0 TRAIN, 1 VALIDATION, 2 TEST
@@ -120,7 +121,7 @@ def _label_check(role: types.ColumnType, column: str) -> Callable[[Any], Optiona
             return f"empty label: column {column!r}"
         try:
             if role == types.IntegerLabel:
-                _to_int(value, column, "integer label")
+                to_int(value, column, "integer label")
             elif role == types.MultiLabel:
                 multi_label_names(value, column)
         except RowError as exc:

@@ -28,7 +28,7 @@ from tfrecorder.parquet_parts import file_parts
 from tfrecorder.progress import local_progress
 from tfrecorder.quiet import leaves_logging_alone
 from tfrecorder.result import ConversionResult, DataflowConversionResult
-from tfrecorder.row_encoder import check_sample, is_missing
+from tfrecorder.row_values import check_sample, is_missing
 from tfrecorder.schema import Schema, check_column_names, infer_arrow_schema, infer_schema
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
 from tfrecorder.table_stats import StatsCounter, TableStats

@@ -22,13 +22,14 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from tfrecorder import splits, types
 from tfrecorder.io import decode_check, images
 from tfrecorder.format.example_encoder import Feature, encode_example
-from tfrecorder.row_encoder import ImageReader, RowError, is_missing, resolve_uri
+from tfrecorder.format.file_names import LABEL_MAP_FILE
+from tfrecorder.row_encoder import ImageReader, RowError, resolve_uri
+from tfrecorder.row_values import is_missing
 from tfrecorder.schema import IMAGE_COLUMN, LABEL_COLUMN, SPLIT_COLUMN, Schema
 
 TASK = "detection"
 BOX_COLUMNS = ("xmin", "ymin", "xmax", "ymax")
 BOX_UNITS = ("relative", "pixels")
-LABEL_MAP_FILE = "label_map.pbtxt"
 TOLERANCE = 1e-6  # relative coordinates this far outside [0, 1] are rounding noise and are clamped
 CONFLICTING_SPLITS = "conflicting splits"
 

@@ -70,7 +70,7 @@ def inspect(tfrecord_dir: str, split: str = "TRAIN", num_records: int = 5, outpu
                 continue
             image_format = (_scalar(example.get(f"{prefix}_format")) or b"").decode("ascii", "replace")
             if prefix in job.pixel_images:  # TFRecorder 2.0: base64 raw pixels, written out as PNG
-                from tfrecorder.legacy_records import png_or_raw
+                from tfrecorder.format.legacy_records import png_or_raw
 
                 data, image_format = png_or_raw(example, prefix)
             name = f"{index:04d}_{prefix}.{EXTENSIONS.get(image_format, 'bin')}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.format.job_info import JobInfo
-from tfrecorder.legacy_records import PIXEL_MISMATCH, pixel_array
+from tfrecorder.format.legacy_records import PIXEL_MISMATCH, pixel_array
 from tfrecorder.row_encoder import RowError
 from tfrecorder.verify import ShardReport, VerifyReport, _ExampleChecker
 from tfrecorder.verify import _check_shard as check_shard

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Optional, Sequence
 from tfrecorder.detection_load import detection_dataset, is_detection_job, multi_hot_columns, to_multi_hot
 from tfrecorder.format.feature_spec import parse_spec
 from tfrecorder.format.job_info import JobInfo
+from tfrecorder.io.image_channels import convert_channels
 from tfrecorder.quiet import leaves_logging_alone
 from tfrecorder.tensorflow_import import import_tensorflow
 
@@ -217,14 +218,14 @@ def decode_image(data: "tf.Tensor", image_format: "tf.Tensor", height: "tf.Tenso
 
     wanted = channels or 0
     # Every decoder accepts 0 (as stored) and 3; others (1 for GIF, 4 for JPEG and GIF) fail, so other
-    # counts are decoded as stored and converted after (`_convert_channels`).
+    # counts are decoded as stored and converted after (`convert_channels`).
     decode_as = 3 if wanted == 3 else 0
 
     def full():
         return tf.io.decode_image(data, channels=decode_as, dtype=tf.uint8, expand_animations=False)
 
     if image_size is None:
-        image = _convert_channels(tf, full(), wanted)
+        image = convert_channels(tf, full(), wanted)
         image.set_shape([None, None, channels])
         return image
     target_h, target_w = image_size
@@ -235,39 +236,16 @@ def decode_image(data: "tf.Tensor", image_format: "tf.Tensor", height: "tf.Tenso
         branch = tf.where(tf.logical_and(tf.equal(image_format, "jpeg"), fits), index, branch)
     image = tf.switch_case(branch, branches)
     resized = tf.image.resize(image, [target_h, target_w])
-    image = _convert_channels(tf, tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8), wanted)
+    image = convert_channels(tf, tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8), wanted)
     image.set_shape([target_h, target_w, channels])
     return image
-
-
-def _convert_channels(tf, image, wanted: int):
-    """uint8 [H, W, 1|2|3|4] → [H, W, wanted] (gray ↔ RGB, alpha added opaque or dropped); 0 = unchanged."""
-    if not wanted or image.shape[-1] == wanted:
-        return image
-
-    def from_layout(stored: int):
-        def convert():
-            color = image[..., :1] if stored <= 2 else image[..., :3]
-            if wanted == 1:
-                if stored <= 2:
-                    return color
-                gray = tf.image.rgb_to_grayscale(tf.cast(color, tf.float32))
-                return tf.cast(tf.clip_by_value(tf.round(gray), 0.0, 255.0), tf.uint8)
-            rgb = tf.tile(color, [1, 1, 3]) if stored <= 2 else color
-            if wanted == 3:
-                return rgb
-            opaque = tf.fill(tf.shape(image[..., :1]), tf.constant(255, tf.uint8))
-            return tf.concat([rgb, image[..., stored - 1:] if stored in (2, 4) else opaque], axis=-1)
-        return convert
-
-    return tf.switch_case(tf.shape(image)[-1] - 1, [from_layout(n) for n in (1, 2, 3, 4)])
 
 
 def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels: Mapping[str, Optional[int]],
                    pixel_images=()) -> dict:
     for prefix in prefixes:
         if prefix in pixel_images:  # a TFRecorder 2.0 directory: base64 raw pixels, not an encoded file
-            from tfrecorder.legacy_records import decode_pixels
+            from tfrecorder.format.legacy_records import decode_pixels
 
             features[prefix] = decode_pixels(features[prefix], features[f"{prefix}_height"], features[f"{prefix}_width"],
                                              features[f"{prefix}_channels"], image_size, channels[prefix])

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from tfrecorder import types
 from tfrecorder.io import storage
-from tfrecorder.row_encoder import INT64_MAX
+from tfrecorder.row_values import INT64_MAX
 from tfrecorder.schema import Schema
 
 _ARROW_TYPES = {"int64": pa.int64(), "float32": pa.float64(), "float64": pa.float64(), "string": pa.string()}

@@ -12,7 +12,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from tfrecorder import types
 from tfrecorder.errors import TableError
-from tfrecorder.row_encoder import RowError, multi_label_names, prepare_row
+from tfrecorder.row_encoder import RowError, prepare_row
+from tfrecorder.row_values import multi_label_names
 from tfrecorder.schema import Schema
 from tfrecorder.splits import TRAIN
 

@@ -2,7 +2,7 @@
 
 A published job directory `<job_label>-<UTC timestamp>[-N]/` holds `metadata.json` (the completion
 marker), shards `<split>-NNNNN-of-NNNNN.tfrecord[.gz]`, `index/<shard>.index` (tfrecorder.format.
-record_index) and `discarded.csv`. While it is written it is named `.incomplete-<name>` and holds
+record_index), `discarded.csv` and, for detection jobs, `label_map.pbtxt`. While it is written it is named `.incomplete-<name>` and holds
 scratch directories (`_pieces/`: piece files + offsets sidecars, `_work/`, `_discards/`: discard part
 files), removed before it is published. A Dataflow job keeps Beam's temp and staging files under
 `output_dir/.tfrecorder-dataflow/`. docs/format.md describes each file.
@@ -20,6 +20,7 @@ PIECES_DIR, WORK_DIR, DISCARDS_DIR = "_pieces", "_work", "_discards"  # scratch,
 PART_SUFFIX = ".part"  # piece files and discard part files
 OFFSETS_SUFFIX = ".offsets"  # a piece's sidecar: each record's end offset
 DATAFLOW_STAGING_DIR = ".tfrecorder-dataflow"  # under output_dir: Beam's temp and staging files
+LABEL_MAP_FILE = "label_map.pbtxt"  # detection jobs: the TF Object Detection API's label map
 
 # What a reader treats as a shard even when metadata.json does not list it (verify reports strays).
 SHARD_LIKE = re.compile(r"\.tfrecord(\.gz)?$|-\d+-of-\d+")

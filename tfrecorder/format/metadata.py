@@ -37,8 +37,11 @@ def build_metadata(
     discard_reasons: Mapping[str, int],
     unknown_labels: Mapping[str, int],
     rows_written: Optional[int] = None,
+    images: Optional[Mapping[str, Any]] = None,
 ) -> dict[str, Any]:
     """`shards`: dicts with split, index, file, records, bytes.
+
+    `images`: the channel counts and formats written per image feature (the "images" entry, issue 15).
 
     `rows_written`: for jobs that merge several rows into one record (detection: one row per box),
     how many input rows are inside the written records; by default one row is one record.
@@ -84,6 +87,7 @@ def build_metadata(
         "splits": split_info,
         "record_index": record_index_note(config.compression),
         **config.extra_metadata,
+        **({} if images is None else {"images": dict(images)}),
     }
 
 

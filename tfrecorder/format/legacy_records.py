@@ -18,7 +18,8 @@ import numpy as np
 from tfrecorder import types
 from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.format.example_encoder import Feature, encode_example
-from tfrecorder.row_encoder import RowError
+from tfrecorder.io.image_channels import convert_channels
+from tfrecorder.errors import RowError
 from tfrecorder.schema import Schema
 
 PIXEL_MISMATCH = "pixel data does not match image_height x image_width x image_channels"
@@ -124,9 +125,7 @@ def decode_pixels(data, height, width, channels, image_size: Optional[tuple[int,
     with tf.control_dependencies([check]):
         image = tf.reshape(pixels, shape)
     if want is not None:
-        from tfrecorder.load import _convert_channels
-
-        image = _convert_channels(tf, image, want)
+        image = convert_channels(tf, image, want)
     if image_size is None:
         image.set_shape([None, None, want])
         return image
