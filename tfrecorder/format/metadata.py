@@ -41,10 +41,9 @@ def build_metadata(
 ) -> dict[str, Any]:
     """`shards`: dicts with split, index, file, records, bytes.
 
-    `images`: the channel counts and formats written per image feature (the "images" entry, issue 15).
-
     `rows_written`: for jobs that merge several rows into one record (detection: one row per box),
     how many input rows are inside the written records; by default one row is one record.
+    `images`: the formats and channel counts written per image feature (the "images" entry).
     """
     by_split: dict[str, list[Mapping[str, Any]]] = collections.defaultdict(list)
     for shard in shards:
