@@ -26,7 +26,6 @@ from tfrecorder.progress import ProgressReporter, report_total
 from tfrecorder.table_stats import StatsCounter, TableStats
 from tfrecorder.format.metadata import build_metadata
 from tfrecorder.row_encoder import RowEncoder, RowError, prepare_row
-from tfrecorder.row_values import multi_label_names
 from beam_pipelines.runners import usable_cores
 
 DISCARD = "discard"

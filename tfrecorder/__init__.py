@@ -8,7 +8,7 @@ from tfrecorder.version import __version__
 from tfrecorder import types  # noqa: E402
 from tfrecorder.schema import Schema  # noqa: E402
 from tfrecorder.convert import convert  # noqa: E402
-from tfrecorder.compat import convert_and_load  # noqa: E402
+from tfrecorder.round_trip import convert_and_load  # noqa: E402
 from tfrecorder.load import load  # noqa: E402
 from tfrecorder.data_source import data_source  # noqa: E402
 from tfrecorder.inspection import inspect  # noqa: E402

@@ -1,5 +1,5 @@
-"""TFRecorder 2.0 calls that run unchanged: its extra `convert()` keywords, `convert_and_load()` and
-the result keys its code read. What deliberately differs is listed in docs/coming-from-tfrecorder.md.
+"""TFRecorder 2.0 calls that run unchanged: its extra `convert()` keywords and the result keys its
+code read (`convert_and_load()` is in tfrecorder.round_trip). What deliberately differs is listed in docs/coming-from-tfrecorder.md.
 """
 from __future__ import annotations
 
@@ -57,20 +57,6 @@ def legacy_positional(args: tuple, options: Mapping[str, Any]) -> dict[str, Any]
     if twice:
         raise TypeError(f"to_tfr() got multiple values for argument {twice[0]!r}")
     return {**options, **named}
-
-
-def convert_and_load(*args: Any, **kwargs: Any):
-    """`convert(*args, **kwargs)`, then `load()` its job directory: the `TRAIN`/`VALIDATION`/`TEST` datasets.
-
-    A Dataflow conversion is waited for first.
-    """
-    from tfrecorder.convert import convert
-    from tfrecorder.load import load
-
-    result = convert(*args, **kwargs)
-    if hasattr(result, "wait"):
-        result.wait()
-    return load(result["tfrecord_dir"])
 
 
 def legacy_result_value(fields: Mapping[str, Any], key: str) -> Any:

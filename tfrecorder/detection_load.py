@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from tfrecorder import detection
+from tfrecorder.dataset_images import decode_image, rebatch
 from tfrecorder.format.job_info import JobInfo
 
 
@@ -32,8 +33,6 @@ def detection_dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, r
                       as_supervised, deterministic, channels, drop_remainder, seed):
     """The tf.data pipeline of one split of a detection job (see the module docstring for elements)."""
     import tensorflow as tf
-
-    from tfrecorder.load import _rebatch, decode_image
 
     autotune = tf.data.AUTOTUNE
     spec = _parse_spec(tf)
@@ -67,7 +66,7 @@ def detection_dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, r
     ds = ds.map(parse, num_parallel_calls=autotune, deterministic=deterministic)
     if batch_size:
         dense_images = ("image",) if decode_images and image_size and not as_supervised else ()
-        ds = _rebatch(tf, ds, batch_size, drop_remainder, ragged=True, image_keys=dense_images)
+        ds = rebatch(tf, ds, batch_size, drop_remainder, ragged=True, image_keys=dense_images)
     options = tf.data.Options()
     options.deterministic = deterministic
     return ds.prefetch(autotune).with_options(options)

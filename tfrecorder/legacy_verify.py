@@ -12,8 +12,7 @@ from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.format.job_info import JobInfo
 from tfrecorder.format.legacy_records import PIXEL_MISMATCH, pixel_array
 from tfrecorder.row_encoder import RowError
-from tfrecorder.verify import ShardReport, VerifyReport, _ExampleChecker
-from tfrecorder.verify import _check_shard as check_shard
+from tfrecorder.shard_checks import ExampleChecker, ShardReport, VerifyReport, check_shard
 
 MAX_REPORTED = 5
 NOT_CHECKED = [
@@ -42,7 +41,7 @@ class _PixelCheck:
             problems.append(f"{self.bad} records in all: {PIXEL_MISMATCH}")
 
 
-def _check_shard(job: JobInfo, checker: _ExampleChecker, split: str, shard: dict) -> ShardReport:
+def _check_shard(job: JobInfo, checker: ExampleChecker, split: str, shard: dict) -> ShardReport:
     pixels = _PixelCheck() if job.pixel_images else None
     report = check_shard(job, checker, split, shard, pixels)
     if pixels is not None:
@@ -52,7 +51,7 @@ def _check_shard(job: JobInfo, checker: _ExampleChecker, split: str, shard: dict
 
 def verify_legacy(job: JobInfo) -> VerifyReport:
     """Check a TFRecorder 2.0 directory; the report's `not_checked` says what its files cannot tell."""
-    checker = _ExampleChecker(job)
+    checker = ExampleChecker(job)
     shards = [_check_shard(job, checker, split, shard)
               for split, info in job.metadata["splits"].items() for shard in info["shards"]]
     return VerifyReport(job.tfrecord_dir, shards, list(job.metadata["layout_problems"]),
