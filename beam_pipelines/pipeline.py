@@ -21,7 +21,6 @@ instead (beam_pipelines.tabular: each part read, encoded and written a whole Arr
 """
 from __future__ import annotations
 
-
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
