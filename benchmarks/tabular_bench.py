@@ -96,8 +96,11 @@ def cpu_seconds() -> float:
 
 
 def peak_rss_mb() -> float:
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return max(own.ru_maxrss, children.ru_maxrss) / 1024
+    """This process's peak RSS (VmHWM; getrusage's ru_maxrss would carry over the launching process's peak
+    across exec), or its worker processes' largest when Beam ran any."""
+    with open("/proc/self/status") as status:
+        own_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    return max(own_kb, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
 
 
 def current_rss_mb() -> float:
