@@ -16,7 +16,7 @@ from typing import Optional
 
 
 def _fields(role: "ColumnType") -> tuple:
-    return tuple(getattr(role, field.name) for field in dataclasses.fields(role))
+    return tuple(getattr(role, name) for name in _FIELD_NAMES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +47,17 @@ class ColumnType:
             return True
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return _fields(self) == _fields(other)
+        return self.name == other.name and _fields(self) == _fields(other)
+
+    def __reduce__(self):
+        """Roles known by name unpickle as the module's own objects (workers and forked encoders
+        receive the schema pickled), so that comparing them with a role constant is an identity check."""
+        try:
+            if from_name(self.name) == self:
+                return from_name, (self.name,)
+        except ValueError:  # a role made by hand, not by name
+            pass
+        return self.__class__, _fields(self)
 
     def __repr__(self) -> str:
         if self.element is not None:
@@ -55,6 +65,8 @@ class ColumnType:
             return f"types.list_of({self.element!r}{length})"
         return f"types.{self.name}"
 
+
+_FIELD_NAMES = tuple(field.name for field in dataclasses.fields(ColumnType))
 
 SplitKey = ColumnType("SplitKey", "")
 ImageUri = ColumnType("ImageUri", "bytes", dtype="string")

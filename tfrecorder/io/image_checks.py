@@ -77,6 +77,8 @@ def jpeg_structure_error(data: bytes) -> Optional[str]:
             if not seen_frame:
                 return "corrupt image: JPEG scan before frame header"
             seen_scan = True
+            if not progressive and len(data) - 2 >= end and data.endswith(b"\xff\xd9"):
+                return None  # the scan ends at a marker (at the latest this EOI): no need to scan for it
             pos = _next_marker(data, end)
             if pos < 0:
                 return JPEG_EOI_MISSING
