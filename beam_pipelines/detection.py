@@ -98,16 +98,20 @@ class EncodeImages(transforms.EncodeAndWritePieces):
 
     def process(self, batch, vocabularies):
         encoder = self._detection_encoder(vocabularies)
-        read = reader_for(self._fetcher.fetch(encoder.resolve(uri) for _split, uri, _rows in batch))
+        fetched = self._fetcher.fetch(encoder.resolve(uri) for _split, uri, _rows in batch)
+        read = reader_for(fetched)
+        pending = self._decoder.submit(fetched) if self._decoder else None  # decoded on every core meanwhile
         rows_written = 0
         for split, uri, rows in batch:
-            data, inside, discards = encoder.encode(uri, rows, read)
+            data, inside, discards = encoder.encode(uri, rows, read, pending.verdict if pending else None)
             for discard in discards:
                 yield beam.pvalue.TaggedOutput(transforms.DISCARD, discard)
             if data is not None:
                 rows_written += inside
                 yield from self._write(split, data, 0)
             self._rows_done.add(len(rows))
+        if pending:
+            pending.wait()
         if rows_written:
             yield beam.pvalue.TaggedOutput(ROWS_WRITTEN, rows_written)
 

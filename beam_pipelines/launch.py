@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping, NoReturn, Optional, Union
 
-from beam_pipelines import dataflow, runners
+from beam_pipelines import dataflow, forked_decoder, runners
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.format import jobdir
@@ -64,9 +64,10 @@ class LocalLaunch:
 
     def run(self, build: BuildGraph, config: JobConfig, options: Optional[Mapping[str, Any]], verbose: bool,
             rows_total: int, rows_estimated: bool = False) -> None:
-        if decodes_images(config):
+        forked = decodes_images(config) and runners.forked_decoder_pays_off(rows_total, self.beam_options)
+        if decodes_images(config) and not forked:
             import_tensorflow()  # the decoding threads' TensorFlow, imported once, here
-        with quiet_libraries(verbose):
+        with forked_decoder.started_for(config.temp_dir, forked), quiet_libraries(verbose):
             pipeline = runners.make_pipeline(self.runner, options)
             build(pipeline, config)
             pipeline.run().wait_until_finish()

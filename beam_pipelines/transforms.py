@@ -11,6 +11,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from beam_pipelines import forked_decoder
 from beam_pipelines.decode_pool import DecodePool
 from beam_pipelines.discards import DiscardPart, DiscardPartWriter, reason_counts, write_discard_file
 from beam_pipelines.fetch import Fetcher, reader_for
@@ -201,7 +202,9 @@ class EncodeAndWritePieces(beam.DoFn):
         self.schema = self.config.schema
         self._encoder = None
         self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
-        self._decoder = DecodePool(usable_cores()) if self.config.validate == "decode" else None
+        self._decoder = None
+        if self.config.validate == "decode":  # a small job's forked decoder (owned by its launch), else threads
+            self._decoder = forked_decoder.decoder_for(self.config.temp_dir) or DecodePool(usable_cores())
         self._rows_done = RowsDone(self.config)
         self.writers: dict[str, PieceWriter] = {}
 
@@ -210,7 +213,7 @@ class EncodeAndWritePieces(beam.DoFn):
             self._pool.close()
             self._pool = None
         self._fetcher.close()
-        if self._decoder:
+        if isinstance(self._decoder, DecodePool):
             self._decoder.close()
 
     def start_bundle(self) -> None:

@@ -23,7 +23,7 @@ from tfrecorder import splits, types
 from tfrecorder.io import decode_check, images
 from tfrecorder.format.example_encoder import Feature, encode_example
 from tfrecorder.format.file_names import LABEL_MAP_FILE
-from tfrecorder.row_encoder import ImageReader, RowError, resolve_uri
+from tfrecorder.row_encoder import DecodeLookup, ImageReader, RowError, resolve_uri
 from tfrecorder.row_values import is_missing
 from tfrecorder.schema import IMAGE_COLUMN, LABEL_COLUMN, SPLIT_COLUMN, Schema
 
@@ -159,9 +159,12 @@ class DetectionEncoder:
     def resolve(self, uri: str) -> str:
         return resolve_uri(uri, self.base_dir)
 
-    def encode(self, uri: str, rows: Sequence[tuple[Any, Optional[Box]]], read_image: ImageReader
-               ) -> tuple[Optional[bytes], int, list[tuple[Any, str]]]:
+    def encode(self, uri: str, rows: Sequence[tuple[Any, Optional[Box]]], read_image: ImageReader,
+               decoded: Optional[DecodeLookup] = None) -> tuple[Optional[bytes], int, list[tuple[Any, str]]]:
         """(Example bytes or None, rows inside it, [(row, reason)] discarded).
+
+        `decoded(uri, bytes)`: TensorFlow's verdict when the caller decoded the image already (decode
+        mode, as in RowEncoder.encode); without it the image is decoded here.
 
         `rows` pairs each original row with its checked Box (None: no-box row). A problem with the
         image discards all of its rows; a box that does not fit (pixel box outside the image, label
@@ -169,8 +172,10 @@ class DetectionEncoder:
         not written.
         """
         try:
-            data = read_image(self.resolve(uri))
-            info = decode_check.check_image(data, self.validate)
+            resolved = self.resolve(uri)
+            data = read_image(resolved)
+            verdict = decoded(resolved, data) if decoded and self.validate != decode_check.HEADER else None
+            info = decode_check.check_image(data, self.validate, verdict)
             original = (info.height, info.width)
             if self.image_size and original != self.image_size:
                 data, info = images.resize_image(data, info, self.image_size)
