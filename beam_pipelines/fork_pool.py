@@ -12,7 +12,9 @@ run its batch handler.
   before giving it another, so memory holds a few batches whatever the job's size.
 - Failures surface: a handler's exception is sent back and re-raised by the parent (failing the
   bundle, which the runner may retry); a child that dies is reported; the parent then closes the
-  pool. Children are daemonic and stop when the pool closes or the parent exits.
+  pool. Children are daemonic and stop when the pool closes or the parent exits; a parent killed
+  outright (SIGKILL: no exit handlers run) leaves no child behind either, as idle children notice
+  that their parent is gone.
 
 Only fork-safe work belongs here: the parent must not have started thread pools or network clients
 the handler uses (callers use it for local files only).
@@ -21,23 +23,29 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import pickle
 import queue
 import signal
 import weakref
 from typing import Any, Callable, Iterator
 
-_POLL_SECONDS = 1.0  # how often a waiting parent checks that the child is still alive
+_POLL_SECONDS = 1.0  # how often a waiting parent (an idle child) checks that the child (the parent) is alive
 
 
 class ChildFailed(RuntimeError):
     """A child process died (killed, out of memory, crashed) before answering."""
 
 
-def _serve(handle: Callable[[Any], Any], tasks, results) -> None:
+def _serve(handle: Callable[[Any], Any], tasks, results, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, which stops the children
     while True:
-        task = tasks.get()
+        try:
+            task = tasks.get(timeout=_POLL_SECONDS)
+        except queue.Empty:
+            if os.getppid() != parent:  # the parent was killed (no chance to stop us): do not linger
+                break
+            continue
         if task is None:
             break
         try:
@@ -62,7 +70,7 @@ def _terminate(processes: list) -> None:
 class _Child:
     def __init__(self, context, handle: Callable[[Any], Any]) -> None:
         self.tasks, self.results = context.Queue(), context.Queue()
-        self.process = context.Process(target=_serve, args=(handle, self.tasks, self.results), daemon=True,
+        self.process = context.Process(target=_serve, args=(handle, self.tasks, self.results, os.getpid()), daemon=True,
                                        name="tfrecorder-encode")
         self.outstanding = 0
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -148,6 +151,30 @@ def test_a_pool_dropped_without_close_stops_its_children():
     assert all(Path(f"/proc/{pid}").exists() for pid in pids)
     del pool
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids)  # stopped and reaped
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits for whoever adopted it to reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_children_of_a_killed_parent_stop(tmp_path):
+    """SIGKILL runs no exit handler in the parent, so the idle children notice on their own."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import time; from beam_pipelines.fork_pool import ForkPool; pool = ForkPool(2, abs); "
+                               "print(*pool.pids, flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True)
+    children = [int(pid) for pid in parent.stdout.readline().split()]
+    assert len(children) == 2 and all(_running(pid) for pid in children)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 15
+    while any(_running(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_running(pid) for pid in children)
 
 
 def test_a_storage_failure_in_a_child_fails_the_job_as_it_does_in_process(mixed_table, tmp_path, pooled, monkeypatch):
