@@ -75,3 +75,48 @@ def proxy(gcs, monkeypatch):
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", fault_proxy.url)
     yield fault_proxy
     fault_proxy.stop()
+
+
+@pytest.fixture(scope="session")
+def data_csv(tmp_path_factory) -> Path:
+    """TFRecorder 2.0's tfrecorder/test_data/data.csv shape: split,image_uri,label with readable images only."""
+    from support.tfrecorder2_writer import sample_image_table
+
+    directory = tmp_path_factory.mktemp("test_data")
+    table = sample_image_table(directory / "images")
+    table = table[table.split.isin(["TRAIN", "VALIDATION", "TEST"]) & ~table.image_uri.str.contains("missing|rgba")]
+    table.to_csv(directory / "data.csv", index=False)
+    return directory / "data.csv"
+
+
+@pytest.fixture(scope="session")
+def photos(tmp_path_factory) -> dict[str, Path]:
+    """Images of known sizes for detection jobs (support/boxes.py): a.jpg 40x60 (h x w), b.png 50x80, …"""
+    from support.boxes import write_photos
+
+    return write_photos(tmp_path_factory.mktemp("photos"))
+
+
+@pytest.fixture(scope="session")
+def detection_job(photos, tmp_path_factory):
+    """The box table of support/boxes.py converted once: a detection job with every kind of box discard."""
+    import tfrecorder
+    from support.boxes import box_table
+
+    return tfrecorder.convert(box_table(photos), tmp_path_factory.mktemp("det"), progress=False)
+
+
+@pytest.fixture(scope="session")
+def legacy_table(tmp_path_factory) -> pd.DataFrame:
+    """support/tfrecorder2_writer.py's sample image table (odd images, every split, a missing file)."""
+    from support.tfrecorder2_writer import sample_image_table
+
+    return sample_image_table(tmp_path_factory.mktemp("legacy_images"))
+
+
+@pytest.fixture(scope="session")
+def legacy_job(legacy_table, tmp_path_factory) -> Path:
+    """`legacy_table` written as TFRecorder 2.0 wrote it (gzip shards); read-only: copy it to damage it."""
+    from support.tfrecorder2_writer import write_tfrecorder2_dir
+
+    return write_tfrecorder2_dir(tmp_path_factory.mktemp("legacy"), legacy_table)
