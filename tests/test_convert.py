@@ -189,11 +189,3 @@ def test_injected_failure_leaves_no_finished_looking_directory(tmp_path, image_t
         tfrecorder.convert(image_table, tmp_path / "out")
     leftovers = os.listdir(tmp_path / "out")
     assert leftovers == [], leftovers
-
-
-def test_accessor_and_alias(tmp_path, image_table):
-    frame = image_table[image_table.image_uri.str.endswith("rgb.jpg")]
-    first = frame.tensorflow.to_tfrecord(output_dir=str(tmp_path / "out"), job_label="acc")
-    second = frame.tensorflow.to_tfr(str(tmp_path / "out"), job_label="acc")
-    assert first["tfrecord_dir"] != second["tfrecord_dir"]
-    assert first["written"] == second["written"] == {"TRAIN": 1}
