@@ -56,6 +56,14 @@ def converted(image_table, tmp_path_factory):
     return tfrecorder.convert(image_table, tmp_path_factory.mktemp("out"))
 
 
+@pytest.fixture
+def job_copy(converted, tmp_path) -> Path:
+    """A private copy of the shared converted job, free to damage."""
+    import shutil
+
+    return Path(shutil.copytree(converted["tfrecord_dir"], tmp_path / "job"))
+
+
 @pytest.fixture(scope="session")
 def gcs():
     """A real GCS emulator on loopback (STORAGE_EMULATOR_HOST points at it) for the whole session."""

@@ -16,6 +16,7 @@ from tfrecorder.errors import RowError
 from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.format.example_encoder import bytes_feature, encode_example, int64_feature
 from tfrecorder.format.legacy_records import PIXEL_MISMATCH, decode_pixels, pixel_array, png_bytes, png_or_raw, upgrade_record
+from tfrecorder.io.image_channels import convert_channels
 from tfrecorder.schema import Schema
 
 
@@ -112,3 +113,16 @@ def test_upgrade_record_stores_a_png_keeps_label_indices_and_counts_unknown_labe
                        Schema({"label": types.IntegerLabel, "split": types.SplitKey}))
     with pytest.raises(RowError, match="unparsable record"):
         upgrade_record(b"\x0a\x05broken", schema)
+
+
+def test_decode_pixels_converts_channels_resizes_and_refuses_mismatched_pixel_data(tf):
+    data = tf.constant(base64.b64encode(PIXELS.tobytes(), altchars=b"-_"))
+    height, width = tf.constant(2, tf.int64), tf.constant(3, tf.int64)
+    image = decode_pixels(data, height, width, tf.constant(3, tf.int64), None, None)
+    np.testing.assert_array_equal(image.numpy(), PIXELS)
+    gray = decode_pixels(data, height, width, tf.constant(3, tf.int64), (4, 6), 1)
+    assert gray.shape == (4, 6, 1) and gray.dtype == tf.uint8
+    expected = tf.image.resize(convert_channels(tf, tf.constant(PIXELS), 1), (4, 6))  # as load() converts, then resizes
+    np.testing.assert_array_equal(gray.numpy(), expected.numpy().round().clip(0, 255).astype(np.uint8))
+    with pytest.raises(tf.errors.InvalidArgumentError, match=PIXEL_MISMATCH):
+        decode_pixels(data, height, width, tf.constant(1, tf.int64), None, None)
