@@ -82,14 +82,6 @@ def test_metadata_describes_every_shard(converted):
     assert metadata["schema"] == {"split": "SplitKey", "image_uri": "ImageUri", "label": "StringLabel"}
 
 
-def test_result_is_dict_like_with_attributes_and_repr(converted):
-    assert converted["job_id"] == "DirectRunner" == converted.job_id
-    assert converted.tfrecord_dir == converted["tfrecord_dir"]
-    assert os.path.basename(converted.tfrecord_dir).startswith("tfrecorder-")
-    text = repr(converted)
-    assert converted.tfrecord_dir in text and "discarded: 6" in text and "TRAIN=" in text
-
-
 def test_csv_source_with_relative_paths_and_unknown_split(tmp_path, tf):
     images = imagegen.write_files(tmp_path / "data" / "img", {"a.jpg": ODD["rgb.jpg"][0], "b.png": ODD["rgba.png"][0]})
     csv_path = tmp_path / "data" / "table.csv"
