@@ -156,10 +156,9 @@ def test_table_level_errors_are_raised_before_any_pipeline(tmp_path, source, opt
 def test_output_dir_that_is_a_file_or_unwritable_is_refused(tmp_path, image_table):
     target = tmp_path / "file"
     target.write_text("x")
-    with pytest.raises(ValueError, match="is a file"):
-        tfrecorder.convert(image_table, target)
-    with pytest.raises(ValueError, match=f"cannot be created: {target} is a file"):
-        tfrecorder.convert(image_table, target / "sub")
+    for output_dir in (target, target / "sub"):  # the file itself, or a file above it: one check, one message
+        with pytest.raises(ValueError, match=f"output_dir {output_dir} cannot be a directory: {target} is a file"):
+            tfrecorder.convert(image_table, output_dir)
     with pytest.raises(ValueError, match="is not writable"):
         tfrecorder.convert(image_table, "/proc/tfrecorder-out")  # read-only even for root
 
