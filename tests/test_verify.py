@@ -37,7 +37,7 @@ def test_extra_shard(job_copy):
     assert bad.file == extra.name and bad.split is None and "not listed in metadata.json" in bad.problems[0]
 
 
-def test_other_files_are_not_shard_files(job_copy):
+def test_other_files_are_not_shards(job_copy):
     (job_copy / "notes.txt").write_text("hello")
     assert tfrecorder.verify(str(job_copy)).ok
 
