@@ -5,6 +5,7 @@ Conversions run Beam pipelines, so each distinct conversion is made once per ses
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -59,8 +60,6 @@ def converted(image_table, tmp_path_factory):
 @pytest.fixture
 def job_copy(converted, tmp_path) -> Path:
     """A private copy of the shared converted job, free to damage."""
-    import shutil
-
     return Path(shutil.copytree(converted["tfrecord_dir"], tmp_path / "job"))
 
 

@@ -43,6 +43,7 @@ def shard_files(job: Path) -> list[Path]:
 
 
 def largest_shard(job: Path) -> Path:
+    """The biggest listed shard: the one to damage, as it holds several records."""
     return max(shard_files(job), key=lambda p: p.stat().st_size)
 
 
