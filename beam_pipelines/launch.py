@@ -68,7 +68,7 @@ class LocalLaunch:
         if decodes_images(config) and not forked:
             import_tensorflow()  # the decoding threads' TensorFlow, imported once, here
         with forked_decoder.started_for(config.temp_dir, forked), quiet_libraries(verbose):
-            pipeline = runners.make_pipeline(self.runner, options)
+            pipeline = runners.local_pipeline(options)
             build(pipeline, config)
             pipeline.run().wait_until_finish()
 
@@ -97,7 +97,7 @@ class DataflowLaunch:
     def run(self, build: BuildGraph, config: JobConfig, options: Mapping[str, Any], verbose: bool,
             rows_total: int, rows_estimated: bool = False) -> dataflow.SubmittedJob:
         with quiet_libraries(verbose):
-            pipeline = runners.make_pipeline(self.runner, options)
+            pipeline = runners.dataflow_pipeline(options)
             build(pipeline, config)
             return dataflow.submit(pipeline, self.request, config, rows_total, rows_estimated=rows_estimated)
 

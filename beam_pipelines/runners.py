@@ -40,19 +40,22 @@ _WORKER_OPTIONS = ("direct_num_workers", "direct_running_mode")
 
 
 def check_runner(runner: str) -> str:
+    """`runner` if it is one of KNOWN_RUNNERS; checked once, when a conversion picks its launch."""
     if runner not in KNOWN_RUNNERS:
         raise ValueError(f"unknown runner {runner!r}; expected one of {list(KNOWN_RUNNERS)}")
     return runner
 
 
-def make_pipeline(runner: str, options: Optional[Mapping[str, Any]] = None) -> beam.Pipeline:
-    """A Beam Pipeline for `runner` with `options` (Beam option names (dests) → Python values)."""
-    check_runner(runner)
-    pipeline_options = PipelineOptions([], **dict(options or {}))  # typed values, used as given
-    if runner == "DirectRunner":
-        from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+def local_pipeline(options: Optional[Mapping[str, Any]] = None) -> beam.Pipeline:
+    """A Beam Pipeline on the in-process FnApiRunner with `options` (Beam option names (dests) → Python values)."""
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-        return PlainPipeline(runner=FnApiRunner(), options=pipeline_options)
+    return PlainPipeline(runner=FnApiRunner(), options=PipelineOptions([], **dict(options or {})))
+
+
+def dataflow_pipeline(options: Mapping[str, Any]) -> beam.Pipeline:
+    """A Beam Pipeline on Beam's DataflowRunner with `options` (typed values, used as given)."""
+    pipeline_options = PipelineOptions([], **dict(options))
     if pipeline_options.view_as(GoogleCloudOptions).no_auth:
         connect_anonymously()
     from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner

@@ -127,7 +127,7 @@ class EncodePart(beam.DoFn):
 
     def finish_bundle(self):
         for writer in self.writers.values():
-            yield transforms._global(writer.close())
+            yield transforms.in_global_window(writer.close())
         self.writers = {}
 
 

@@ -159,7 +159,8 @@ def checked_stats(stats: TableStats, config: JobConfig) -> TableStats:
     return stats
 
 
-def _global(value: Any) -> WindowedValue:
+def in_global_window(value: Any) -> WindowedValue:
+    """`value` in the global window, for output from `finish_bundle` (which has no element window to inherit)."""
     return WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
 
 
@@ -287,9 +288,9 @@ class EncodeAndWritePieces(beam.DoFn):
             outputs = [output for found, _rows in batches + closed for output in found]
         for output in outputs:  # finish_bundle's outputs carry their window
             if isinstance(output, beam.pvalue.TaggedOutput):
-                yield beam.pvalue.TaggedOutput(output.tag, _global(output.value))
+                yield beam.pvalue.TaggedOutput(output.tag, in_global_window(output.value))
             else:
-                yield _global(output)
+                yield in_global_window(output)
 
     def _pool_for(self, vocabularies: Mapping[str, list[str]]) -> ForkPool:
         if self._pool is None:
@@ -365,7 +366,7 @@ class WriteDiscardParts(beam.DoFn):
 
     def finish_bundle(self):
         if self.writer is not None:
-            yield _global(self.writer.close())
+            yield in_global_window(self.writer.close())
             self.writer = None
 
 

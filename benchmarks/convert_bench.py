@@ -173,10 +173,10 @@ def _beam_row_to_example(line: str, vocabulary: dict) -> bytes:
 def run_beam(csv_path: Path, out: Path) -> None:
     import apache_beam as beam
 
-    from beam_pipelines.runners import make_pipeline
+    from beam_pipelines.runners import local_pipeline
 
     vocabulary = {label: i for i, label in enumerate(sorted(LABELS))}
-    with make_pipeline("DirectRunner") as pipeline:
+    with local_pipeline() as pipeline:
         (
             pipeline
             | beam.io.ReadFromText(str(csv_path), skip_header_lines=1)

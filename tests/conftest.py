@@ -5,6 +5,7 @@ Conversions run Beam pipelines, so each distinct conversion is made once per ses
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -56,6 +57,12 @@ def converted(image_table, tmp_path_factory):
     return tfrecorder.convert(image_table, tmp_path_factory.mktemp("out"))
 
 
+@pytest.fixture
+def job_copy(converted, tmp_path) -> Path:
+    """A private copy of the shared converted job, free to damage."""
+    return Path(shutil.copytree(converted["tfrecord_dir"], tmp_path / "job"))
+
+
 @pytest.fixture(scope="session")
 def gcs():
     """A real GCS emulator on loopback (STORAGE_EMULATOR_HOST points at it) for the whole session."""
@@ -75,3 +82,48 @@ def proxy(gcs, monkeypatch):
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", fault_proxy.url)
     yield fault_proxy
     fault_proxy.stop()
+
+
+@pytest.fixture(scope="session")
+def data_csv(tmp_path_factory) -> Path:
+    """TFRecorder 2.0's tfrecorder/test_data/data.csv shape: split,image_uri,label with readable images only."""
+    from support.tfrecorder2_writer import sample_image_table
+
+    directory = tmp_path_factory.mktemp("test_data")
+    table = sample_image_table(directory / "images")
+    table = table[table.split.isin(["TRAIN", "VALIDATION", "TEST"]) & ~table.image_uri.str.contains("missing|rgba")]
+    table.to_csv(directory / "data.csv", index=False)
+    return directory / "data.csv"
+
+
+@pytest.fixture(scope="session")
+def photos(tmp_path_factory) -> dict[str, Path]:
+    """Images of known sizes for detection jobs (support/boxes.py): a.jpg 40x60 (h x w), b.png 50x80, …"""
+    from support.boxes import write_photos
+
+    return write_photos(tmp_path_factory.mktemp("photos"))
+
+
+@pytest.fixture(scope="session")
+def detection_job(photos, tmp_path_factory):
+    """The box table of support/boxes.py converted once: a detection job with every kind of box discard."""
+    import tfrecorder
+    from support.boxes import box_table
+
+    return tfrecorder.convert(box_table(photos), tmp_path_factory.mktemp("det"), progress=False)
+
+
+@pytest.fixture(scope="session")
+def legacy_table(tmp_path_factory) -> pd.DataFrame:
+    """support/tfrecorder2_writer.py's sample image table (odd images, every split, a missing file)."""
+    from support.tfrecorder2_writer import sample_image_table
+
+    return sample_image_table(tmp_path_factory.mktemp("legacy_images"))
+
+
+@pytest.fixture(scope="session")
+def legacy_job(legacy_table, tmp_path_factory) -> Path:
+    """`legacy_table` written as TFRecorder 2.0 wrote it (gzip shards); read-only: copy it to damage it."""
+    from support.tfrecorder2_writer import write_tfrecorder2_dir
+
+    return write_tfrecorder2_dir(tmp_path_factory.mktemp("legacy"), legacy_table)

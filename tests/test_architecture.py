@@ -1,5 +1,5 @@
-"""Who may import whom (ARCHITECTURE.md), checked from the source with `ast`: no import cycles, and no
-layer importing a higher one.
+"""Who may import whom (ARCHITECTURE.md), checked from the source with `ast`: no import cycles, no
+layer importing a higher one, and no module using another module's private (`_name`) names.
 
 Every `import` counts, at module level or inside a function: a deferred import still makes the
 importer depend on the imported module. Layers, lowest first:
@@ -160,3 +160,64 @@ def test_the_graph_sees_every_kind_of_import(tmp_path):
                                            "beam_pipelines.pipeline", "tfrecorder.load"}
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def dotted_name(node: ast.expr) -> Optional[str]:
+    """`a.b.c` for an attribute chain of plain names, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
+def private_names_used(path: Path, modules: set[str]) -> set[str]:
+    """Other project modules' private names `path` uses: `from m import _x`, or `_x` read off an imported module."""
+    own = module_name(path)
+    tree = ast.parse(path.read_text(), str(path))
+    bound: dict[str, str] = {}  # a local name → the project module (or package) it is bound to
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:  # `import a.b as x` binds x to a.b; `import a.b` binds a to a
+                top = alias.name.partition(".")[0]
+                bound[alias.asname or top] = alias.name if alias.asname else top
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                if submodule in modules:
+                    bound[alias.asname or alias.name] = submodule
+                elif node.module in modules and node.module != own and is_private(alias.name):
+                    found.add(f"{node.module}.{alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_private(node.attr):
+            base = dotted_name(node.value)
+            head, _, rest = (base or "").partition(".")
+            target = ".".join(filter(None, [bound.get(head), rest])) if head in bound else None
+            if target in modules and target != own:
+                found.add(f"{target}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    """A name another module needs is public, with a docstring, in its home module."""
+    modules = all_modules()
+    used = [f"{name} uses {private}" for name, path in modules.items()
+            for private in sorted(private_names_used(path, set(modules)))]
+    assert not used, "\n".join(used)
+
+
+def test_the_private_name_check_sees_both_forms(tmp_path):
+    modules = {"tfrecorder", "tfrecorder.io", "tfrecorder.io.images", "tfrecorder.tables", "tfrecorder.probe"}
+    source = tmp_path / "tfrecorder" / "probe.py"
+    source.parent.mkdir()
+    source.write_text("from tfrecorder.io.images import _channels, PIL_FORMATS\nfrom tfrecorder import tables\n"
+                      "import tfrecorder.io.images as im\nimport tfrecorder\n"
+                      "def f():\n    return tables._parent, im._PIL_OPEN, tfrecorder.tables._x, tables.parent_dir, _own\n"
+                      "def _own():\n    return tables.__name__\n")
+    assert private_names_used(source, modules) == {"tfrecorder.io.images._channels", "tfrecorder.tables._parent",
+                                                   "tfrecorder.io.images._PIL_OPEN", "tfrecorder.tables._x"}

@@ -82,14 +82,6 @@ def test_metadata_describes_every_shard(converted):
     assert metadata["schema"] == {"split": "SplitKey", "image_uri": "ImageUri", "label": "StringLabel"}
 
 
-def test_result_is_dict_like_with_attributes_and_repr(converted):
-    assert converted["job_id"] == "DirectRunner" == converted.job_id
-    assert converted.tfrecord_dir == converted["tfrecord_dir"]
-    assert os.path.basename(converted.tfrecord_dir).startswith("tfrecorder-")
-    text = repr(converted)
-    assert converted.tfrecord_dir in text and "discarded: 6" in text and "TRAIN=" in text
-
-
 def test_csv_source_with_relative_paths_and_unknown_split(tmp_path, tf):
     images = imagegen.write_files(tmp_path / "data" / "img", {"a.jpg": ODD["rgb.jpg"][0], "b.png": ODD["rgba.png"][0]})
     csv_path = tmp_path / "data" / "table.csv"
@@ -164,10 +156,9 @@ def test_table_level_errors_are_raised_before_any_pipeline(tmp_path, source, opt
 def test_output_dir_that_is_a_file_or_unwritable_is_refused(tmp_path, image_table):
     target = tmp_path / "file"
     target.write_text("x")
-    with pytest.raises(ValueError, match="is a file"):
-        tfrecorder.convert(image_table, target)
-    with pytest.raises(ValueError, match=f"cannot be created: {target} is a file"):
-        tfrecorder.convert(image_table, target / "sub")
+    for output_dir in (target, target / "sub"):  # the file itself, or a file above it: one check, one message
+        with pytest.raises(ValueError, match=f"output_dir {output_dir} cannot be a directory: {target} is a file"):
+            tfrecorder.convert(image_table, output_dir)
     with pytest.raises(ValueError, match="is not writable"):
         tfrecorder.convert(image_table, "/proc/tfrecorder-out")  # read-only even for root
 
@@ -189,11 +180,3 @@ def test_injected_failure_leaves_no_finished_looking_directory(tmp_path, image_t
         tfrecorder.convert(image_table, tmp_path / "out")
     leftovers = os.listdir(tmp_path / "out")
     assert leftovers == [], leftovers
-
-
-def test_accessor_and_alias(tmp_path, image_table):
-    frame = image_table[image_table.image_uri.str.endswith("rgb.jpg")]
-    first = frame.tensorflow.to_tfrecord(output_dir=str(tmp_path / "out"), job_label="acc")
-    second = frame.tensorflow.to_tfr(str(tmp_path / "out"), job_label="acc")
-    assert first["tfrecord_dir"] != second["tfrecord_dir"]
-    assert first["written"] == second["written"] == {"TRAIN": 1}

@@ -47,7 +47,7 @@ def test_a_bad_option_is_one_value_error_before_the_output_is_touched(tmp_path, 
 def test_output_dir_must_be_a_directory(tmp_path):
     path = tmp_path / "file"
     path.write_text("x")
-    with pytest.raises(ValueError, match="is a file"):
+    with pytest.raises(ValueError, match=f"output_dir {path} cannot be a directory: {path} is a file"):
         ConvertOptions.check(str(path), **GOOD)
     with pytest.raises(ValueError, match="must not be empty"):
         ConvertOptions.check("", **GOOD)

@@ -8,12 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from PIL import Image
 
 import tfrecorder
 from tfrecorder import detection
 from tfrecorder.row_encoder import RowError
-from tfrecorder.sample_data import encode_image, photo_array
+from support.boxes import box_table
 
 
 def od_api_spec(tf) -> dict:
@@ -54,21 +53,6 @@ def read_od_records(tf, tfrecord_dir: str) -> dict[str, dict]:
 def discards_of(tfrecord_dir: str) -> list[dict]:
     with open(Path(tfrecord_dir) / "discarded.csv", newline="") as stream:
         return list(csv.DictReader(stream))
-
-
-@pytest.fixture(scope="module")
-def photos(tmp_path_factory) -> dict[str, Path]:
-    """Images of known sizes: a.jpg 40x60 (h x w), b.png 50x80, c.jpg 30x30, d.jpg 20x40."""
-    directory = tmp_path_factory.mktemp("photos")
-    sizes = {"a.jpg": (40, 60), "b.png": (50, 80), "c.jpg": (30, 30), "d.jpg": (20, 40), "e.jpg": (20, 20)}
-    paths = {}
-    for i, (name, (h, w)) in enumerate(sizes.items()):
-        fmt = "PNG" if name.endswith(".png") else "JPEG"
-        paths[name] = directory / name
-        paths[name].write_bytes(encode_image(Image.fromarray(photo_array(h, w, i)), fmt))
-    (directory / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really")
-    paths["broken.jpg"] = directory / "broken.jpg"
-    return paths
 
 
 # --- pure logic -------------------------------------------------------------------------------------
@@ -116,29 +100,6 @@ def test_label_map_ids_start_at_one_in_vocabulary_order():
 
 
 # --- end to end ---------------------------------------------------------------------------------------
-
-def box_table(photos) -> pd.DataFrame:
-    a, b, c, d, e = (str(photos[n]) for n in ("a.jpg", "b.png", "c.jpg", "d.jpg", "e.jpg"))
-    rows = [
-        ("TRAIN", a, "dog", 0.1, 0.2, 0.5, 0.6),
-        ("TRAIN", a, "cat", 0.0, 0.0, 1.0, 1.0),
-        ("TRAIN", a, "cat", 0.7, 0.2, 0.3, 0.9),  # xmin > xmax: this box only is discarded
-        ("train", b, "cat", 0.25, 0.5, 0.75, 1.0),
-        ("TRAIN", b, "bird", "n/a", 0.5, 0.75, 1.0),  # not a number
-        ("VALIDATION", c, None, None, None, None, None),  # an image without boxes
-        ("TEST", d, "cat", 0.1, 0.1, 0.2, 0.2),
-        ("TRAIN", d, "dog", 0.1, 0.1, 0.2, 0.2),  # d: conflicting splits → both rows discarded
-        ("TEST", e, "owl", 0.1, 0.1, 0.2, 0.2),  # owl is not a TRAIN label
-        ("TEST", e, "dog", 0.1, 0.1, 1.5, 0.2),  # outside [0, 1]
-        ("TRAIN", str(photos["broken.jpg"]), "cat", 0.1, 0.1, 0.2, 0.2),  # the image itself is bad
-    ]
-    return pd.DataFrame(rows, columns=["split", "image_uri", "label", "xmin", "ymin", "xmax", "ymax"])
-
-
-@pytest.fixture(scope="module")
-def detection_job(photos, tmp_path_factory):
-    return tfrecorder.convert(box_table(photos), tmp_path_factory.mktemp("det"), progress=False)
-
 
 def test_detection_job_writes_od_api_records(detection_job, photos, tf):
     tfrecord_dir = detection_job["tfrecord_dir"]
@@ -211,48 +172,6 @@ def test_box_units_and_missing_columns_are_table_errors(photos, tmp_path):
         tfrecorder.convert(table.rename(columns={"image_uri": "path"}), tmp_path)
 
 
-def test_load_gives_images_boxes_and_classes(detection_job, photos, tf):
-    tfrecord_dir = detection_job["tfrecord_dir"]
-    [a] = [e for e in tfrecorder.load(tfrecord_dir, "train") if e["source_id"].numpy().decode() == str(photos["a.jpg"])]
-    assert a["image"].dtype == tf.uint8 and tuple(a["image"].shape) == (40, 60, 3)
-    assert a["boxes"].dtype == tf.float32 and a["classes"].dtype == tf.int64
-    boxes = {int(c): tuple(b) for c, b in zip(a["classes"].numpy(), a["boxes"].numpy())}
-    np.testing.assert_allclose(boxes[2], [0.2, 0.1, 0.6, 0.5])  # dog: ymin, xmin, ymax, xmax
-    np.testing.assert_allclose(boxes[1], [0.0, 0.0, 1.0, 1.0])
-    [c] = list(tfrecorder.load(tfrecord_dir, "validation"))
-    assert tuple(c["boxes"].shape) == (0, 4) and tuple(c["classes"].shape) == (0,)
-
-
-def test_load_batches_boxes_ragged_and_resizes_images(detection_job, tf):
-    tfrecord_dir = detection_job["tfrecord_dir"]
-    [batch] = list(tfrecorder.load(tfrecord_dir, "train", batch_size=8, image_size=(32, 32), channels=3))
-    assert tuple(batch["image"].shape) == (2, 32, 32, 3) and isinstance(batch["image"], tf.Tensor)
-    assert isinstance(batch["boxes"], tf.RaggedTensor) and isinstance(batch["classes"], tf.RaggedTensor)
-    assert sorted(batch["classes"].row_lengths().numpy().tolist()) == [1, 2]
-    assert batch["boxes"].shape.as_list()[-1] == 4
-    drawn = tf.image.draw_bounding_boxes(tf.cast(batch["image"], tf.float32), batch["boxes"].to_tensor(),
-                                         tf.constant([[1.0, 0.0, 0.0]]))
-    assert tuple(drawn.shape) == (2, 32, 32, 3)
-    image, target = next(iter(tfrecorder.load(tfrecord_dir, "train", as_supervised=True)))
-    assert image.dtype == tf.uint8 and set(target) == {"boxes", "classes"}
-
-
-def test_inspect_draws_boxes_and_class_names(detection_job, tmp_path):
-    from tfrecorder.detection_inspect import COLOURS
-
-    out = tfrecorder.inspect(detection_job["tfrecord_dir"], "train", num_records=5, output_dir=str(tmp_path / "look"))
-    rows = list(csv.DictReader(open(Path(out) / "records.csv", newline="")))
-    assert len(rows) == 2
-    by_name = {row["filename"]: row for row in rows}
-    assert sorted(json.loads(by_name["a.jpg"]["class_names"])) == ["cat", "dog"]
-    assert json.loads(by_name["b.png"]["boxes_ymin_xmin_ymax_xmax"]) == [[0.5, 0.25, 1.0, 0.75]]
-    written = (Path(out) / by_name["a.jpg"]["image_file"]).read_bytes()
-    assert written[:2] == b"\xff\xd8"  # the original JPEG, not the drawing
-    sheet = np.asarray(Image.open(Path(out) / "contact_sheet.png").convert("RGB"))
-    first_colour = tuple(int(COLOURS[0][i:i + 2], 16) for i in (1, 3, 5))
-    assert (sheet == first_colour).all(axis=-1).sum() > 100  # box outlines and name labels drawn
-
-
 def test_bundle_replay_writes_each_image_once_and_counts_exactly(photos, tmp_path, tf):
     """Beam re-runs every bundle once (direct_runner_bundle_repeat=1): same records, same accounting."""
     result = tfrecorder.convert(box_table(photos), tmp_path, progress=False,
@@ -285,18 +204,3 @@ def test_model_garden_tf_example_decoder_reads_a_detection_job(detection_job, ph
     boxes = {int(c): tuple(b) for c, b in zip(a["groundtruth_classes"].numpy(), a["groundtruth_boxes"].numpy())}
     np.testing.assert_allclose(boxes[2], [0.2, 0.1, 0.6, 0.5])  # Model Garden's [ymin, xmin, ymax, xmax]
     np.testing.assert_allclose(boxes[1], [0.0, 0.0, 1.0, 1.0])
-
-
-def test_result_html_shows_images_with_their_boxes(detection_job):
-    import base64
-    import io
-    import re
-
-    from tfrecorder.detection_inspect import COLOURS
-
-    page = detection_job._repr_html_()
-    sources = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(sources) == 2 and ("cat, dog" in page or "dog, cat" in page)
-    colour = tuple(int(COLOURS[0][i:i + 2], 16) for i in (1, 3, 5))
-    drawn = [np.asarray(Image.open(io.BytesIO(base64.b64decode(s))).convert("RGB")) for s in sources]
-    assert all((image == colour).all(axis=-1).sum() > 20 for image in drawn)

@@ -24,11 +24,10 @@ def test_the_hierarchy_separates_bad_input_infrastructure_and_corrupt_data():
 
 
 def test_old_import_locations_name_the_same_classes():
-    from tfrecorder import images, result, row_encoder, tfrecord_format
+    from tfrecorder import images, result, row_encoder
 
     assert row_encoder.RowError is errors.RowError
     assert images.InvalidImage is errors.InvalidImage
-    assert tfrecord_format.CorruptRecordError is errors.CorruptRecordError
     assert result.DataflowJobError is errors.DataflowJobError
 
 

@@ -1,7 +1,6 @@
 """tfrecorder.load on real converted jobs and on hand-built records covering the features contract."""
 from __future__ import annotations
 
-import io
 import json
 import os
 from pathlib import Path
@@ -15,7 +14,7 @@ from support import imagegen
 from support import jobbuilder
 import tfrecorder
 from tfrecorder.format.example_encoder import bytes_feature, float_feature, int64_feature
-from tfrecorder.load import Splits, decode_image
+from tfrecorder.load import Splits
 from tfrecorder.sample_data import encode_image, photo_array
 
 
@@ -112,28 +111,6 @@ def test_as_supervised_fits_a_tiny_keras_model(converted, tf):
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     history = model.fit(dataset, steps_per_epoch=3, epochs=1, verbose=0, shuffle=False)
     assert np.isfinite(history.history["loss"][0])
-
-
-@pytest.mark.parametrize("size, ratio", [((160, 200), 2), ((80, 100), 4), ((40, 50), 8), ((30, 45), 8),
-                                         ((200, 200), 1), ((170, 100), 1)])
-def test_large_jpegs_are_decoded_at_reduced_scale_then_resized(tf, size, ratio):
-    """A 320×400 JPEG: libjpeg's 1/ratio decode is used exactly when it still covers `size`."""
-    data = encode_image(Image.fromarray(photo_array(320, 400, 3)), "JPEG", quality=90)
-    image = decode_image(tf.constant(data), tf.constant("jpeg"), tf.constant(320, tf.int64), tf.constant(400, tf.int64),
-                         size, None)
-    scaled = tf.io.decode_jpeg(data, ratio=ratio)
-    expected = tf.cast(tf.clip_by_value(tf.round(tf.image.resize(scaled, size)), 0, 255), tf.uint8)
-    assert image.shape == (*size, 3) and np.array_equal(image.numpy(), expected.numpy())
-    full = tf.image.resize(tf.io.decode_jpeg(data), size).numpy()
-    assert np.abs(full - image.numpy()).mean() < 20  # the same picture as a full decode, within resize noise
-
-
-def test_non_jpeg_images_take_the_full_decode(tf):
-    png = encode_image(Image.fromarray(photo_array(320, 400, 3)), "PNG")
-    image = decode_image(tf.constant(png), tf.constant("png"), tf.constant(320, tf.int64), tf.constant(400, tf.int64),
-                         (40, 50), None)
-    expected = tf.cast(tf.clip_by_value(tf.round(tf.image.resize(tf.io.decode_png(png), (40, 50))), 0, 255), tf.uint8)
-    assert np.array_equal(image.numpy(), expected.numpy())
 
 
 FEATURES = {
@@ -239,14 +216,6 @@ def test_bad_options(converted):
         tfrecorder.load(converted["tfrecord_dir"], channels=2)
     with pytest.raises(ValueError, match="batch_size"):
         tfrecorder.load(converted["tfrecord_dir"], batch_size=0)
-
-
-def test_photo_jpeg_bytes_decode_like_tensorflow(tf):
-    data = encode_image(Image.fromarray(photo_array(30, 40, 1)), "JPEG")
-    image = decode_image(tf.constant(data), tf.constant("jpeg"), tf.constant(30, tf.int64), tf.constant(40, tf.int64),
-                         None, None)
-    assert np.array_equal(image.numpy(), tf.io.decode_jpeg(data).numpy())
-    assert np.asarray(Image.open(io.BytesIO(data))).shape == image.shape
 
 
 def test_resized_split_mixing_gray_rgb_and_rgba_converts_to_the_widest(tmp_path, tf):

@@ -30,7 +30,7 @@ def test_rows_processed_counts_rows_written_and_discarded_at_every_step(tmp_path
         validate="header", progress_dir=str(tmp_path / "progress"), source_size=table.csv_size,
         source_data_start=table.csv_data_start,
     )
-    pipeline = runners.make_pipeline("DirectRunner")
+    pipeline = runners.local_pipeline()
     build_pipeline(pipeline, config)
     result = pipeline.run()
     result.wait_until_finish()

@@ -59,3 +59,11 @@ def test_multi_process_conversion_writes_what_the_in_process_one_writes(tmp_path
         return {split: sorted(e["image_uri"] for e in examples) for split, examples in read_job(result["tfrecord_dir"]).items()}
 
     assert records(single) == records(multi)
+
+
+def test_a_local_pipeline_runs_in_process_with_the_options_given():
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    pipeline = runners.local_pipeline({"direct_num_workers": 3})
+    assert isinstance(pipeline.runner, FnApiRunner)
+    assert pipeline.options.get_all_options()["direct_num_workers"] == 3

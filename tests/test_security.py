@@ -31,7 +31,7 @@ def test_cells_that_look_like_code_are_stored_verbatim(tmp_path):
 
 
 def test_save_main_session_is_off_by_default():
-    pipeline = runners.make_pipeline("DirectRunner")
+    pipeline = runners.local_pipeline()
     assert pipeline.options.view_as(SetupOptions).save_main_session is False
 
 

@@ -36,5 +36,5 @@ def test_check_writable_dir_probes_the_nearest_existing_ancestor(tmp_path):
     storage.check_writable_dir(str(tmp_path / "not" / "yet" / "there"))
     assert os.listdir(tmp_path) == []  # the probe file is removed, nothing is created
     (tmp_path / "file").write_text("x")
-    with pytest.raises(ValueError, match="is a file"):
+    with pytest.raises(ValueError, match=f"cannot be a directory: {tmp_path / 'file'} is a file"):
         storage.check_writable_dir(str(tmp_path / "file" / "out"))

@@ -179,7 +179,7 @@ def open_annotations(source: Any, annotation_format: Optional[str] = None) -> Op
     columns = columns_for(task)
     sample_rows = [r for r in itertools.islice(iter_rows(path, fmt), tables.SAMPLE_ROWS) if not isinstance(r, tuple)]
     sample = pd.DataFrame(sample_rows, columns=columns)
-    return AnnotationTable(KIND_PREFIX + fmt, columns, sample, tables._parent(path), rows_estimate=len(sample_rows),
+    return AnnotationTable(KIND_PREFIX + fmt, columns, sample, tables.parent_dir(path), rows_estimate=len(sample_rows),
                            csv_path=path)
 
 

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tfrecorder import splits, types
-from tfrecorder.format.example_encoder import Feature, _feature_value_pieces
+from tfrecorder.format.example_encoder import Feature, feature_value_pieces
 from tfrecorder.errors import RowError
 from tfrecorder.row_encoder import split_key
 from tfrecorder.row_values import INT64_MAX, input_feature, is_missing, multi_label_names, to_int
@@ -284,7 +284,7 @@ class Column:
 
 
 def _feature_bytes(feature: Feature) -> bytes:
-    return b"".join(_feature_value_pieces(feature)[0])
+    return b"".join(feature_value_pieces(feature)[0])
 
 
 def _fallback(array: pa.Array, column: str, role: types.ColumnType) -> Column:

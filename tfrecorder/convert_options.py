@@ -30,11 +30,10 @@ def normalise_output_dir(output_dir: Union[str, os.PathLike]) -> str:
 
 
 def check_output_dir(output_dir: str) -> str:
-    """A normalised `output_dir` that names a directory files can be created in (checked by a real write)."""
+    """A normalised `output_dir` that names a directory files can be created in (checked by a real write;
+    a local file at or above it is refused there, with one message)."""
     if not output_dir:
         raise ValueError("output_dir must not be empty")
-    if not storage.is_remote(output_dir) and os.path.exists(output_dir) and not os.path.isdir(output_dir):
-        raise ValueError(f"output_dir {output_dir} is a file, not a directory")
     storage.check_writable_dir(output_dir)
     return output_dir
 

@@ -169,7 +169,8 @@ def open_csv_slice(path: str, start: int, end: int) -> io.TextIOBase:
     return io.TextIOWrapper(window, encoding="utf-8", newline="")
 
 
-def _parent(path: str) -> str:
+def parent_dir(path: str) -> str:
+    """The directory a table file sits in (absolute when local): where its relative image URIs are resolved."""
     if storage.is_remote(path):
         return posixpath.dirname(path.rstrip("/"))
     return os.path.dirname(os.path.abspath(path))
@@ -265,5 +266,5 @@ def _open_csv(path: str) -> Table:
     records = csv_split.record_count(head[:sample_end], data_start)
     estimate = records if complete else round(records * (size - data_start) / max(sample_end - data_start, 1))
     sample = read_csv_sample(io.BytesIO(head[:sample_end]))
-    return Table("csv", header, sample, _parent(path), estimate, csv_path=path, csv_data_start=data_start,
+    return Table("csv", header, sample, parent_dir(path), estimate, csv_path=path, csv_data_start=data_start,
                  csv_size=size)

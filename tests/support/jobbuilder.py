@@ -34,3 +34,19 @@ def write_job(directory: Path, features: Mapping[str, dict], rows: Sequence[Mapp
     }
     (directory / "metadata.json").write_text(json.dumps(metadata, indent=2))
     return directory
+
+
+def shard_files(job: Path) -> list[Path]:
+    """Every shard file metadata.json lists, in split order."""
+    metadata = json.loads((job / "metadata.json").read_text())
+    return [job / s["file"] for info in metadata["splits"].values() for s in info["shards"]]
+
+
+def largest_shard(job: Path) -> Path:
+    """The biggest listed shard: the one to damage, as it holds several records."""
+    return max(shard_files(job), key=lambda p: p.stat().st_size)
+
+
+def index_of(job: Path, shard: Path) -> Path:
+    """The index file of a shard (index/<shard name>.index)."""
+    return job / "index" / (shard.name + ".index")

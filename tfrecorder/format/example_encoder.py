@@ -63,10 +63,11 @@ _TAG_3_LEN = b"\x1a"  # field 3, wire type 2
 _LIST_TAGS = {"bytes": _TAG_1_LEN, "float": _TAG_2_LEN, "int64": _TAG_3_LEN}  # Feature's oneof fields
 
 
-def _feature_value_pieces(feature: Feature) -> tuple[list, int]:
+def feature_value_pieces(feature: Feature) -> tuple[list, int]:
     """The serialised value list of one Feature as pieces (values are not copied) and its length.
 
     BytesList/FloatList/Int64List: field 1 holds the values (bytes: one field each; numbers: packed).
+    Also used by tfrecorder.columnar, which encodes a column's value lists without whole Examples.
     """
     if feature.kind == "bytes":
         pieces: list = []
@@ -108,7 +109,7 @@ def _entry_key(name: str, feature: Feature):
 
 def _entry(name: str, feature: Feature) -> tuple[tuple, int]:
     """One serialised features-map entry as pieces (values not copied) and its size."""
-    values, values_size = _feature_value_pieces(feature)
+    values, values_size = feature_value_pieces(feature)
     values_prefix = _varint(values_size)
     feature_size = 1 + len(values_prefix) + values_size  # Feature { <list> = 1|2|3 }
     feature_prefix = _varint(feature_size)

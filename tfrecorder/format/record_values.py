@@ -70,11 +70,11 @@ def decode_image(data: bytes, channels: Optional[int] = None) -> np.ndarray:
     `channels` (1, 3 or 4) asks for a conversion. Animated images give their first frame."""
     from PIL import Image
 
-    from tfrecorder.io.images import _channels, _PIL_FORMATS
+    from tfrecorder.io.images import PIL_FORMATS, decoded_channels
 
     with Image.open(io.BytesIO(data)) as image:
         image.load()
-        wanted = channels or _channels(_PIL_FORMATS.get(image.format, "png"), image)
+        wanted = channels or decoded_channels(PIL_FORMATS.get(image.format, "png"), image)
         if image.mode in _SIXTEEN_BIT:  # TensorFlow scales 16-bit samples to 8 bits
             image = Image.fromarray((np.asarray(image, dtype=np.uint32) >> 8).astype(np.uint8), "L")
         if image.mode != _MODES[wanted]:

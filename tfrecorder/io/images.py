@@ -24,7 +24,8 @@ from tfrecorder.io.image_checks import JPEG_EOI_MISSING, jpeg_structure_error, p
 # Largest image we accept (pixels); a header declaring more is treated as a decompression bomb.
 MAX_PIXELS = 178_956_970  # Pillow's own default limit
 
-_PIL_FORMATS = {"JPEG": "jpeg", "MPO": "jpeg", "PNG": "png", "GIF": "gif", "BMP": "bmp", "WEBP": "webp"}
+PIL_FORMATS = {"JPEG": "jpeg", "MPO": "jpeg", "PNG": "png", "GIF": "gif", "BMP": "bmp", "WEBP": "webp"}
+"""Pillow's format name → the image format name this package records (an MPO is a JPEG to TensorFlow)."""
 _PIL_OPEN_FORMATS = ("JPEG", "PNG", "GIF", "BMP", "WEBP")
 
 
@@ -36,8 +37,9 @@ class ImageInfo:
     channels: int  # what tf.io.decode_image returns for these bytes
 
 
-def _channels(fmt: str, image: Image.Image) -> int:
-    """Channel count tf.io.decode_image yields (TensorFlow's decoders, not Pillow's modes)."""
+def decoded_channels(fmt: str, image: Image.Image) -> int:
+    """Channel count tf.io.decode_image yields (TensorFlow's decoders, not Pillow's modes) for an image Pillow
+    opened, `fmt` being its PIL_FORMATS name: what the probe records and what Pillow-based readers decode to."""
     mode = image.mode
     if fmt == "gif":
         return 3  # TF decodes GIF frames to RGB
@@ -200,14 +202,14 @@ def probe_with_pillow(data: bytes) -> ImageInfo:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(io.BytesIO(data), formats=_PIL_OPEN_FORMATS) as image:
-                fmt = _PIL_FORMATS[image.format]
+                fmt = PIL_FORMATS[image.format]
                 width, height = image.size
                 if width <= 0 or height <= 0:
                     raise InvalidImage(f"invalid image size {width}x{height}")
                 if width * height > MAX_PIXELS:
                     raise InvalidImage(f"image too large: {width}x{height} pixels exceeds {MAX_PIXELS}")
                 _check_complete(fmt, data)
-                channels = _channels(fmt, image)
+                channels = decoded_channels(fmt, image)
     except InvalidImage:
         raise
     except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:

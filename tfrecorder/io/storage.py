@@ -165,7 +165,8 @@ def check_writable_dir(path: str) -> None:
     """ValueError unless files can be created under the directory `path` (checked by a real write).
 
     Locally the probe goes to the nearest existing ancestor (permission bits alone mislead, e.g. for
-    root); on gs:// a probe object is written and deleted. Other remote schemes fail when written.
+    root), and a file there (`path` itself or a parent) is refused; on gs:// a probe object is written
+    and deleted. Other remote schemes fail when written.
     """
     if gcs.is_gcs(path):
         gcs.check_writable(path, f".tfrecorder-write-check-{os.urandom(4).hex()}")
@@ -174,7 +175,7 @@ def check_writable_dir(path: str) -> None:
         while not os.path.exists(ancestor):
             ancestor = os.path.dirname(ancestor)
         if not os.path.isdir(ancestor):
-            raise ValueError(f"output_dir {path} cannot be created: {ancestor} is a file")
+            raise ValueError(f"output_dir {path} cannot be a directory: {ancestor} is a file")
         try:
             handle, probe = tempfile.mkstemp(prefix=".tfrecorder-write-check-", dir=ancestor)
             os.close(handle)

@@ -1,4 +1,5 @@
-"""TFRecorder 2.0's documented calls, written as its README and sample notebooks wrote them, run unchanged."""
+"""tfrecorder.compat: TFRecorder 2.0's documented calls, written as its README and sample notebooks wrote them,
+run unchanged; then its helpers (keywords, positional to_tfr order, result keys, CLI note) one by one."""
 from __future__ import annotations
 
 import os
@@ -12,36 +13,7 @@ import pytest
 import tfrecorder
 from tfrecorder import input_schema
 from tfrecorder import types
-from support.tfrecorder2_writer import sample_image_table
-
-
-@pytest.fixture(scope="module")
-def data_csv(tmp_path_factory) -> pathlib.Path:
-    """TFRecorder 2.0's tfrecorder/test_data/data.csv shape: split,image_uri,label with readable images only."""
-    directory = tmp_path_factory.mktemp("test_data")
-    table = sample_image_table(directory / "images")
-    table = table[table.split.isin(["TRAIN", "VALIDATION", "TEST"]) & ~table.image_uri.str.contains("missing|rgba")]
-    table.to_csv(directory / "data.csv", index=False)
-    return directory / "data.csv"
-
-
-def test_input_schema_module():
-    schema = input_schema.Schema({
-        'split': types.SplitKey,
-        'x': types.FloatInput,
-        'y': types.IntegerInput,
-        'label': types.IntegerLabel,
-    })
-    assert schema.split_key == 'split' and schema.label_key == 'label' and schema.image_uri_key is None
-    assert list(schema.get_input_keys()) == ['split', 'x', 'y', 'label']
-    assert schema.input_schema_map['x'] is types.FloatInput
-    image = input_schema.IMAGE_CSV_SCHEMA
-    assert (image.split_key, image.image_uri_key, image.label_key) == ('split', 'image_uri', 'label')
-    assert isinstance(image, tfrecorder.Schema)
-    with pytest.raises(AttributeError, match="tf.Transform"):
-        image.get_input_coder()
-    hint: dict[str, types.SupportedType] = {'split': types.SplitKey}  # 2.0 annotated schema maps so
-    assert input_schema.Schema(hint).split_key == 'split'
+from tfrecorder.compat import TO_TFR_ORDER, legacy_arguments, legacy_note, legacy_positional, legacy_result_value
 
 
 def test_basic_usage_notebook(data_csv, tmp_path):
@@ -52,24 +24,6 @@ def test_basic_usage_notebook(data_csv, tmp_path):
     assert results['job_id'] == 'DirectRunner'
     assert results['metrics'] == {'rows': len(df), 'good_images': len(df), 'bad_images': 0}
     assert os.path.dirname(results['tfrecord_dir']) == os.path.abspath(output_dir)
-
-
-def test_to_tfr_with_every_documented_keyword(data_csv, tmp_path):
-    df = pd.read_csv(data_csv)
-    results = df.tensorflow.to_tfr(
-        output_dir=str(tmp_path),
-        schema=input_schema.IMAGE_CSV_SCHEMA,
-        runner='DirectRunner',
-        project=None,
-        region=None,
-        tfrecorder_wheel=None,
-        dataflow_options=None,
-        job_label='to-tfr',
-        compression='gzip',
-        num_shards=2)
-    files = sorted(os.listdir(results['tfrecord_dir']))
-    assert 'train-00000-of-00002.tfrecord.gz' in files and 'train-00001-of-00002.tfrecord.gz' in files
-    assert tfrecorder.verify(results['tfrecord_dir']).ok
 
 
 def test_to_tfr_positional_arguments_in_tfrecorder2_order(data_csv, tmp_path):
@@ -147,13 +101,6 @@ def test_convert_csv_with_header_and_names(data_csv, tmp_path):
     assert 'extra' not in results['metadata']['schema']
 
 
-def test_convert_and_load(data_csv, tmp_path):
-    datasets = tfrecorder.convert_and_load(pd.read_csv(data_csv), str(tmp_path))
-    assert set(datasets) == {'TRAIN', 'VALIDATION', 'TEST'}
-    train = datasets['TRAIN']
-    assert len(list(train)) == 7
-
-
 def test_load_and_inspect(data_csv, tmp_path):
     results = tfrecorder.convert(str(data_csv), str(tmp_path / 'out'))
     dataset_dict = tfrecorder.load(results['tfrecord_dir'])
@@ -182,3 +129,48 @@ def test_command_line(data_csv, tmp_path):
                 '--num_records=5', f'--output_dir={tmp_path / "output"}')
     assert done.returncode == 0, done.stderr
     assert os.path.exists(tmp_path / 'output' / 'records.csv')
+
+
+def test_legacy_arguments_select_columns_read_a_headerless_csv_and_refuse_the_rest(data_csv, tmp_path):
+    frame = pd.read_csv(data_csv).assign(extra=1)
+    selected, schema = legacy_arguments(frame, None, {"names": ["label", "split"]})
+    assert list(selected.columns) == ["label", "split"] and schema is None
+    assert legacy_arguments(str(data_csv), "given", {}) == (str(data_csv), "given")  # nothing to do: a path stays
+    headerless = tmp_path / "headerless.csv"
+    headerless.write_text("TRAIN,a.jpg,cat\nTEST,b.jpg,dog\n")
+    read, _ = legacy_arguments(str(headerless), None, {"header": None})
+    assert list(read.columns) == ["split", "image_uri", "label"] and read["label"].tolist() == ["cat", "dog"]
+    assert legacy_arguments(frame, None, {"schema_map": {"split": "SplitKey"}})[1] == {"split": "SplitKey"}
+    with pytest.raises(TypeError, match="both schema= and schema_map="):
+        legacy_arguments(frame, {"split": "SplitKey"}, {"schema_map": {"split": "SplitKey"}})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'shards'"):
+        legacy_arguments(frame, None, {"shards": 3})
+    with pytest.raises(ValueError, match="not an image directory"):
+        legacy_arguments(str(tmp_path), None, {"header": None})
+
+
+def test_legacy_positional_names_arguments_in_to_tfr_order():
+    assert legacy_positional(("s", "DirectRunner"), {"num_shards": 2}) == {
+        "schema": "s", "runner": "DirectRunner", "num_shards": 2}
+    assert legacy_positional((), {"job_label": "x"}) == {"job_label": "x"}
+    with pytest.raises(TypeError, match="multiple values for argument 'runner'"):
+        legacy_positional(("s", "DirectRunner"), {"runner": "DataflowRunner"})
+    with pytest.raises(TypeError, match=f"at most {len(TO_TFR_ORDER) + 1} positional"):
+        legacy_positional(tuple(range(len(TO_TFR_ORDER) + 1)), {})
+
+
+def test_legacy_result_values_metrics_and_dataflow_url():
+    done = {"rows_in": 5, "written": {"TRAIN": 3, "TEST": 1}, "discarded": 1,
+            "metadata": {"schema": {"image_uri": "ImageUri", "split": "SplitKey"}}}
+    assert legacy_result_value(done, "metrics") == {"rows": 5, "good_images": 4, "bad_images": 1}
+    tabular = {**done, "metadata": {"schema": {"x": "FloatInput"}}}
+    assert legacy_result_value(tabular, "metrics") == {"rows": 5, "good_images": None, "bad_images": None}
+    assert legacy_result_value({"console_url": "https://console"}, "dataflow_url") == "https://console"
+    with pytest.raises(KeyError, match="call result.wait"):
+        legacy_result_value({"rows_in": 5}, "metrics")
+    with pytest.raises(KeyError):
+        legacy_result_value(done, "dataflow_url")  # a local job has no console
+
+
+def test_legacy_note_only_for_create_tfrecords():
+    assert "tfrecorder convert" in legacy_note("create-tfrecords") and legacy_note("convert") is None

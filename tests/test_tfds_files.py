@@ -1,7 +1,9 @@
-"""TensorFlow Datasets reads job directories as they are: tfds.builder_from_directory(job_dir)."""
+"""tfrecorder.format.tfds_files: TensorFlow Datasets reads job directories as they are,
+tfds.builder_from_directory(job_dir), from the dataset_info.json, features.json and label files written here."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -111,3 +113,23 @@ def test_gs_job_directory_reads_with_tfds_after_copying_through_the_storage_laye
     builder = tfds.builder_from_directory(str(local))
     assert builder.info.features["label"].names == ["cat", "dog", "emu"]
     assert sum(1 for _ in builder.as_dataset(split="train[:50%]")) == builder.info.splits["train"].num_examples // 2
+
+
+def test_dataset_info_lists_every_split_by_shard_lengths_and_gzip_jobs_get_no_files(tmp_path):
+    metadata = {"job_name": "Cats-20250101-120000", "created_utc": "2025-01-01T12:00:00Z",
+                "schema": {"split": "SplitKey", "label": "StringLabel"},
+                "features": {"label": {"dtype": "int64", "shape": [], "allow_missing": False}},
+                "vocabularies": {"label": ["cat", "dog"]},
+                "splits": {"TRAIN": {"bytes": 300, "shards": [{"records": 2}, {"records": 1}]},
+                           "TEST": {"bytes": 90, "shards": [{"records": 1}]}}}
+    info = tfds_files.dataset_info(metadata)
+    assert info["name"] == "cats_20250101_120000" and info["version"] == tfds_files.VERSION
+    assert info["splits"] == [
+        {"name": "train", "numBytes": "300", "shardLengths": ["2", "1"], "filepathTemplate": tfds_files.FILE_TEMPLATE},
+        {"name": "test", "numBytes": "90", "shardLengths": ["1"], "filepathTemplate": tfds_files.FILE_TEMPLATE}]
+    written = tfds_files.write_tfds_files(str(tmp_path), metadata)
+    assert written == sorted(os.listdir(tmp_path)) == [tfds_files.DATASET_INFO_FILE, tfds_files.FEATURES_FILE,
+                                                       "label" + tfds_files.LABELS_SUFFIX]
+    assert json.loads((tmp_path / tfds_files.DATASET_INFO_FILE).read_text()) == info
+    assert tfds_files.write_tfds_files(str(tmp_path / "gz"), {**metadata, "compression": "gzip"}) == []
+    assert not (tmp_path / "gz").exists()
