@@ -70,8 +70,8 @@ def _terminate(processes: list) -> None:
 class _Child:
     def __init__(self, context, handle: Callable[[Any], Any]) -> None:
         self.tasks, self.results = context.Queue(), context.Queue()
-        self.process = context.Process(target=_serve, args=(handle, self.tasks, self.results, os.getpid()), daemon=True,
-                                       name="tfrecorder-encode")
+        self.process = context.Process(target=_serve, args=(handle, self.tasks, self.results, os.getpid()),
+                                       daemon=True, name="tfrecorder-encode")
         self.outstanding = 0
 
     def receive(self) -> Any:

@@ -28,9 +28,9 @@ KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
 #   starting (fresh interpreters import Beam and tfrecorder); only chosen for jobs the pool cannot take
 #   (images or output on remote storage) when the rows' work beats twice that start-up.
 # Small decode-mode jobs decode in one forked child that imports TensorFlow while this process builds and
-# starts the graph (beam_pipelines.forked_decoder): that hides ~0.7 s of start-up behind the ~2 s import,
-# but decodes on one core instead of a thread per core (~0.45 ms more per 80 KB photo on 2 cores), so it
-# pays off up to ~1,500 images; FORKED_DECODE_MAX_ROWS keeps a margin.
+# starts the graph (beam_pipelines.forked_decoder): that hides the graph's start-up (~0.5 s) behind the
+# ~2 s import, but decodes on one core instead of a thread per core (~0.45 ms more per 80 KB photo on
+# 2 cores), so it pays off up to ~1,000 images; FORKED_DECODE_MAX_ROWS stays there.
 FORKED_DECODE_MAX_ROWS = 1000
 ROW_SECONDS = 170e-6
 POOL_START_SECONDS = 0.05
