@@ -11,6 +11,12 @@ that does nothing; any other call â€” another thread, the user's own pipelines â
 unchanged. The wrapper is installed only while such a call is in progress and removed afterwards, so
 Beam is left as it was found. `run` also removes the pipeline's local temp directory, which Beam only
 deletes outside IPython (inside, it leaves that to Interactive Beam).
+
+The same way, bundles that `run` executes in this thread get a state sampler with a short period:
+Beam's bundle processor stops its sampling thread at the end of every bundle and waits for it, and
+that thread sleeps up to its period (a fixed 200 ms once a bundle has run for about a second), so
+every long bundle ended ~100 ms late on average (measured on a 20,000-image conversion). At 10 ms the
+sampler still attributes time to steps; it only wakes more often.
 """
 from __future__ import annotations
 
@@ -22,11 +28,24 @@ from typing import Any, Callable, Iterator, Optional
 
 import apache_beam as beam
 from apache_beam import pipeline as beam_pipeline
+from apache_beam.runners.worker import statesampler
 
 _inside_plain_pipeline = contextvars.ContextVar("tfrecorder_inside_plain_pipeline", default=False)
 _install_lock = threading.Lock()
 _active_calls = 0
 _beams_alter_label: Optional[Callable[[Any, Any], None]] = None
+_BeamsStateSampler = statesampler.StateSampler
+SAMPLING_PERIOD_MS = 10  # what a long bundle's end may wait for the sampling thread (Beam's: 200)
+
+
+class _StateSamplerUnlessPlain(_BeamsStateSampler):
+    """Beam's StateSampler, with a period of at most SAMPLING_PERIOD_MS inside a PlainPipeline run."""
+
+    def __init__(self, prefix: str, counter_factory: Any,
+                 sampling_period_ms: int = statesampler.DEFAULT_SAMPLING_PERIOD_MS) -> None:
+        if _inside_plain_pipeline.get():
+            sampling_period_ms = min(sampling_period_ms, SAMPLING_PERIOD_MS)
+        super().__init__(prefix, counter_factory, sampling_period_ms)
 
 
 def _alter_label_unless_plain(transform: Any, pvalueish: Any) -> None:
@@ -36,13 +55,15 @@ def _alter_label_unless_plain(transform: Any, pvalueish: Any) -> None:
 
 
 @contextlib.contextmanager
-def _plain_labels() -> Iterator[None]:
+def _plain_calls() -> Iterator[None]:
     global _active_calls, _beams_alter_label
     token = _inside_plain_pipeline.set(True)
     with _install_lock:
         if _active_calls == 0 and beam_pipeline.alter_label_if_ipython is not _alter_label_unless_plain:
             _beams_alter_label = beam_pipeline.alter_label_if_ipython
             beam_pipeline.alter_label_if_ipython = _alter_label_unless_plain
+        if _active_calls == 0 and statesampler.StateSampler is _BeamsStateSampler:
+            statesampler.StateSampler = _StateSamplerUnlessPlain
         _active_calls += 1
     try:
         yield
@@ -51,6 +72,8 @@ def _plain_labels() -> Iterator[None]:
             _active_calls -= 1
             if _active_calls == 0 and beam_pipeline.alter_label_if_ipython is _alter_label_unless_plain:
                 beam_pipeline.alter_label_if_ipython = _beams_alter_label
+            if _active_calls == 0 and statesampler.StateSampler is _StateSamplerUnlessPlain:
+                statesampler.StateSampler = _BeamsStateSampler
         _inside_plain_pipeline.reset(token)
 
 
@@ -58,11 +81,11 @@ class PlainPipeline(beam.Pipeline):
     """beam.Pipeline without Interactive Beam's label rewriting (see the module docstring)."""
 
     def apply(self, transform, pvalueish=None, label=None):
-        with _plain_labels():
+        with _plain_calls():
             return super().apply(transform, pvalueish, label)
 
     def run(self, test_runner_api="AUTO"):
-        with _plain_labels():
+        with _plain_calls():
             try:
                 return super().run(test_runner_api)
             finally:

@@ -7,10 +7,11 @@ import apache_beam as beam
 import nbformat
 from apache_beam import pipeline as beam_pipeline
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.runners.worker import statesampler
 from apache_beam.testing.util import assert_that, equal_to
 from nbclient import NotebookClient
 
-from beam_pipelines.plain_pipeline import PlainPipeline
+from beam_pipelines.plain_pipeline import SAMPLING_PERIOD_MS, PlainPipeline
 
 
 def recording_hook(monkeypatch) -> list:
@@ -31,6 +32,24 @@ def test_plain_pipeline_runs_without_the_hook_and_puts_it_back(monkeypatch):
     theirs = beam.Pipeline(runner=FnApiRunner())
     _ = theirs | beam.Create([1])
     assert seen == [theirs]
+
+
+class SamplingPeriod(beam.DoFn):
+    def process(self, _):
+        yield statesampler.get_current_tracker().sampling_period_ms
+
+
+def test_our_bundles_sample_state_often_and_others_keep_beams_period():
+    """A bundle's end waits up to one sampling period for Beam's sampling thread (200 ms by default)."""
+    beams_sampler = statesampler.StateSampler
+    ours = PlainPipeline(runner=FnApiRunner())
+    assert_that(ours | beam.Create([None]) | beam.ParDo(SamplingPeriod()), equal_to([SAMPLING_PERIOD_MS]))
+    ours.run().wait_until_finish()
+    assert statesampler.StateSampler is beams_sampler
+    theirs = beam.Pipeline(runner=FnApiRunner())
+    assert_that(theirs | beam.Create([None]) | beam.ParDo(SamplingPeriod()),
+                equal_to([statesampler.DEFAULT_SAMPLING_PERIOD_MS]))
+    theirs.run().wait_until_finish()
 
 
 def test_other_pipelines_keep_the_hook_while_ours_is_being_built(monkeypatch):
