@@ -22,13 +22,13 @@ import shutil
 import struct
 import sys
 import zlib
-from typing import BinaryIO, Iterator, Optional
+from typing import BinaryIO, Iterator, Optional, Union
 
 from tfrecorder.format import record_index
 from tfrecorder.format.file_names import piece_file_name, temporary_file_name
 from tfrecorder.io import storage
 from beam_pipelines.sharding import Piece, PieceRange, ShardPlan
-from tfrecorder.format.framing import write_record_crc
+from tfrecorder.format.framing import write_record_pieces
 
 _COPY_CHUNK = 8 * 1024 * 1024
 _OFFSET = struct.Struct("<Q")
@@ -50,8 +50,9 @@ class PieceWriter:
     def records(self) -> int:
         return len(self._ends)
 
-    def write(self, data: bytes, unknown_labels: int = 0) -> None:
-        written, crc = write_record_crc(self._stream, data)
+    def write(self, data: Union[bytes, list], unknown_labels: int = 0) -> None:
+        """Append one record: its bytes, or pieces that concatenate to them (never joined here)."""
+        written, crc = write_record_pieces(self._stream, (data,) if isinstance(data, bytes) else data)
         self.bytes += written
         self._ends.append(self.bytes)
         self._crc = zlib.crc32(crc.to_bytes(4, "little"), self._crc)  # the records' own CRCs, in order

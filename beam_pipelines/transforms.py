@@ -4,7 +4,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import errno
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Union
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindow
@@ -253,7 +253,7 @@ class EncodeAndWritePieces(beam.DoFn):
         pending = self._decoder.submit(fetched) if self._decoder else None  # decoded on every core meanwhile
         for split, row in batch:
             try:
-                data, unknown = encoder.encode(row, read, pending.verdict if pending else None)
+                data, unknown = encoder.encode_pieces(row, read, pending.verdict if pending else None)
             except RowError as exc:
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
@@ -262,7 +262,7 @@ class EncodeAndWritePieces(beam.DoFn):
             pending.wait()
         self._rows_done.add(len(batch))
 
-    def _write(self, split: str, data: bytes, unknown: int):
+    def _write(self, split: str, data: Union[bytes, list], unknown: int):
         writer = self.writers.get(split)
         if writer is None:
             writer = self.writers[split] = PieceWriter(self.config.pieces_dir, split)

@@ -5,7 +5,10 @@ import io
 
 import pytest
 
-from tfrecorder.format.framing import CorruptRecordError, read_records, write_record
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tfrecorder.format.framing import CorruptRecordError, read_records, write_record, write_record_crc, write_record_pieces
 
 RECORDS = [b"", b"a", b"x" * 70_000, bytes(range(256))]
 
@@ -29,6 +32,13 @@ def test_we_read_tensorflow_records(tf, tmp_path):
         for record in RECORDS:
             writer.write(record)
     assert list(read_records(io.BytesIO(path.read_bytes()))) == RECORDS
+
+
+@given(st.lists(st.binary(max_size=300), max_size=6))
+def test_pieces_frame_as_their_concatenation(pieces):
+    joined, separate = io.BytesIO(), io.BytesIO()
+    assert write_record_pieces(separate, pieces) == write_record_crc(joined, b"".join(pieces))
+    assert separate.getvalue() == joined.getvalue()
 
 
 def test_write_record_returns_framed_size():

@@ -51,6 +51,14 @@ def test_encodes_image_and_typed_columns(tf):
     assert parsed["note"].values.numpy().tolist() == [b"hi, there"]
 
 
+def test_pieces_hold_the_image_bytes_themselves():
+    """The pipeline frames the pieces (framing.write_record_pieces): the image is never copied."""
+    row = {"split": "TRAIN", "image_uri": "a.jpg", "label": "dog", "age": "7", "score": 0.5, "note": "hi"}
+    pieces, unknown = encoder(base_dir="/data").encode_pieces(row, read)
+    assert (b"".join(pieces), unknown) == encoder(base_dir="/data").encode(row, read)
+    assert any(piece is JPEG for piece in pieces)
+
+
 def test_missing_inputs_are_left_out_and_unknown_labels_are_minus_one(tf):
     row = {"split": "TEST", "image_uri": "/data/a.jpg", "label": "emu", "age": None, "score": float("nan"), "note": None}
     data, unknown = encoder().encode(row, read)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from tfrecorder import splits, types
 from tfrecorder.errors import RowError  # defined in errors; importable from here as before
-from tfrecorder.format.example_encoder import Feature, encode_example
+from tfrecorder.format.example_encoder import Feature, example_pieces
 from tfrecorder.format.feature_spec import IMAGE_FEATURES, image_feature_prefix
 from tfrecorder.io import decode_check, images
 from tfrecorder.row_values import input_feature, is_missing, multi_label_names, to_int
@@ -121,6 +121,12 @@ class RowEncoder:
         images already (in parallel); without it they are decoded here. Returns (Example bytes,
         number of labels not in the vocabulary).
         """
+        pieces, unknown_labels = self.encode_pieces(row, read_image, decoded)
+        return b"".join(pieces), unknown_labels
+
+    def encode_pieces(self, row: Mapping[str, Any], read_image: ImageReader,
+                      decoded: Optional[DecodeLookup] = None) -> tuple[list, int]:
+        """`encode`, with the Example as pieces to frame without joining them (framing.write_record_pieces)."""
         features: dict[str, Feature] = {}
         unknown_labels = 0
         for column, kind, role in self._plan:
@@ -140,4 +146,4 @@ class RowEncoder:
                 continue  # inputs that are missing are left out of the Example
             else:
                 features[column] = input_feature(role, value, column)
-        return encode_example(features), unknown_labels
+        return example_pieces(features), unknown_labels

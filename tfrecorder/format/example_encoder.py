@@ -121,8 +121,9 @@ def _entry(name: str, feature: Feature) -> tuple[tuple, int]:
              _LIST_TAGS[feature.kind], values_prefix, *values), 1 + len(entry_prefix) + entry_size)
 
 
-def _example_pieces(features: Mapping[str, Feature]) -> list:
-    """Pieces whose concatenation is the Example; lengths are computed, so each value is copied once."""
+def example_pieces(features: Mapping[str, Feature]) -> list:
+    """Pieces whose concatenation is the Example; lengths are computed, so no value is copied. A writer
+    that frames the pieces itself (framing.write_record_pieces) never copies an image's bytes at all."""
     entries: list = []
     entries_size = 0
     for name in sorted(features):
@@ -142,4 +143,4 @@ def _example_pieces(features: Mapping[str, Feature]) -> list:
 
 def encode_example(features: Mapping[str, Feature]) -> bytes:
     """Serialise {name: Feature} as a tf.train.Example (features in sorted name order)."""
-    return b"".join(_example_pieces(features))
+    return b"".join(example_pieces(features))

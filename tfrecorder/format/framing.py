@@ -7,7 +7,7 @@ every CRC; `google-crc32c` computes checksums at memory speed.
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator, Sequence
 
 import google_crc32c
 
@@ -29,12 +29,23 @@ def write_record(stream: BinaryIO, data: bytes) -> int:
 
 def write_record_crc(stream: BinaryIO, data: bytes) -> tuple[int, int]:
     """Append one framed record to `stream`; return (bytes written, the record's masked CRC32C)."""
-    length = struct.pack("<Q", len(data))
-    crc = masked_crc32c(data)
+    return write_record_pieces(stream, (data,))
+
+
+def write_record_pieces(stream: BinaryIO, pieces: Sequence[bytes]) -> tuple[int, int]:
+    """Append one framed record whose data is the concatenation of `pieces`, without concatenating
+    them (an image-sized copy per record saved); return (bytes written, the record's masked CRC32C)."""
+    size, crc = 0, 0
+    for piece in pieces:
+        size += len(piece)
+        crc = google_crc32c.extend(crc, piece)
+    length = struct.pack("<Q", size)
     stream.write(length + _FOOTER.pack(masked_crc32c(length)))
-    stream.write(data)
+    for piece in pieces:
+        stream.write(piece)
+    crc = (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
     stream.write(_FOOTER.pack(crc))
-    return len(data) + 16, crc
+    return size + 16, crc
 
 
 def frame_records(records) -> tuple[memoryview, "np.ndarray"]:
