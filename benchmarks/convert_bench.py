@@ -18,7 +18,8 @@ machine):
   convert-header-1core - the same kept on the in-process worker (direct_num_workers=1; 4xN rows only).
 All run on the N-row table; copy, naive, convert-header and convert-header-1core again on a
 4xN-row table cycling over the same files. Library imports are excluded from every timing; pipeline
-construction and start-up are included. Peak RSS of convert is measured in fresh processes at M and
+construction and start-up are included. Each variant starts after `os.sync()` (untimed), so that
+none pays for the kernel writing back the previous variant's output. Peak RSS of convert is measured in fresh processes at M and
 5xM rows (small images), and a 100-image conversion is timed in fresh processes right after
 `import tfrecorder` (header mode, default mode, default mode with TensorFlow already imported).
 The load average before and after is printed: wall-clock ratios are only meaningful on a quiet machine.
@@ -234,6 +235,7 @@ def time_variants(csv_path: Path, repeats: int, names: list[str]) -> dict[str, d
             out = OUT / f"{name}-{rep}"
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir(parents=True)
+            os.sync()  # no variant pays for writing back what the one before it wrote (1.6 GB at 4xN rows)
             cpu_started, started = cpu_seconds(), time.perf_counter()
             VARIANTS[name](csv_path, out)
             times[name].append(time.perf_counter() - started)
