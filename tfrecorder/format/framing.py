@@ -18,7 +18,11 @@ _FOOTER = struct.Struct("<I")
 
 
 def masked_crc32c(data: bytes) -> int:
-    crc = google_crc32c.value(data)
+    return _masked(google_crc32c.value(data))
+
+
+def _masked(crc: int) -> int:
+    """TFRecord's masking of a CRC32C (rotated and offset, so that CRCs of CRCs do not degenerate)."""
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
@@ -43,7 +47,7 @@ def write_record_pieces(stream: BinaryIO, pieces: Sequence[bytes]) -> tuple[int,
     stream.write(length + _FOOTER.pack(masked_crc32c(length)))
     for piece in pieces:
         stream.write(piece)
-    crc = (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+    crc = _masked(crc)
     stream.write(_FOOTER.pack(crc))
     return size + 16, crc
 
