@@ -23,7 +23,7 @@ from tfrecorder import splits, types
 from tfrecorder.io import decode_check, images
 from tfrecorder.format.example_encoder import Feature, encode_example
 from tfrecorder.format.file_names import LABEL_MAP_FILE
-from tfrecorder.row_encoder import DecodeLookup, ImageReader, RowError, resolve_uri
+from tfrecorder.row_encoder import DecodeLookup, ImageReader, RowError, probe_read_image, resolve_uri
 from tfrecorder.row_values import is_missing
 from tfrecorder.schema import IMAGE_COLUMN, LABEL_COLUMN, SPLIT_COLUMN, Schema
 
@@ -174,8 +174,7 @@ class DetectionEncoder:
         try:
             resolved = self.resolve(uri)
             data = read_image(resolved)
-            verdict = decoded(resolved, data) if decoded and self.validate != decode_check.HEADER else None
-            info = decode_check.check_image(data, self.validate, verdict)
+            info = probe_read_image(resolved, data, self.validate, decoded)
             original = (info.height, info.width)
             if self.image_size and original != self.image_size:
                 data, info = images.resize_image(data, info, self.image_size)

@@ -63,6 +63,14 @@ def prepare_row(row: Mapping[str, Any], schema: Schema, split_ratios: Sequence[f
     return split
 
 
+def probe_read_image(uri: str, data: bytes, validate: str, decoded: Optional[DecodeLookup] = None) -> images.ImageInfo:
+    """The info of image bytes read from `uri` under the validation mode; InvalidImage(reason) when it is
+    refused. In decode mode `decoded(uri, data)` gives TensorFlow's verdict when the caller decoded the
+    image already; without it the image is decoded here."""
+    verdict = decoded(uri, data) if decoded and validate != decode_check.HEADER else None
+    return decode_check.check_image(data, validate, verdict)
+
+
 _IMAGE, _STRING_LABEL, _MULTI_LABEL, _INPUT = "image", "string label", "multi label", "input"
 _KINDS = {types.ImageUri: _IMAGE, types.StringLabel: _STRING_LABEL, types.MultiLabel: _MULTI_LABEL}
 
@@ -92,17 +100,12 @@ class RowEncoder:
         """The resolved URIs of the images `encode` will read for this row (for prefetching)."""
         return [resolve_uri(str(row.get(c)), self.base_dir) for c in self._image_columns if not is_missing(row.get(c))]
 
-    def _probe(self, uri: str, data: bytes, decoded: Optional[DecodeLookup]) -> images.ImageInfo:
-        """The image's info under the validation mode; InvalidImage(reason) when it is refused."""
-        verdict = decoded(uri, data) if decoded and self.validate != decode_check.HEADER else None
-        return decode_check.check_image(data, self.validate, verdict)
-
     def _image_features(self, column: str, uri: str, read_image: ImageReader,
                         decoded: Optional[DecodeLookup]) -> dict[str, Feature]:
         resolved = resolve_uri(uri, self.base_dir)
         data = read_image(resolved)
         try:
-            info = self._probe(resolved, data, decoded)
+            info = probe_read_image(resolved, data, self.validate, decoded)
             if self.image_size and (info.height, info.width) != self.image_size:
                 data, info = images.resize_image(data, info, self.image_size)
         except images.InvalidImage as exc:
