@@ -12,8 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Optional
 
 from beam_pipelines.fetch import Fetched
-from tfrecorder.io import decode_check
-from tfrecorder.tensorflow_import import import_tensorflow
+from tfrecorder.io import decode_check, tensorflow_kernels
 
 
 class Pending:
@@ -39,7 +38,7 @@ class DecodePool:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.threads = threads
         self._pool: Optional[ThreadPoolExecutor] = None
-        import_tensorflow()  # once, here, before the decoding threads need it
+        tensorflow_kernels.kernels()  # loaded once, here, before the decoding threads need them
 
     def submit(self, fetched: Fetched) -> Pending:
         """Start decoding every fetched image (read failures are the fetcher's to report)."""

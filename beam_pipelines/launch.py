@@ -12,16 +12,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping, NoReturn, Optional, Union
 
-from beam_pipelines import dataflow, forked_decoder, runners
+from beam_pipelines import dataflow, runners
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.format import jobdir
-from tfrecorder.io import storage
+from tfrecorder.io import storage, tensorflow_kernels
 from tfrecorder.io.decode_check import DECODE
 from tfrecorder.progress import should_show
 from tfrecorder.quiet import quiet_libraries
 from tfrecorder.schema import Schema
-from tfrecorder.tensorflow_import import import_tensorflow
 
 BuildGraph = Callable[[Any, JobConfig], Any]  # (Beam pipeline, config) → adds the job's transforms
 
@@ -64,10 +63,9 @@ class LocalLaunch:
 
     def run(self, build: BuildGraph, config: JobConfig, options: Optional[Mapping[str, Any]], verbose: bool,
             rows_total: int, rows_estimated: bool = False) -> None:
-        forked = decodes_images(config) and runners.forked_decoder_pays_off(rows_total, self.beam_options)
-        if decodes_images(config) and not forked:
-            import_tensorflow()  # the decoding threads' TensorFlow, imported once, here
-        with forked_decoder.started_for(config.temp_dir, forked), quiet_libraries(verbose):
+        if decodes_images(config):
+            tensorflow_kernels.load_in_background()  # while the graph is built; the decoding DoFn waits for it
+        with quiet_libraries(verbose):
             pipeline = runners.local_pipeline(options)
             build(pipeline, config)
             pipeline.run().wait_until_finish()

@@ -27,11 +27,6 @@ KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
 # - Beam's multi_processing FnApiRunner: each worker process spends ~WORKER_START_SECONDS of CPU
 #   starting (fresh interpreters import Beam and tfrecorder); only chosen for jobs the pool cannot take
 #   (images or output on remote storage) when the rows' work beats twice that start-up.
-# Small decode-mode jobs decode in one forked child that imports TensorFlow while this process builds and
-# starts the graph (beam_pipelines.forked_decoder): that hides the graph's start-up (~0.5 s) behind the
-# ~2 s import, but decodes on one core instead of a thread per core (~0.45 ms more per 80 KB photo on
-# 2 cores), so it pays off up to ~1,000 images; FORKED_DECODE_MAX_ROWS stays there.
-FORKED_DECODE_MAX_ROWS = 1000
 ROW_SECONDS = 170e-6
 POOL_START_SECONDS = 0.05
 TABULAR_ROW_SECONDS = 6e-6  # image-free rows, encoded column-wise (benchmarks/tabular_bench.py, issue 19)
@@ -98,15 +93,6 @@ def encode_processes(rows: int, options: Optional[Mapping[str, Any]] = None, cor
             or not worker_processes_pay_off(rows, cores, POOL_START_SECONDS)):
         return 1
     return cores
-
-
-def forked_decoder_pays_off(rows: int, options: Optional[Mapping[str, Any]] = None) -> bool:
-    """Whether a decode-mode job of `rows` rows decodes in a forked child (beam_pipelines.forked_decoder):
-    small jobs, TensorFlow not imported yet (the child imports it; forking a running TensorFlow is
-    unsafe), forking possible, and Beam's in-process worker (no `direct_num_workers` /
-    `direct_running_mode` chosen by the caller)."""
-    return (rows <= FORKED_DECODE_MAX_ROWS and "tensorflow" not in sys.modules and can_fork()
-            and not any(name in (options or {}) for name in _WORKER_OPTIONS))
 
 
 def local_options(rows: int, options: Optional[Mapping[str, Any]] = None, cores: Optional[int] = None,

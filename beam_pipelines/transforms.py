@@ -11,7 +11,6 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from beam_pipelines import forked_decoder
 from beam_pipelines.decode_pool import DecodePool
 from beam_pipelines.discards import DiscardPart, DiscardPartWriter, reason_counts, write_discard_file
 from beam_pipelines.fetch import Fetcher, reader_for
@@ -204,8 +203,8 @@ class EncodeAndWritePieces(beam.DoFn):
         self._encoder = None
         self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
         self._decoder = None
-        if self.config.validate == "decode":  # a small job's forked decoder (owned by its launch), else threads
-            self._decoder = forked_decoder.decoder_for(self.config.temp_dir) or DecodePool(usable_cores())
+        if self.config.validate == "decode":
+            self._decoder = DecodePool(usable_cores())
         self._rows_done = RowsDone(self.config)
         self.writers: dict[str, PieceWriter] = {}
 
@@ -214,7 +213,7 @@ class EncodeAndWritePieces(beam.DoFn):
             self._pool.close()
             self._pool = None
         self._fetcher.close()
-        if isinstance(self._decoder, DecodePool):
+        if self._decoder is not None:
             self._decoder.close()
 
     def start_bundle(self) -> None:

@@ -46,6 +46,7 @@ START_UP_LINE = re.compile(r"(?:[IWEF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] (?:" + "|
 
 INFO_HIDDEN = "1"  # TF_CPP_MIN_LOG_LEVEL that hides INFO lines, keeps warnings and errors
 _lock = threading.Lock()
+_redirect_lock = threading.RLock()
 
 
 def without_start_up_lines(text: str) -> str:
@@ -57,7 +58,7 @@ def import_tensorflow() -> ModuleType:
     """`import tensorflow`, the first time without TensorFlow's start-up lines (see the module docstring)."""
     with _lock:
         if "tensorflow" not in sys.modules:
-            with _info_level_unless_set(), stderr_without_start_up_lines():
+            with info_level_unless_set(), stderr_without_start_up_lines():
                 import tensorflow as tf
 
                 tf.config.list_physical_devices()  # loads the GPU platform: the cuInit lines come now, not later
@@ -67,7 +68,7 @@ def import_tensorflow() -> ModuleType:
 
 
 @contextlib.contextmanager
-def _info_level_unless_set() -> Iterator[None]:
+def info_level_unless_set() -> Iterator[None]:
     """TF_CPP_MIN_LOG_LEVEL=1 for the duration, unless the user has set it."""
     if "TF_CPP_MIN_LOG_LEVEL" in os.environ:
         yield
@@ -83,12 +84,17 @@ def _info_level_unless_set() -> Iterator[None]:
 @contextlib.contextmanager
 def stderr_without_start_up_lines() -> Iterator[None]:
     """Send file descriptor 2 to a temporary file for the duration; then write it to the real stderr,
-    minus TensorFlow's known start-up lines."""
-    try:
-        saved_fd = os.dup(2)
-    except OSError:  # no stderr to protect
-        yield
-        return
+    minus TensorFlow's known start-up lines. One thread at a time (each restores the descriptor it saved)."""
+    with _redirect_lock:
+        try:
+            saved_fd = os.dup(2)
+        except OSError:  # no stderr to protect
+            yield
+            return
+        yield from _redirected(saved_fd)
+
+
+def _redirected(saved_fd: int) -> Iterator[None]:
     with tempfile.TemporaryFile() as captured:
         _flush_stderr()
         os.dup2(captured.fileno(), 2)

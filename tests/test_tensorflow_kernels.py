@@ -1,7 +1,9 @@
-"""Small decode-mode jobs decode in a forked child that imports TensorFlow (beam_pipelines.forked_decoder).
+"""TensorFlow's decode kernels through its C API (tfrecorder.io.tensorflow_kernels).
 
-The pytest process has TensorFlow imported, so here conversions decode in-process; the forked path runs
-in fresh interpreters, and both must write and discard exactly the same rows.
+Both ways of running the kernels — the C API (what conversions use) and the Python package (the
+fallback) — must give `tf.io.decode_image`'s and `tf.io.decode_jpeg(ratio=8)`'s verdicts and shapes on
+mutated files of every format. Conversions in a fresh interpreter must never import the `tensorflow`
+package, and write and discard what a conversion in this process (TensorFlow imported) does.
 """
 from __future__ import annotations
 
@@ -15,11 +17,9 @@ import pytest
 from PIL import Image
 
 import tfrecorder
-from beam_pipelines import runners
-from beam_pipelines.forked_decoder import ForkedDecoder
 from support import imagegen, mutations
 from support.readers import read_job
-from tfrecorder.io import decode_check, images
+from tfrecorder.io import decode_check, images, tensorflow_kernels
 
 CONVERT = """
 import json, sys
@@ -27,22 +27,6 @@ import tfrecorder
 result = tfrecorder.convert(sys.argv[1], sys.argv[2], progress=False)
 print(json.dumps({"tensorflow_imported": "tensorflow" in sys.modules, "dir": result["tfrecord_dir"]}))
 """
-
-CHILD_DIES = """
-import json, os, signal, sys, time
-from beam_pipelines.fork_pool import ChildFailed
-from beam_pipelines.forked_decoder import ForkedDecoder
-decoder = ForkedDecoder()
-os.kill(decoder.pid, signal.SIGKILL)
-try:
-    decoder.submit({"a.jpg": open(sys.argv[1], "rb").read()})
-    outcome = "no error"
-except ChildFailed as exc:
-    outcome = "ChildFailed: " + str(exc)
-decoder.close()
-print(json.dumps({"outcome": outcome, "tensorflow_imported": "tensorflow" in sys.modules}))
-"""
-
 
 def _jpeg(seed: int) -> bytes:
     return imagegen.encode(Image.fromarray(imagegen.photo_array(24, 32, seed)), "JPEG")
@@ -98,17 +82,57 @@ def _records(tfrecord_dir: str) -> dict[str, list[str]]:
             for split, rows in read_job(tfrecord_dir).items()}
 
 
-def test_forked_decoding_writes_and_discards_what_in_process_decoding_does(mixed_table, tmp_path):
-    forked = _run(CONVERT, str(mixed_table), str(tmp_path / "forked"))
-    assert forked["tensorflow_imported"] is False  # the child decoded: this process never imported it
-    in_process = tfrecorder.convert(str(mixed_table), str(tmp_path / "in-process"), progress=False)
-    assert _records(forked["dir"]) == _records(in_process["tfrecord_dir"])
-    discards = _discards(forked["dir"])
-    assert discards == _discards(in_process["tfrecord_dir"])
+def _tensorflow_shape(call):
+    try:
+        return tuple(call().shape)
+    except Exception:  # noqa: BLE001 - any decoder error means "not decodable"
+        return None
+
+
+def _kernel_shape(call):
+    try:
+        return call()
+    except tensorflow_kernels.DecodeFailed as exc:
+        assert str(exc)  # TensorFlow's message, for the discard reason
+        return None
+
+
+@pytest.mark.parametrize("kernels", [tensorflow_kernels.kernels(), tensorflow_kernels.PythonKernels()],
+                         ids=["c-api", "python"])
+def test_kernels_give_tensorflows_shapes_and_refusals(tf, kernels):
+    rng = random.Random(21)
+    sources = sorted(imagegen.odd_images().items())
+    refused = 0
+    for attempt in range(600):
+        name, (data, _fmt, _channels) = sources[attempt % len(sources)]
+        data = mutations.random_mutation(rng, data) if attempt % 3 else data
+        if len(data) > 4_000_000:
+            continue
+        expected = _tensorflow_shape(lambda: tf.io.decode_image(data, expand_animations=False))
+        assert _kernel_shape(lambda: kernels.decode_image(data)) == expected, (attempt, name)
+        refused += expected is None
+        if data[:3] == b"\xff\xd8\xff":
+            assert (_kernel_shape(lambda: kernels.decode_jpeg_ratio_8(data))
+                    == _tensorflow_shape(lambda: tf.io.decode_jpeg(data, ratio=8))), (attempt, name)
+    assert 50 < refused < 550  # both sides exercised
+
+
+def test_the_c_api_runs_here():
+    """This machine's wheel has the native libraries: conversions here never fall back to Python."""
+    assert isinstance(tensorflow_kernels.kernels(), tensorflow_kernels.NativeKernels)
+
+
+def test_a_fresh_conversion_never_imports_tensorflow_and_decides_as_this_process_does(mixed_table, tmp_path):
+    fresh = _run(CONVERT, str(mixed_table), str(tmp_path / "fresh"))
+    assert fresh["tensorflow_imported"] is False
+    here = tfrecorder.convert(str(mixed_table), str(tmp_path / "here"), progress=False)
+    assert _records(fresh["dir"]) == _records(here["tfrecord_dir"])
+    discards = _discards(fresh["dir"])
+    assert discards == _discards(here["tfrecord_dir"])
     assert sum("TensorFlow cannot decode it" in reason for _uri, reason in discards) == 6
 
 
-def test_detection_job_decodes_in_the_child_too(tmp_path):
+def test_a_fresh_detection_job_never_imports_tensorflow_either(tmp_path):
     folder = tmp_path / "boxes"
     folder.mkdir()
     good = _jpeg(1)
@@ -120,32 +144,8 @@ def test_detection_job_decodes_in_the_child_too(tmp_path):
         writer.writerow(["split", "image_uri", "label", "xmin", "ymin", "xmax", "ymax"])
         writer.writerow(["TRAIN", "good.jpg", "cat", 0.1, 0.1, 0.5, 0.5])
         writer.writerow(["TRAIN", name, "cat", 0.1, 0.1, 0.5, 0.5])
-    forked = _run(CONVERT, str(folder / "boxes.csv"), str(tmp_path / "forked"))
-    assert forked["tensorflow_imported"] is False
-    in_process = tfrecorder.convert(str(folder / "boxes.csv"), str(tmp_path / "in-process"), progress=False)
-    assert _discards(forked["dir"]) == _discards(in_process["tfrecord_dir"])
-    assert [uri for uri, _reason in _discards(forked["dir"])] == [name]
-
-
-def test_a_child_that_dies_fails_the_batch(tmp_path):
-    image = tmp_path / "a.jpg"
-    image.write_bytes(_jpeg(0))
-    found = _run(CHILD_DIES, str(image))
-    assert found["outcome"].startswith("ChildFailed: an encoding process stopped")
-    assert found["tensorflow_imported"] is False
-
-
-def test_not_started_once_tensorflow_runs_here():
-    """Forking a process whose TensorFlow has threads running is unsafe (this pytest process has it)."""
-    assert "tensorflow" in sys.modules
-    with pytest.raises(RuntimeError, match="TensorFlow is imported already"):
-        ForkedDecoder()
-    assert runners.forked_decoder_pays_off(10) is False
-
-
-def test_only_small_jobs_on_the_in_process_worker_fork_a_decoder():
-    check = ("import json; from beam_pipelines import runners as r; "
-             "print(json.dumps([r.forked_decoder_pays_off(r.FORKED_DECODE_MAX_ROWS), "
-             "r.forked_decoder_pays_off(r.FORKED_DECODE_MAX_ROWS + 1), "
-             "r.forked_decoder_pays_off(10, {'direct_num_workers': 1})]))")
-    assert _run(check) == [True, False, False]
+    fresh = _run(CONVERT, str(folder / "boxes.csv"), str(tmp_path / "fresh"))
+    assert fresh["tensorflow_imported"] is False
+    here = tfrecorder.convert(str(folder / "boxes.csv"), str(tmp_path / "here"), progress=False)
+    assert _discards(fresh["dir"]) == _discards(here["tfrecord_dir"])
+    assert [uri for uri, _reason in _discards(fresh["dir"])] == [name]

@@ -1,0 +1,208 @@
+"""TensorFlow's image-decoding kernels, run through TensorFlow's C API without importing its Python package.
+
+validate="decode" must give exactly TensorFlow's verdict, so TensorFlow's own kernels decode. Importing
+the `tensorflow` Python package costs ~2 s of CPU (thousands of modules) and holds the GIL all along;
+the kernels themselves live in the wheel's two native libraries (libtensorflow_framework,
+libtensorflow_cc), which load in ~0.4 s. Their C API (c_api.h / c_api_eager.h, TensorFlow's stable ABI)
+runs an op eagerly: `DecodeImage` with expand_animations=False is the op `tf.io.decode_image(data,
+expand_animations=False)` runs, and `DecodeJpeg` with ratio=8 the one `tf.io.decode_jpeg(data,
+ratio=8)` runs, with every other attribute at its default, as those Python calls leave them.
+
+ctypes releases the GIL for every foreign call, so threads decode in parallel (beam_pipelines.decode_pool).
+A process that has imported TensorFlow already shares the same loaded libraries (same files).
+
+`PythonKernels` runs the same two ops through the Python package; `kernels()` falls back to it where the
+native libraries are not found under the names below (a platform whose wheel names them otherwise).
+tests/test_tensorflow_kernels.py holds both to `tf.io.decode_image`'s verdicts.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import sys
+import threading
+from typing import Optional, Protocol
+
+from tfrecorder.tensorflow_import import import_tensorflow, info_level_unless_set, stderr_without_start_up_lines
+
+# The wheel's native libraries, framework first (the C API library links against it).
+LIBRARY_NAMES = {
+    "linux": ("libtensorflow_framework.so.2", "libtensorflow_cc.so.2"),
+    "darwin": ("libtensorflow_framework.2.dylib", "libtensorflow_cc.2.dylib"),
+}
+_TF_STRING = 7  # TF_DataType of a string tensor
+_TSTRING_VIEW = 3  # TF_TString type tag: a view of bytes owned by the caller (TensorFlow never frees them)
+_ERROR_LENGTH = 160
+_DEALLOCATOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+_KEEP = _DEALLOCATOR(lambda data, length, argument: None)  # the tensor's memory is Python's to free
+
+Shape = tuple[int, ...]
+
+
+class DecodeFailed(Exception):
+    """TensorFlow refused the bytes; the message is TensorFlow's own."""
+
+
+class Kernels(Protocol):
+    def decode_image(self, data: bytes) -> Shape:
+        """The shape `tf.io.decode_image(data, expand_animations=False)` yields (DecodeFailed if none)."""
+
+    def decode_jpeg_ratio_8(self, data: bytes) -> Shape:
+        """The shape `tf.io.decode_jpeg(data, ratio=8)` yields (DecodeFailed if none)."""
+
+
+class NativeKernels:
+    """The ops run by TensorFlow's eager C API on one context (thread-safe: each call has its own op)."""
+
+    def __init__(self, directory: str, names: tuple[str, ...]) -> None:
+        with info_level_unless_set(), stderr_without_start_up_lines():  # the libraries' start-up lines
+            for name in names:
+                library = ctypes.CDLL(os.path.join(directory, name), mode=ctypes.RTLD_GLOBAL)
+            self._api = _declare(library)
+            status = self._api.TF_NewStatus()
+            try:
+                options = self._api.TFE_NewContextOptions()
+                self._context = self._api.TFE_NewContext(options, status)
+                self._api.TFE_DeleteContextOptions(options)
+                _raise_unless_ok(self._api, status, RuntimeError)
+            finally:
+                self._api.TF_DeleteStatus(status)
+
+    def decode_image(self, data: bytes) -> Shape:
+        return self._run(b"DecodeImage", data, expand_animations=False)
+
+    def decode_jpeg_ratio_8(self, data: bytes) -> Shape:
+        return self._run(b"DecodeJpeg", data, ratio=8)
+
+    def _run(self, op_name: bytes, data: bytes, ratio: Optional[int] = None,
+             expand_animations: Optional[bool] = None) -> Shape:
+        api = self._api
+        status = api.TF_NewStatus()
+        tensor = handle = op = output = None
+        try:
+            # A scalar string tensor whose one TF_TString views `data` (which outlives the tensor): no copy.
+            view = (ctypes.c_uint64 * 3)(len(data) << 2 | _TSTRING_VIEW, ctypes.cast(data, ctypes.c_void_p).value)
+            tensor = api.TF_NewTensor(_TF_STRING, None, 0, view, ctypes.sizeof(view), _KEEP, None)
+            handle = api.TFE_NewTensorHandle(tensor, status)
+            _raise_unless_ok(api, status, RuntimeError)
+            op = api.TFE_NewOp(self._context, op_name, status)
+            _raise_unless_ok(api, status, RuntimeError)
+            api.TFE_OpAddInput(op, handle, status)
+            _raise_unless_ok(api, status, RuntimeError)
+            if ratio is not None:
+                api.TFE_OpSetAttrInt(op, b"ratio", ratio)
+            if expand_animations is not None:
+                api.TFE_OpSetAttrBool(op, b"expand_animations", int(expand_animations))
+            outputs, count = (ctypes.c_void_p * 1)(), ctypes.c_int(1)
+            api.TFE_Execute(op, outputs, ctypes.byref(count), status)
+            _raise_unless_ok(api, status, DecodeFailed)
+            output = outputs[0]
+            return tuple(api.TFE_TensorHandleDim(output, axis, status)
+                         for axis in range(api.TFE_TensorHandleNumDims(output, status)))
+        finally:
+            for delete, thing in ((api.TFE_DeleteTensorHandle, output), (api.TFE_DeleteOp, op),
+                                  (api.TFE_DeleteTensorHandle, handle), (api.TF_DeleteTensor, tensor)):
+                if thing:
+                    delete(thing)
+            api.TF_DeleteStatus(status)
+
+
+class PythonKernels:
+    """The same ops through the `tensorflow` Python package (imported on first use)."""
+
+    def decode_image(self, data: bytes) -> Shape:
+        return self._run(lambda tf: tf.io.decode_image(data, expand_animations=False))
+
+    def decode_jpeg_ratio_8(self, data: bytes) -> Shape:
+        return self._run(lambda tf: tf.io.decode_jpeg(data, ratio=8))
+
+    @staticmethod
+    def _run(decode) -> Shape:
+        tf = import_tensorflow()
+        try:
+            return tuple(int(size) for size in decode(tf).shape)
+        except tf.errors.OpError as exc:
+            raise DecodeFailed(_first_line(exc.message or type(exc).__name__)) from None
+
+
+def native_library_dir() -> Optional[str]:
+    """The directory of the installed TensorFlow wheel's native libraries (found without importing it)."""
+    module = sys.modules.get("tensorflow")
+    spec = getattr(module, "__spec__", None) or importlib.util.find_spec("tensorflow")
+    locations = list(getattr(spec, "submodule_search_locations", None) or [])
+    return locations[0] if locations else None
+
+
+def _native_names() -> Optional[tuple[str, ...]]:
+    platform = "darwin" if sys.platform == "darwin" else "linux" if sys.platform.startswith("linux") else None
+    return LIBRARY_NAMES.get(platform) if platform else None
+
+
+_loaded: Optional[Kernels] = None
+_lock = threading.Lock()
+
+
+def kernels() -> Kernels:
+    """This process's kernels, loaded once: native when the wheel's libraries are there, else Python's."""
+    global _loaded
+    with _lock:
+        if _loaded is None:
+            directory, names = native_library_dir(), _native_names()
+            native = bool(directory and names and all(os.path.exists(os.path.join(directory, name))
+                                                       for name in names))
+            _loaded = NativeKernels(directory, names) if native else PythonKernels()
+        return _loaded
+
+
+def load_in_background() -> None:
+    """Start loading the kernels on a thread (dlopen releases the GIL: ~0.3 s hidden behind the caller's
+    own start-up, e.g. building a Beam graph). A failure here is left for `kernels()` to raise again."""
+    def load() -> None:
+        try:
+            kernels()
+        except Exception:  # noqa: BLE001 - the caller's own kernels() call reports it
+            pass
+
+    threading.Thread(target=load, name="tfrecorder-load-kernels", daemon=True).start()
+
+
+def _first_line(message: str) -> str:
+    return message.splitlines()[0][:_ERROR_LENGTH] if message else ""
+
+
+def _raise_unless_ok(api, status, error: type[Exception]) -> None:
+    if api.TF_GetCode(status) != 0:
+        raise error(_first_line(api.TF_Message(status).decode("utf-8", "replace")))
+
+
+def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
+    """`library` with the C signatures of the functions this module calls."""
+    pointer, text, integer = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
+    signatures = {
+        "TF_NewStatus": (pointer, []),
+        "TF_DeleteStatus": (None, [pointer]),
+        "TF_GetCode": (integer, [pointer]),
+        "TF_Message": (text, [pointer]),
+        "TF_NewTensor": (pointer, [integer, ctypes.POINTER(ctypes.c_int64), integer, pointer, ctypes.c_size_t,
+                                   _DEALLOCATOR, pointer]),
+        "TF_DeleteTensor": (None, [pointer]),
+        "TFE_NewContextOptions": (pointer, []),
+        "TFE_DeleteContextOptions": (None, [pointer]),
+        "TFE_NewContext": (pointer, [pointer, pointer]),
+        "TFE_NewTensorHandle": (pointer, [pointer, pointer]),
+        "TFE_DeleteTensorHandle": (None, [pointer]),
+        "TFE_TensorHandleNumDims": (integer, [pointer, pointer]),
+        "TFE_TensorHandleDim": (ctypes.c_int64, [pointer, integer, pointer]),
+        "TFE_NewOp": (pointer, [pointer, text, pointer]),
+        "TFE_DeleteOp": (None, [pointer]),
+        "TFE_OpAddInput": (None, [pointer, pointer, pointer]),
+        "TFE_OpSetAttrInt": (None, [pointer, text, ctypes.c_int64]),
+        "TFE_OpSetAttrBool": (None, [pointer, text, ctypes.c_ubyte]),
+        "TFE_Execute": (None, [pointer, ctypes.POINTER(pointer), ctypes.POINTER(integer), pointer]),
+    }
+    for name, (result, arguments) in signatures.items():
+        function = getattr(library, name)
+        function.restype, function.argtypes = result, arguments
+    return library
+
