@@ -26,6 +26,22 @@ def test_local_files_round_trip(tmp_path):
     assert storage.list_files(str(tmp_path)) == [path]
 
 
+@pytest.mark.parametrize("size", [0, 1, 80_000, (1 << 20) + 7])
+def test_local_reads_return_every_byte(tmp_path, size):
+    data = os.urandom(size)
+    (tmp_path / "f.bin").write_bytes(data)
+    assert storage.read_bytes(str(tmp_path / "f.bin")) == data
+
+
+def test_local_reads_of_proc_files_and_failures_are_opens(tmp_path):
+    status = storage.read_bytes("/proc/self/status")  # a regular file whose size says 0
+    assert status.startswith(b"Name:") and status.endswith(b"\n")
+    with pytest.raises(FileNotFoundError):
+        storage.read_bytes(str(tmp_path / "missing.jpg"))
+    with pytest.raises(IsADirectoryError):
+        storage.read_bytes(str(tmp_path))
+
+
 def test_remote_paths_join_with_slashes():
     assert storage.is_remote("gs://b/x") and not storage.is_remote("/tmp/x")
     assert storage.join("gs://b/out", "job", "metadata.json") == "gs://b/out/job/metadata.json"

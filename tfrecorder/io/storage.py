@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import posixpath
 import shutil
+import stat
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO, Iterable
@@ -56,8 +57,30 @@ def open_write(path: str) -> BinaryIO:
 def read_bytes(path: str) -> bytes:
     if gcs.is_gcs(path):
         return gcs.read_bytes(path)
-    with open_read(path) as stream:
-        return stream.read()
+    if is_remote(path):
+        with open_read(path) as stream:
+            return stream.read()
+    return _read_local(path)
+
+
+def _read_local(path: str) -> bytes:
+    """A local file's bytes. A regular file takes one open, fstat and read: Python's buffered reader
+    adds ~6 µs of CPU per 80 KB image (a conversion reads every image once). Same errors as open()."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):  # a directory (IsADirectoryError on read), a pipe, a device
+            with os.fdopen(os.dup(descriptor), "rb") as stream:
+                return stream.read()
+        data = os.read(descriptor, status.st_size + 1)
+        if len(data) <= status.st_size:  # a regular file's short read is its end
+            return data
+        chunks = [data]  # it grew since fstat
+        while chunk := os.read(descriptor, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
 
 
 def read_range(path: str, start: int, length: int) -> bytes:
