@@ -3,7 +3,7 @@
     source parts ─► read rows ─► batch ─► prepare (split, label checks) ─► [Dataflow: Reshuffle] ─► encode
          │                                                                    │   + write pieces ─► plan shards
          │                                                                    │      ─► Reshuffle ─► assemble shards
-         └► read rows ─► table stats (rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
+         └► read batches ─► table stats (rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
     discards (each stage) ─► part file per bundle ─► merge into discarded.csv
     everything ─► finalize (metadata.json, publish directory)
 
@@ -42,12 +42,7 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         return write_outputs(pipeline, config, pieces, found, transforms.finalize_with_stats, AsSingleton(stats),
                              image_kinds={})
     parts = sources.SourceParts(pipeline, config)
-    stats = (
-        parts.branch("Stats")
-        | "CountParts" >> beam.ParDo(transforms.PartStats(config))
-        | "TableStats" >> beam.CombineGlobally(transforms.merge_stats)
-        | "CheckTable" >> beam.Map(transforms.checked_stats, config)
-    )
+    stats = tabular.count_table(parts, config)
     stats_side = AsSingleton(stats)
     rows, malformed = parts.branch("Rows") | "ReadRows" >> sources.ReadRows(config)
     batches = rows | "BatchRows" >> beam.BatchElements(

@@ -32,10 +32,16 @@ BATCH_ROWS = 16_384
 MALFORMED, RECORDS = sources.MALFORMED, sources.RECORDS
 
 
+def reads_batches(config: JobConfig) -> bool:
+    """Whether the job's source reads as Arrow batches: a CSV, Parquet files or a staged DataFrame (not
+    an annotation file)."""
+    return config.source_kind in ("csv", "parquet")
+
+
 def is_tabular(config: JobConfig) -> bool:
-    """Whether the job's rows go through the columnar graph: a CSV, Parquet files or a DataFrame without
-    image columns."""
-    return config.source_kind in ("csv", "parquet") and not config.schema.image_columns
+    """Whether the job's rows go through the columnar graph: a source read as batches, without image
+    columns."""
+    return reads_batches(config) and not config.schema.image_columns
 
 
 def read_batches(config: JobConfig, part: Any) -> Iterator[Any]:
@@ -50,6 +56,18 @@ def read_batches(config: JobConfig, part: Any) -> Iterator[Any]:
     for item in batches:
         yield (part.index, *item) if isinstance(item, tuple) else item
     yield RECORDS, (part.index, batches.records)
+
+
+def count_table(parts: sources.SourceParts, config: JobConfig) -> beam.PCollection:
+    """The table's checked TableStats, from a branch of its own: batch by batch, column-wise, for
+    sources read as batches (image tables too: no dict per row, and the encoding waits for these
+    stats), row by row for annotation files."""
+    return (
+        parts.branch("Stats")
+        | "CountParts" >> beam.ParDo(PartStats(config) if reads_batches(config) else transforms.PartStats(config))
+        | "TableStats" >> beam.CombineGlobally(transforms.merge_stats)
+        | "CheckTable" >> beam.Map(transforms.checked_stats, config)
+    )
 
 
 class PartStats(beam.DoFn):
@@ -135,12 +153,7 @@ def encode_table(pipeline: beam.Pipeline, config: JobConfig) -> tuple:
     """The columnar graph up to the common tail (pipeline.write_outputs): (pieces, discards found by
     each step, checked table stats)."""
     parts = sources.SourceParts(pipeline, config)
-    stats = (
-        parts.branch("Stats")
-        | "CountParts" >> beam.ParDo(PartStats(config))
-        | "TableStats" >> beam.CombineGlobally(transforms.merge_stats)
-        | "CheckTable" >> beam.Map(transforms.checked_stats, config)
-    )
+    stats = count_table(parts, config)
     vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
     encoded = parts.branch("Rows") | "EncodeAndWrite" >> beam.ParDo(EncodePart(config), vocabulary_side).with_outputs(
         transforms.DISCARD, MALFORMED, RECORDS, main="pieces")

@@ -122,7 +122,8 @@ class VocabularyFn(beam.CombineFn):
 
 
 class PartStats(beam.DoFn):
-    """One source part's TableStats (rows, malformed lines, missing values, TRAIN, TRAIN labels)."""
+    """One source part's TableStats (rows, malformed lines, missing values, TRAIN, TRAIN labels), row by
+    row: for annotation files (sources read as Arrow batches are counted column-wise, tabular.PartStats)."""
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config

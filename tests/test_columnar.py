@@ -191,6 +191,44 @@ def test_csv_text_encodes_as_the_row_path_does(text, batch_rows):
     assert_same(batches, rows, CSV_SCHEMA)
 
 
+IMAGE_CELLS = {
+    "split": ["TRAIN", "validation", "UNASSIGNED", "UNASSIGNED", "", "nope"],
+    "image_uri": ["a.jpg", "dir/b.png", "c d.jpg", " ", ""],
+    "mask_uri": ["m.png", "", "n.png"],
+    "label": ["cat", "dog", "owl", " ", ""],
+}
+IMAGE_SCHEMA = Schema({"split": "SplitKey", "image_uri": "ImageUri", "mask_uri": "ImageUri", "label": "StringLabel"})
+
+
+@SETTINGS
+@given(st.lists(st.tuples(*(st.sampled_from(values) for values in IMAGE_CELLS.values())), min_size=1, max_size=25),
+       st.integers(1, 9))
+def test_image_tables_prepare_and_count_as_the_row_path_does(lines, batch_rows):
+    """Image columns: the same empty-URI discards (after split and label reasons), the same splits
+    (UNASSIGNED rows hash their first image URI) and the same table stats, column-wise."""
+    out = io.StringIO()
+    csv.writer(out).writerows(lines)
+    header = list(IMAGE_CELLS)
+    rows = [item for item in CsvRecords(io.StringIO(out.getvalue(), newline=""), header)]
+    batches = list(csv_bytes_batches(out.getvalue().encode(), header, batch_rows))
+    expected = []
+    for row in rows:
+        try:
+            expected.append(prepare_row(row, IMAGE_SCHEMA, RATIOS))
+        except RowError as exc:
+            expected.append(str(exc))
+    found = []
+    for batch in batches:
+        prepared = columnar.prepare_batch(batch, IMAGE_SCHEMA, RATIOS)
+        found += [prepared.reasons.get(row, columnar.SPLITS[code]) for row, code in enumerate(prepared.codes.tolist())]
+    assert found == expected
+    by_rows, by_batches = TableStats(), TableStats()
+    StatsCounter(IMAGE_SCHEMA, RATIOS).count(rows, by_rows)
+    for batch in batches:
+        columnar.count_batch(batch, IMAGE_SCHEMA, RATIOS, by_batches)
+    assert by_batches == by_rows
+
+
 # ------------------------------------------------------------------ wire format pieces
 
 @given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50))

@@ -130,8 +130,14 @@ def _label_check(role: types.ColumnType, column: str) -> Callable[[Any], Optiona
     return check
 
 
+def _image_uri_check(column: str) -> Callable[[Any], Optional[str]]:
+    def check(value: Any) -> Optional[str]:
+        return f"empty image URI: column {column!r}" if is_missing(value) or not str(value).strip() else None
+    return check
+
+
 def prepare_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float]) -> Prepared:
-    """What `prepare_row` decides for each row: its split, or the reason it is discarded (image-free schemas)."""
+    """What `prepare_row` decides for each row: its split, or the first reason it is discarded for."""
     rows = batch.num_rows
     prepared = Prepared(np.full(rows, _CODE[splits.TRAIN], dtype=np.int8), {})
     unassigned = np.ones(rows, dtype=bool)
@@ -144,6 +150,9 @@ def prepare_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[
         _discard_rows(prepared, [reason for _, reason in results], indices)
     for column in schema.label_columns:
         results, indices = converted(batch.column(column), _label_check(schema[column], column))
+        _discard_rows(prepared, list(results), indices)
+    for column in schema.image_columns:
+        results, indices = converted(batch.column(column), _image_uri_check(column))
         _discard_rows(prepared, list(results), indices)
     pending = np.flatnonzero(unassigned & (prepared.codes != DISCARDED))
     if len(pending):  # assigned by hashing the whole row, as the row path does (python values of the row)
