@@ -67,3 +67,23 @@ def test_a_local_pipeline_runs_in_process_with_the_options_given():
     pipeline = runners.local_pipeline({"direct_num_workers": 3})
     assert isinstance(pipeline.runner, FnApiRunner)
     assert pipeline.options.get_all_options()["direct_num_workers"] == 3
+
+
+def test_local_pipeline_options_make_each_view_once_and_views_share_values():
+    from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions, TypeOptions
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+    from beam_pipelines.plain_pipeline import PlainPipeline
+
+    options = runners.local_pipeline({"direct_num_workers": 3}).options
+    assert options.view_as(TypeOptions) is options.view_as(TypeOptions)
+    assert options.view_as(DirectOptions).direct_num_workers == 3
+    options.view_as(StandardOptions).runner = "SomeRunner"  # written through one view ...
+    assert options.get_all_options()["runner"] == "SomeRunner"  # ... seen by the options
+    options.view_as(DirectOptions).direct_num_workers = 1
+    assert options.view_as(DirectOptions).direct_num_workers == 1
+    plain = PlainPipeline(runner=FnApiRunner(), options=PipelineOptions([], direct_num_workers=3)).options
+    assert plain.view_as(TypeOptions) is not plain.view_as(TypeOptions)  # Beam's class: a new view each time
+    plain.view_as(StandardOptions).runner = "SomeRunner"
+    plain.view_as(DirectOptions).direct_num_workers = 1
+    assert plain.get_all_options() == options.get_all_options()
