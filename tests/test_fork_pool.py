@@ -30,6 +30,25 @@ def _pid_and(task):
     return os.getpid(), task
 
 
+def _frozen_objects(_task):
+    import gc
+
+    return gc.get_freeze_count()
+
+
+def test_children_never_collect_the_objects_they_inherit_and_the_parent_is_left_alone():
+    import gc
+
+    frozen_here = gc.get_freeze_count()
+    pool = ForkPool(1, _frozen_objects)
+    try:
+        (frozen_in_child,) = [r for r in pool.submit("count")] + pool.drain()
+    finally:
+        pool.close()
+    assert frozen_in_child > 100_000  # this pytest process holds TensorFlow's and Beam's objects
+    assert gc.get_freeze_count() == frozen_here
+
+
 def test_tasks_go_round_robin_and_each_child_keeps_its_order():
     pool = ForkPool(2, _pid_and, in_flight=2)
     try:
