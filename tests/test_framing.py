@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tfrecorder.format.framing import CorruptRecordError, read_records, write_record, write_record_crc, write_record_pieces
+from tfrecorder.format.framing import (WRITTEN_AS_IS, CorruptRecordError, read_records, write_record, write_record_crc,
+                                        write_record_pieces)
 
 RECORDS = [b"", b"a", b"x" * 70_000, bytes(range(256))]
 
@@ -34,11 +35,30 @@ def test_we_read_tensorflow_records(tf, tmp_path):
     assert list(read_records(io.BytesIO(path.read_bytes()))) == RECORDS
 
 
-@given(st.lists(st.binary(max_size=300), max_size=6))
+@given(st.lists(st.binary(max_size=300) | st.binary(min_size=WRITTEN_AS_IS, max_size=WRITTEN_AS_IS + 9), max_size=8))
 def test_pieces_frame_as_their_concatenation(pieces):
     joined, separate = io.BytesIO(), io.BytesIO()
     assert write_record_pieces(separate, pieces) == write_record_crc(joined, b"".join(pieces))
     assert separate.getvalue() == joined.getvalue()
+
+
+class _Writes(io.BytesIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: list = []
+
+    def write(self, data) -> int:
+        self.written.append(data)
+        return super().write(data)
+
+
+def test_large_pieces_are_written_uncopied_and_small_runs_joined():
+    image = bytes(range(256)) * 400
+    pieces = [b"\x0a", b"\x80\x01", b"image", image, b"\x12", b"label", b"\x08\x03"]
+    stream = _Writes()
+    write_record_pieces(stream, pieces)
+    assert any(data is image for data in stream.written)  # the image's own bytes object
+    assert len(stream.written) == 5  # length + its CRC, the run before the image, the image, the rest, the CRC
 
 
 def test_write_record_returns_framed_size():
