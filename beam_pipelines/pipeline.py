@@ -1,6 +1,6 @@
 """The conversion graph, shared by local (DirectRunner) and Dataflow runs.
 
-    source parts ─► read rows ─► batch ─► prepare (split, label checks) ─► [Dataflow: Reshuffle] ─► encode
+    source parts ─► read batches of rows ─► prepare (split, label checks) ─► [Dataflow: Reshuffle] ─► encode
          │                                                                    │   + write pieces ─► plan shards
          │                                                                    │      ─► Reshuffle ─► assemble shards
          └► read batches ─► table stats (rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
@@ -15,7 +15,8 @@ rows are also reshuffled before encoding (SpreadRows, a distributed shuffle) so 
 spread over every worker, not only those that read a part; the in-process runner would hold every
 row in memory for it, and runs no more workers than there are parts anyway. A table-level error
 (no rows, none in TRAIN) fails the job before anything is encoded. Rows travel in batches of
-`JobConfig.batch_size`, so Beam's per-element cost is paid per batch; image bytes flow straight
+`JobConfig.batch_size` from the reader on (a part's rows, batched as they are read), so Beam's
+per-element cost is paid per batch; image bytes flow straight
 from the reading worker into a piece file. Tables without image columns take the columnar graph
 instead (beam_pipelines.tabular: each part read, encoded and written a whole Arrow batch at a time).
 """
@@ -44,10 +45,7 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     parts = sources.SourceParts(pipeline, config)
     stats = tabular.count_table(parts, config)
     stats_side = AsSingleton(stats)
-    rows, malformed = parts.branch("Rows") | "ReadRows" >> sources.ReadRows(config)
-    batches = rows | "BatchRows" >> beam.BatchElements(
-        min_batch_size=config.batch_size, max_batch_size=config.batch_size
-    )
+    batches, malformed = parts.branch("Rows") | "ReadRows" >> sources.ReadRows(config, batch_rows=config.batch_size)
     prepared = batches | "Prepare" >> beam.ParDo(transforms.PrepareRows(config)).with_outputs(
         transforms.DISCARD, main="rows"
     )

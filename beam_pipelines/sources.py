@@ -113,19 +113,28 @@ def rows_of_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, ColumnType]
 
 
 class _ReadPart(beam.DoFn):
-    def __init__(self, config: JobConfig) -> None:
-        self.config = config
+    def __init__(self, config: JobConfig, batch_rows: Optional[int]) -> None:
+        self.config, self.batch_rows = config, batch_rows
 
     def process(self, part):
+        batch: list[dict[str, Any]] = []
         for item in read_part(self.config, part):
             if isinstance(item, dict):
-                yield item
+                if self.batch_rows is None:
+                    yield item
+                    continue
+                batch.append(item)
+                if len(batch) == self.batch_rows:
+                    yield batch
+                    batch = []
             elif item[0] == RECORDS:
                 yield beam.pvalue.TaggedOutput(RECORDS, item[1])
             elif item[0] == REASONED:
                 yield beam.pvalue.TaggedOutput(REASONED, item[1])
             else:
                 yield beam.pvalue.TaggedOutput(MALFORMED, item)
+        if batch:
+            yield batch
 
 
 def number_malformed(item: tuple, records: dict[int, int], expected: int) -> tuple[dict[str, Any], str]:
@@ -136,14 +145,16 @@ def number_malformed(item: tuple, records: dict[int, int], expected: int) -> tup
 
 
 class ReadRows(beam.PTransform):
-    """Rows of the parts as dicts; the second output carries (row, reason) for unparseable CSV lines."""
+    """Rows of the parts as dicts — or, with `batch_rows`, as lists of up to that many rows of one part,
+    so that Beam's per-element cost is paid per batch from the start; the second output carries
+    (row, reason) for unparseable CSV lines."""
 
-    def __init__(self, config: JobConfig) -> None:
+    def __init__(self, config: JobConfig, batch_rows: Optional[int] = None) -> None:
         super().__init__()
-        self.config = config
+        self.config, self.batch_rows = config, batch_rows
 
     def expand(self, parts):
-        results = parts | "ReadParts" >> beam.ParDo(_ReadPart(self.config)).with_outputs(
+        results = parts | "ReadParts" >> beam.ParDo(_ReadPart(self.config, self.batch_rows)).with_outputs(
             MALFORMED, RECORDS, REASONED, main="rows")
         numbered = results[MALFORMED] | "NumberLines" >> beam.Map(
             number_malformed, AsDict(results[RECORDS]), len(self.config.columns))

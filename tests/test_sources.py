@@ -53,6 +53,25 @@ def test_local_csv_in_parallel_slices_matches_sequential_parse(tmp_path, monkeyp
     assert len(rows) == 160 and len(malformed) == 40
 
 
+def _each_between(low: int, high: int):
+    def check(found: list) -> None:
+        assert found and all(low <= value <= high for value in found), found
+    return check
+
+
+def test_rows_can_be_read_in_batches_of_a_part(tmp_path, monkeypatch):
+    monkeypatch.setattr(csv_split, "RANGE_BYTES", 64)
+    path = tmp_path / "t.csv"
+    path.write_bytes(TRICKY)
+    config = csv_config(str(path))
+    expected, _ = read_with_beam(config)
+    with beam.Pipeline("DirectRunner") as pipeline:
+        batches, _ = sources.SourceParts(pipeline, config).branch("Rows") | sources.ReadRows(config, batch_rows=7)  # 160 rows in several slices
+        assert_that(batches | "Sizes" >> beam.Map(len), _each_between(1, 7), label="Sizes")
+        assert_that(batches | "RowText" >> beam.FlatMap(lambda batch: map(repr, batch)), equal_to(expected),
+                    label="Rows")
+
+
 def test_gcs_csv_in_parallel_slices_matches_sequential_parse(gcs, monkeypatch):
     monkeypatch.setattr(csv_split, "RANGE_BYTES", 50)
     url = "gs://tfr-sources/tricky.csv"
