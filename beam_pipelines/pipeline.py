@@ -2,7 +2,7 @@
 
     source parts ─► read batches of rows ─► prepare (split, label checks) ─► [Dataflow: Reshuffle] ─► encode
          │                                                                    │   + write pieces ─► plan shards
-         │                                                                    │      ─► Reshuffle ─► assemble shards
+         │                                                                    │      ─► [Dataflow: Reshuffle] ─► assemble shards
          └► read batches ─► table stats (rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
     discards (each stage) ─► part file per bundle ─► merge into discarded.csv
     everything ─► finalize (metadata.json, publish directory)
@@ -74,13 +74,11 @@ def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PColl
     `found` by each step, then `finalize(_, config, shards, *finalize_inputs, discard reasons, pieces,
     **finalize_options)`."""
     start = pipeline | "Start" >> beam.Create([None])
-    shards = (
-        start
-        | "PlanShards"
-        >> beam.FlatMap(lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(pieces))
-        | "SpreadShards" >> beam.Reshuffle()
-        | "AssembleShards" >> beam.ParDo(transforms.AssembleShard(config))
-    )
+    plans = start | "PlanShards" >> beam.FlatMap(
+        lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(pieces))
+    if config.runner == "DataflowRunner":  # assemble shards on every worker (locally: one stage less)
+        plans = plans | "SpreadShards" >> beam.Reshuffle()
+    shards = plans | "AssembleShards" >> beam.ParDo(transforms.AssembleShard(config))
     discard_parts = [  # written where they are found (fused with the step): discards are never buffered
         discards | f"{step}DiscardParts" >> beam.ParDo(transforms.WriteDiscardParts(config))
         for step, discards in found.items()
