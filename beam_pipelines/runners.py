@@ -119,7 +119,7 @@ def local_options(rows: int, options: Optional[Mapping[str, Any]] = None, cores:
     """Beam options for a local (DirectRunner) job of `rows` rows: one worker process per core when
     that pays off (large jobs on several cores), the in-process worker otherwise — always when the
     job's heavy work already runs on every core: on a thread per core (`threads_use_every_core`:
-    validate="decode", where each worker process would also pay TensorFlow's import) or in forked
+    validate="decode", where each worker process would also load TensorFlow's kernels) or in forked
     encoding processes (`encode_processes` > 1). Image-free (`tabular`) rows cost TABULAR_ROW_SECONDS
     each, so only tables of millions of rows pay for worker processes.
 
