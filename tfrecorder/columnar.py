@@ -15,6 +15,7 @@ recognise is handed, value by value, to the row path's own functions (`prepare_r
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -24,7 +25,7 @@ import pyarrow.compute as pc
 from tfrecorder import splits, types
 from tfrecorder.format.example_encoder import Feature, feature_value_pieces
 from tfrecorder.errors import RowError
-from tfrecorder.row_encoder import split_key
+from tfrecorder.row_encoder import empty_image_uri, split_key
 from tfrecorder.row_values import INT64_MAX, input_feature, is_missing, multi_label_names, to_int
 from tfrecorder.schema import Schema
 
@@ -130,12 +131,6 @@ def _label_check(role: types.ColumnType, column: str) -> Callable[[Any], Optiona
     return check
 
 
-def _image_uri_check(column: str) -> Callable[[Any], Optional[str]]:
-    def check(value: Any) -> Optional[str]:
-        return f"empty image URI: column {column!r}" if is_missing(value) or not str(value).strip() else None
-    return check
-
-
 def prepare_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float]) -> Prepared:
     """What `prepare_row` decides for each row: its split, or the first reason it is discarded for."""
     rows = batch.num_rows
@@ -152,7 +147,7 @@ def prepare_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[
         results, indices = converted(batch.column(column), _label_check(schema[column], column))
         _discard_rows(prepared, list(results), indices)
     for column in schema.image_columns:
-        results, indices = converted(batch.column(column), _image_uri_check(column))
+        results, indices = converted(batch.column(column), functools.partial(empty_image_uri, column=column))
         _discard_rows(prepared, list(results), indices)
     pending = np.flatnonzero(unassigned & (prepared.codes != DISCARDED))
     if len(pending):  # assigned by hashing the whole row, as the row path does (python values of the row)

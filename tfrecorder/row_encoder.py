@@ -39,6 +39,11 @@ def split_key(row: Mapping[str, Any], schema: Schema) -> str:
     return json.dumps({k: str(row.get(k)) for k in sorted(schema)}, sort_keys=True)
 
 
+def empty_image_uri(value: Any, column: str) -> Optional[str]:
+    """The discard reason when an image column's value names no image (missing or blank), else None."""
+    return f"empty image URI: column {column!r}" if is_missing(value) or not str(value).strip() else None
+
+
 def prepare_row(row: Mapping[str, Any], schema: Schema, split_ratios: Sequence[float]) -> str:
     """Return the row's split (assigning UNASSIGNED rows by hash) or raise RowError."""
     split_column = schema.split_column
@@ -55,9 +60,9 @@ def prepare_row(row: Mapping[str, Any], schema: Schema, split_ratios: Sequence[f
         elif schema[column] == types.MultiLabel:
             multi_label_names(value, column)
     for column in schema.image_columns:
-        value = row.get(column)
-        if is_missing(value) or not str(value).strip():
-            raise RowError(f"empty image URI: column {column!r}")
+        reason = empty_image_uri(row.get(column), column)
+        if reason:
+            raise RowError(reason)
     if split == splits.UNASSIGNED:
         split = splits.assign_split(split_key(row, schema), split_ratios)
     return split

@@ -42,7 +42,7 @@ def write_record_pieces(stream: BinaryIO, pieces: Sequence[bytes]) -> tuple[int,
     ones (an image-sized copy per record saved); return (bytes written, the record's masked CRC32C).
     Runs of small pieces (an Example's keys, lengths and labels: ~80 of them) are joined first, so a
     record costs a handful of writes and checksum calls (~15 µs less CPU per record)."""
-    runs = joined_small_runs(pieces)
+    runs = _joined_small_runs(pieces)
     size, crc = 0, 0
     for run in runs:
         size += len(run)
@@ -56,7 +56,7 @@ def write_record_pieces(stream: BinaryIO, pieces: Sequence[bytes]) -> tuple[int,
     return size + 16, crc
 
 
-def joined_small_runs(pieces: Sequence[bytes]) -> Sequence[bytes]:
+def _joined_small_runs(pieces: Sequence[bytes]) -> Sequence[bytes]:
     """`pieces` with each run of consecutive pieces shorter than WRITTEN_AS_IS joined into one."""
     if len(pieces) == 1:
         return pieces

@@ -146,6 +146,8 @@ _lock = threading.Lock()
 def kernels() -> Kernels:
     """This process's kernels, loaded once: native when the wheel's libraries are there, else Python's."""
     global _loaded
+    if _loaded is not None:  # every decode asks: no lock once loaded
+        return _loaded
     with _lock:
         if _loaded is None:
             directory, names = native_library_dir(), _native_names()
