@@ -4,7 +4,7 @@ from pathlib import Path
 
 from setuptools import find_packages, setup
 
-VERSION = re.search(r'__version__ = "([^"]+)"', Path(__file__).with_name("tfrecorder").joinpath("version.py").read_text()).group(1)
+VERSION = re.search(r'__version__ = "([^"]+)"', Path(__file__).with_name("tfrecorder").joinpath("core", "version.py").read_text()).group(1)
 
 INSTALL_REQUIRES = [
     "pandas>=2.0",  # 2.x and 3.x; tfrecorder keeps Beam's DataFrame layer (pandas < 2.4 only) out of its pipelines

@@ -9,7 +9,7 @@ import dataclasses
 from typing import Any, Optional
 
 from tfrecorder.format import file_names
-from tfrecorder.schema import Schema
+from tfrecorder.core.schema import Schema
 
 
 @dataclasses.dataclass(frozen=True)

@@ -174,7 +174,7 @@ def _beam_row_to_example(line: str, vocabulary: dict) -> bytes:
 def run_beam(csv_path: Path, out: Path) -> None:
     import apache_beam as beam
 
-    from beam_pipelines.runners import local_pipeline
+    from beam_pipelines.launches.runners import local_pipeline
 
     vocabulary = {label: i for i, label in enumerate(sorted(LABELS))}
     with local_pipeline() as pipeline:
@@ -224,7 +224,7 @@ def time_variants(csv_path: Path, repeats: int, names: list[str]) -> dict[str, d
     import tensorflow  # noqa: F401
 
     import tfrecorder  # noqa: F401
-    from beam_pipelines import pipeline  # noqa: F401
+    from beam_pipelines.graphs import image_graph
 
     times: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}

@@ -24,8 +24,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 import pandas as pd  # noqa: E402
 
-from beam_pipelines.fetch import Fetcher  # noqa: E402
-from beam_pipelines.transforms import read_image  # noqa: E402
+from beam_pipelines.steps.fetch_images import Fetcher  # noqa: E402
+from beam_pipelines.steps.encode_rows import read_image  # noqa: E402
 from beam_pipelines.job_config import JobConfig  # noqa: E402
 from tfrecorder.sample_data import make_sample_dataset  # noqa: E402
 

@@ -8,7 +8,7 @@ Write side:
                  images), between a small and a 4x larger CSV, each in a fresh process;
   open_files   - the most files open at once under the output directory during a num_shards=300
                  conversion of 3,000 rows (sampled from /proc/self/fd every millisecond);
-  publish      - requests per shard to publish a gs:// job directory (jobdir.finalize: copies, the
+  publish      - requests per shard to publish a gs:// job directory (job_directory.finalize: copies, the
                  metadata.json marker, cleanup), counted by a proxy in front of a GCS emulator in a
                  child process (127.0.0.1 only), at two directory sizes, with the peak of requests in
                  flight (publishing is parallel).
@@ -90,10 +90,10 @@ def child_convert(csv_path: str, out: str) -> None:
     """Convert; print the peak RSS, and the most RSS the write side added over what the process held
     when encoding began (Linux's peak counter is reset then: /proc/self/clear_refs)."""
     import tfrecorder
-    from beam_pipelines import transforms
+    from beam_pipelines.steps import encode_rows
 
     write_side: dict[str, float] = {}
-    start_bundle = transforms.EncodeAndWritePieces.start_bundle
+    start_bundle = encode_rows.EncodeAndWritePieces.start_bundle
 
     def watched_start_bundle(self) -> None:
         if "start" not in write_side:
@@ -103,7 +103,7 @@ def child_convert(csv_path: str, out: str) -> None:
             write_side["start"] = rss_mb()
         start_bundle(self)
 
-    transforms.EncodeAndWritePieces.start_bundle = watched_start_bundle
+    encode_rows.EncodeAndWritePieces.start_bundle = watched_start_bundle
     result = tfrecorder.convert(csv_path, out, progress=False)
     print(json.dumps({"rss_mb": max(peak_rss_mb(), write_side["read_peak"]), "write_side_mb": peak_rss_mb() - write_side["start"],
                       "discarded": result["discarded"], "rows_in": result["rows_in"]}))
@@ -191,7 +191,7 @@ def _serve(*args: str) -> tuple[subprocess.Popen, str]:
 
 def publish(quick: bool) -> list[Figure]:
     from support.gcs_proxy import FaultProxy
-    from tfrecorder.format import jobdir
+    from tfrecorder.format import job_directory
     from tfrecorder.io import storage
 
     emulator, host = _serve(str(ROOT / "tests" / "support" / "gcs_emulator.py"))
@@ -206,15 +206,15 @@ def publish(quick: bool) -> list[Figure]:
         gcs_storage.Client(project="bench", credentials=AnonymousCredentials()).create_bucket("scale-bench")
         per_shard = {}
         for shards in ((20, 100) if quick else (100, 400)):
-            final, temp = jobdir.reserve_job_dir("gs://scale-bench/jobs", "publish")
+            final, temp = job_directory.reserve_job_dir("gs://scale-bench/jobs", "publish")
             names = [f"train-{i:05d}-of-{shards:05d}.tfrecord" for i in range(shards)]
             for name in names:
                 storage.write_bytes(f"{temp}/{name}", b"x" * 64)
-            storage.write_bytes(f"{temp}/{jobdir.DISCARD_FILE}", b"reason\r\n")
-            jobdir.write_metadata(temp, {"bench": True})
+            storage.write_bytes(f"{temp}/{job_directory.DISCARD_FILE}", b"reason\r\n")
+            job_directory.write_metadata(temp, {"bench": True})
             proxy.clear()
             started = time.perf_counter()
-            jobdir.finalize(temp, final)
+            job_directory.finalize(temp, final)
             seconds = time.perf_counter() - started
             requests = sum(proxy.requests.values())
             per_shard[shards] = requests / shards
@@ -317,8 +317,8 @@ def child_staging_rss(rows: int) -> None:
     import numpy as np
     import pandas as pd
 
-    from tfrecorder import staging
-    from tfrecorder.schema import infer_schema
+    from tfrecorder.sources import dataframe_staging
+    from tfrecorder.core.schema import infer_schema
 
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({
@@ -330,7 +330,7 @@ def child_staging_rss(rows: int) -> None:
     reset_peak_rss()
     with tempfile.TemporaryDirectory(prefix="scale-bench-") as scratch:
         started = time.perf_counter()
-        groups = staging.stage_frame(frame, infer_schema(frame), str(Path(scratch, "rows.parquet")))
+        groups = dataframe_staging.stage_frame(frame, infer_schema(frame), str(Path(scratch, "rows.parquet")))
         seconds = time.perf_counter() - started
     print(json.dumps({"frame_mb": frame_mb, "before_mb": before, "peak_mb": peak_rss_mb(), "row_groups": groups,
                       "seconds": seconds}))

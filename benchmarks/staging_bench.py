@@ -1,4 +1,4 @@
-"""How much typed Parquet staging (tfrecorder.staging) costs against pandas' own DataFrame.to_parquet.
+"""How much typed Parquet staging (tfrecorder.sources.dataframe_staging) costs against pandas' own DataFrame.to_parquet.
 
     .venv/bin/python benchmarks/staging_bench.py [rows]
 
@@ -15,8 +15,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from tfrecorder import staging
-from tfrecorder.schema import infer_schema
+from tfrecorder.sources import dataframe_staging
+from tfrecorder.core.schema import infer_schema
 
 
 def mixed_frame(rows: int) -> pd.DataFrame:
@@ -42,7 +42,7 @@ def main() -> None:
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
     frame = mixed_frame(rows)
     schema = infer_schema(frame)
-    staged = best_of(3, lambda: staging.write_parquet(frame, schema, io.BytesIO()))
+    staged = best_of(3, lambda: dataframe_staging.write_parquet(frame, schema, io.BytesIO()))
     plain = best_of(3, lambda: frame.to_parquet(io.BytesIO()))
     print(f"rows={rows} staging={staged:.2f}s to_parquet={plain:.2f}s ratio={staged / plain:.1f}x")
 

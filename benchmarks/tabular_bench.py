@@ -134,10 +134,10 @@ def run_variant(variant: str, rows: int) -> dict:
 
 
 def _inferred(source) -> dict:
-    from tfrecorder import tables
-    from tfrecorder.schema import infer_schema
+    from tfrecorder.sources import source_tables
+    from tfrecorder.core.schema import infer_schema
 
-    table = tables.open_table(source if not isinstance(source, Path) else str(source))
+    table = source_tables.open_table(source if not isinstance(source, Path) else str(source))
     return infer_schema(table.frame if table.frame is not None else table.sample).to_json()
 
 

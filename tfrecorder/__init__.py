@@ -4,9 +4,9 @@
     result = df.tensorflow.to_tfrecord(output_dir="out/")
     datasets = tfrecorder.load(result["tfrecord_dir"], batch_size=64, image_size=(224, 224))
 """
-from tfrecorder.version import __version__
-from tfrecorder import types  # noqa: E402
-from tfrecorder.schema import Schema  # noqa: E402
+from tfrecorder.core.version import __version__
+from tfrecorder.core import types
+from tfrecorder.core.schema import Schema  # noqa: E402
 from tfrecorder.convert import convert  # noqa: E402
 from tfrecorder.round_trip import convert_and_load  # noqa: E402
 from tfrecorder.load import load  # noqa: E402
@@ -14,6 +14,7 @@ from tfrecorder.data_source import data_source  # noqa: E402
 from tfrecorder.inspection import inspect  # noqa: E402
 from tfrecorder.verify import verify  # noqa: E402
 from tfrecorder.upgrade import upgrade  # noqa: E402
+from tfrecorder.legacy import input_schema  # noqa: E402  (TFRecorder 2.0's `from tfrecorder import input_schema`)
 from tfrecorder import accessor as _accessor  # noqa: E402,F401  (registers df.tensorflow)
 
 __all__ = ["Schema", "convert", "convert_and_load", "data_source", "inspect", "load", "types", "upgrade", "verify",

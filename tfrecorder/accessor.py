@@ -5,7 +5,7 @@ from typing import Any
 
 import pandas as pd
 
-from tfrecorder.compat import legacy_positional
+from tfrecorder.legacy.v2_compat import legacy_positional
 from tfrecorder.convert import convert
 from tfrecorder.result import ConversionResult
 

@@ -199,7 +199,7 @@ def _run_load_stats(args: argparse.Namespace) -> int:
     import time
 
     import tfrecorder
-    from tfrecorder.format.job_info import JobInfo
+    from tfrecorder.format.finished_job import JobInfo
 
     job = JobInfo.read(args.tfrecord_dir)
     datasets = tfrecorder.load(args.tfrecord_dir, batch_size=args.batch_size, decode_images=False)
@@ -233,7 +233,7 @@ def _count_records(dataset, split: str) -> int:
 
 def _run_convert(args: argparse.Namespace) -> int:
     import tfrecorder
-    from tfrecorder.compat import legacy_note
+    from tfrecorder.legacy.v2_compat import legacy_note
 
     note = legacy_note(args.command)
     if note:
@@ -248,7 +248,7 @@ def _run_convert(args: argparse.Namespace) -> int:
     if args.schema is not None:
         options["schema"] = read_schema_file(args.schema)
     if args.dataflow_option:
-        from beam_pipelines.dataflow import parse_option_flags
+        from beam_pipelines.launches.dataflow_job import parse_option_flags
 
         options["dataflow_options"] = parse_option_flags(args.dataflow_option)
     return _finish(tfrecorder.convert(args.source, args.output_dir, **options), args.no_wait)
@@ -270,7 +270,7 @@ def _run_upgrade(args: argparse.Namespace) -> int:
                                                       "job_label", "project", "region", "verbose", "tfrecorder_wheel")
                if getattr(args, name) is not None}
     if args.dataflow_option:
-        from beam_pipelines.dataflow import parse_option_flags
+        from beam_pipelines.launches.dataflow_job import parse_option_flags
 
         options["dataflow_options"] = parse_option_flags(args.dataflow_option)
     return _finish(tfrecorder.upgrade(args.legacy_dir, args.output_dir, **options), args.no_wait)

@@ -16,22 +16,25 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import pandas as pd
 
 from beam_pipelines.job_config import JobConfig
-from beam_pipelines.launch import fail_job, launch_for
-from beam_pipelines.sharding import DEFAULT_MAX_SHARD_BYTES
-from tfrecorder import compat, detection, staging, tables
-from tfrecorder.annotations import default_schema, open_annotations
-from tfrecorder.convert_options import ConvertOptions, normalise_output_dir
-from tfrecorder.format import jobdir
+from beam_pipelines.launches.launch import fail_job, launch_for
+from beam_pipelines.steps.shard_planning import DEFAULT_MAX_SHARD_BYTES
+from tfrecorder.legacy import v2_compat
+from tfrecorder.rows import detection_encoder
+from tfrecorder.sources import dataframe_staging
+from tfrecorder.sources import source_tables
+from tfrecorder.sources.annotation_files import default_schema, open_annotations
+from tfrecorder.options.conversion_options import ConvertOptions, normalise_output_dir
+from tfrecorder.format import job_directory
 from tfrecorder.io import storage
 from tfrecorder.io.decode_check import DEFAULT_VALIDATION
-from tfrecorder.parquet_parts import file_parts
-from tfrecorder.progress import local_progress
-from tfrecorder.quiet import leaves_logging_alone
+from tfrecorder.sources.parquet_parts import file_parts
+from tfrecorder.core.progress_bar import local_progress
+from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.result import ConversionResult, DataflowConversionResult
-from tfrecorder.row_values import check_sample, is_missing
-from tfrecorder.schema import Schema, check_column_names, infer_arrow_schema, infer_schema
-from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
-from tfrecorder.table_stats import StatsCounter, TableStats
+from tfrecorder.rows.value_coercion import check_sample, is_missing
+from tfrecorder.core.schema import Schema, check_column_names, infer_arrow_schema, infer_schema
+from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
+from tfrecorder.rows.table_stats import StatsCounter, TableStats
 
 logger = logging.getLogger("tfrecorder")
 
@@ -39,7 +42,7 @@ REMOTE_FETCH_CONCURRENCY = 16  # default when images live in an object store (te
 LOCAL_FETCH_CONCURRENCY = 1  # default for local files: reads are fast, threads would only add overhead
 
 
-def _images_remote(table: tables.Table, schema: Schema) -> bool:
+def _images_remote(table: source_tables.Table, schema: Schema) -> bool:
     """Whether the (sampled) images live on gs:// or another object store."""
     sample = table.sample.rename(columns=str)
     uris = (str(v) for c in schema.image_columns for v in sample[c] if not is_missing(v))
@@ -53,7 +56,7 @@ def _fetch_concurrency(requested: Optional[int], images_remote: bool) -> int:
     return requested
 
 
-def _resolve_schema(table: tables.Table, schema: Union[Schema, Mapping[str, Any], None]) -> Schema:
+def _resolve_schema(table: source_tables.Table, schema: Union[Schema, Mapping[str, Any], None]) -> Schema:
     """Infer the schema (list lengths from every row of a DataFrame, roles from Parquet's Arrow types),
     or check an explicit one."""
     if schema is None and table.parquet is not None:
@@ -67,19 +70,19 @@ def _resolve_schema(table: tables.Table, schema: Union[Schema, Mapping[str, Any]
 
 
 def _open_table(source: Union[pd.DataFrame, str, os.PathLike], schema: Union[Schema, Mapping[str, Any], None],
-                options: ConvertOptions) -> tuple[tables.Table, Schema, bool]:
+                options: ConvertOptions) -> tuple[source_tables.Table, Schema, bool]:
     """The source as a Table (read from a sample only), its resolved Schema, and whether it is an
     object-detection table."""
-    table = open_annotations(source, options.annotation_format) or tables.open_table(source)
+    table = open_annotations(source, options.annotation_format) or source_tables.open_table(source)
     check_column_names(table.columns)
-    is_detection = detection.is_detection_table(table.columns)
-    resolved = (detection.detection_schema(table.columns) if is_detection
+    is_detection = detection_encoder.is_detection_table(table.columns)
+    resolved = (detection_encoder.detection_schema(table.columns) if is_detection
                 else _resolve_schema(table, schema if schema is not None else default_schema(table)))
     _check_split_column(table, resolved)
     return table, resolved, is_detection
 
 
-def _check_split_column(table: tables.Table, schema: Schema) -> None:
+def _check_split_column(table: source_tables.Table, schema: Schema) -> None:
     """Split cells are text (TRAIN/VALIDATION/TEST/UNASSIGNED); numbers or booleans are a table error."""
     column = schema.split_column
     if column is None or column not in table.sample:
@@ -92,7 +95,7 @@ def _check_split_column(table: tables.Table, schema: Schema) -> None:
         )
 
 
-def _check_frame(table: tables.Table, schema: Schema, split_ratios) -> None:
+def _check_frame(table: source_tables.Table, schema: Schema, split_ratios) -> None:
     """A DataFrame is in memory, so its table-level errors are raised before any pipeline starts (a CSV's
     are found by the pipeline, which fails with the same message). Stops at the first TRAIN row.
 
@@ -108,7 +111,7 @@ def _check_frame(table: tables.Table, schema: Schema, split_ratios) -> None:
     stats.check()
 
 
-def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> dict[str, Any]:
+def _stage_rows(table: source_tables.Table, schema: Schema, work_dir: str) -> dict[str, Any]:
     """Where and how the pipeline reads rows: the CSV itself in byte slices, an annotation file streamed
     whole, Parquet files by row groups, or the DataFrame written as typed Parquet row groups. Returns the
     JobConfig fields that say so."""
@@ -121,7 +124,7 @@ def _stage_rows(table: tables.Table, schema: Schema, work_dir: str) -> dict[str,
     if table.frame is None:  # an annotation file
         return dict(source_kind=table.kind, source_path=table.csv_path)
     path = storage.join(work_dir, "rows.parquet")
-    row_groups = staging.stage_frame(table.frame, schema, path)
+    row_groups = dataframe_staging.stage_frame(table.frame, schema, path)
     return dict(source_kind="parquet", source_path=path, source_parts=file_parts(path, row_groups))
 
 
@@ -167,14 +170,14 @@ def convert(
     Object detection: a table with columns image_uri, label, xmin, ymin, xmax, ymax (one row per box;
     `box_units="pixels"` for pixel coordinates), a headerless AutoML Vision CSV or a Vertex AI JSONL
     file writes one Example per image with the TF Object Detection API keys and a label_map.pbtxt.
-    `annotation_format` forces how a headerless file is read (see tfrecorder.annotations.FORMATS).
+    `annotation_format` forces how a headerless file is read (see tfrecorder.sources.annotation_files.FORMATS).
 
     TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there
-    (see `tfrecorder.compat.legacy_arguments`).
+    (see `tfrecorder.legacy.v2_compat.legacy_arguments`).
     """
     started = time.monotonic()
     if legacy_options:
-        source, schema = compat.legacy_arguments(source, schema, legacy_options)
+        source, schema = v2_compat.legacy_arguments(source, schema, legacy_options)
     output_dir = normalise_output_dir(output_dir)
     launch = launch_for(runner, output_dir, project, region, job_label, dataflow_options, tfrecorder_wheel)
     options = ConvertOptions.check(
@@ -188,7 +191,7 @@ def convert(
     concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)
     _check_frame(table, resolved_schema, options.split_ratios)
 
-    final_dir, temp_dir = jobdir.reserve_job_dir(options.output_dir, options.job_label)
+    final_dir, temp_dir = job_directory.reserve_job_dir(options.output_dir, options.job_label)
     try:
         with local_progress(launch.shows_progress(options.progress), table.rows_estimate) as progress_dir:
             config = JobConfig(
@@ -198,20 +201,20 @@ def convert(
                 num_shards=options.num_shards, max_shard_bytes=options.max_shard_bytes,
                 compression=options.compression, image_size=options.image_size, validate=options.validate,
                 fetch_concurrency=concurrency, progress_dir=progress_dir,
-                extra_metadata={"task": detection.TASK, "box_units": options.box_units} if is_detection else {},
+                extra_metadata={"task": detection_encoder.TASK, "box_units": options.box_units} if is_detection else {},
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,
                                                encoding_pool=not is_detection)
             config = dataclasses.replace(config, **_stage_rows(table, resolved_schema, config.work_dir))
             if is_detection:
-                from beam_pipelines.detection import build_pipeline
+                from beam_pipelines.graphs.detection_graph import build_pipeline
             else:
-                from beam_pipelines.pipeline import build_pipeline
+                from beam_pipelines.graphs.image_graph import build_pipeline
             submitted = launch.run(build_pipeline, config, beam_options, options.verbose, table.rows_estimate,
                                    rows_estimated=table.kind == "csv")
             if submitted is not None:
                 return DataflowConversionResult.of(submitted)
     except BaseException as exc:
         fail_job(exc, temp_dir, final_dir, options.output_dir)
-    metadata = jobdir.read_metadata(final_dir)
+    metadata = job_directory.read_metadata(final_dir)
     return ConversionResult.from_metadata(final_dir, launch.runner, metadata, time.monotonic() - started)

@@ -27,8 +27,8 @@ import numpy as np
 from tfrecorder.format import record_index
 from tfrecorder.io import storage
 from tfrecorder.errors import CorruptDataError
-from tfrecorder.format.job_info import JobInfo
-from tfrecorder.format.record_values import decode_image, record_values
+from tfrecorder.format.finished_job import JobInfo
+from tfrecorder.format.typed_values import decode_image, record_values
 from tfrecorder.format.framing import read_records, unframe_record
 
 Index = Union[int, slice, Sequence[int], np.ndarray]

@@ -22,7 +22,7 @@ def main() -> int:
 def read_back(tfrecord_dir: str) -> str:
     """Load every split with tfrecorder.load and decode each image: proof the shards are usable."""
     import tfrecorder
-    from tfrecorder.format.job_info import JobInfo
+    from tfrecorder.format.finished_job import JobInfo
 
     job = JobInfo.read(tfrecord_dir)
     lines = ["read back with tfrecorder.load:"]

@@ -20,11 +20,11 @@ import struct
 from typing import Any, Optional
 
 from tfrecorder.io import storage
-from tfrecorder.detection_inspect import detection_rows_and_tiles
-from tfrecorder.detection_load import is_detection_job
+from tfrecorder.reading.detection_drawing import detection_rows_and_tiles
+from tfrecorder.reading.detection_dataset import is_detection_job
 from tfrecorder.format.example_decoder import parse_example
-from tfrecorder.format.job_info import JobInfo
-from tfrecorder.quiet import leaves_logging_alone
+from tfrecorder.format.finished_job import JobInfo
+from tfrecorder.core.quiet import leaves_logging_alone
 
 CSV_FILE = "records.csv"
 CONTACT_SHEET = "contact_sheet.png"
@@ -70,7 +70,7 @@ def inspect(tfrecord_dir: str, split: str = "TRAIN", num_records: int = 5, outpu
                 continue
             image_format = (_scalar(example.get(f"{prefix}_format")) or b"").decode("ascii", "replace")
             if prefix in job.pixel_images:  # TFRecorder 2.0: base64 raw pixels, written out as PNG
-                from tfrecorder.format.legacy_records import png_or_raw
+                from tfrecorder.format.legacy.v2_records import png_or_raw
 
                 data, image_format = png_or_raw(example, prefix)
             name = f"{index:04d}_{prefix}.{EXTENSIONS.get(image_format, 'bin')}"

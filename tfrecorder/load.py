@@ -18,12 +18,12 @@ import functools
 import math
 from typing import Any, Mapping, Optional, Sequence
 
-from tfrecorder.detection_load import detection_dataset, is_detection_job, multi_hot_columns, to_multi_hot
+from tfrecorder.reading.detection_dataset import detection_dataset, is_detection_job, multi_hot_columns, to_multi_hot
 from tfrecorder.format.feature_spec import parse_spec
-from tfrecorder.dataset_images import decode_image, rebatch
-from tfrecorder.format.job_info import JobInfo
-from tfrecorder.quiet import leaves_logging_alone
-from tfrecorder.tensorflow_import import import_tensorflow
+from tfrecorder.reading.dataset_images import decode_image, rebatch
+from tfrecorder.format.finished_job import JobInfo
+from tfrecorder.core.quiet import leaves_logging_alone
+from tfrecorder.core.tensorflow_import import import_tensorflow
 
 PARSE_BLOCK = 128  # records parsed per parse_example call when single examples are requested
 _ZEROS = {"string": b"", "int64": 0, "float32": 0.0, "float64": 0.0}
@@ -74,7 +74,7 @@ def load(
     also makes the batch dimension static. `seed` makes shuffling reproducible (with
     `deterministic=True`). A multi-label column is a list of vocabulary indices, or with
     `multi_hot=True` a float32 `[num_classes]` vector. Detection jobs give `image`, `boxes` float32
-    [N, 4] ([ymin, xmin, ymax, xmax], normalised) and `classes` int64 [N] (see tfrecorder.detection_load).
+    [N, 4] ([ymin, xmin, ymax, xmax], normalised) and `classes` int64 [N] (see tfrecorder.reading.detection_dataset).
     A directory TFRecorder 2.0 wrote (no metadata.json) is recognised from its files and read the same way.
     """
     job = JobInfo.read(tfrecord_dir)
@@ -210,7 +210,7 @@ def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels
                    pixel_images=()) -> dict:
     for prefix in prefixes:
         if prefix in pixel_images:  # a TFRecorder 2.0 directory: base64 raw pixels, not an encoded file
-            from tfrecorder.format.legacy_records import decode_pixels
+            from tfrecorder.format.legacy.v2_records import decode_pixels
 
             features[prefix] = decode_pixels(features[prefix], features[f"{prefix}_height"], features[f"{prefix}_width"],
                                              features[f"{prefix}_channels"], image_size, channels[prefix])

@@ -6,7 +6,7 @@ import time
 from typing import Any, Callable, Iterator, Mapping, Optional, Union
 
 from tfrecorder.errors import DataflowJobError  # defined in errors; importable from here as before
-from tfrecorder.splits import SPLITS
+from tfrecorder.core.splits import SPLITS
 
 
 class ConversionResult(Mapping[str, Any]):
@@ -40,7 +40,7 @@ class ConversionResult(Mapping[str, Any]):
         try:
             return self._fields[key]
         except KeyError:
-            from tfrecorder.compat import legacy_result_value  # TFRecorder 2.0's metrics, dataflow_url
+            from tfrecorder.legacy.v2_compat import legacy_result_value  # TFRecorder 2.0's metrics, dataflow_url
 
             return legacy_result_value(self._fields, key)
 
@@ -111,7 +111,7 @@ class DataflowConversionResult(ConversionResult):
 
     @classmethod
     def of(cls, job: Any, **fields: Any) -> "DataflowConversionResult":
-        """The result of a submitted job (beam_pipelines.dataflow.SubmittedJob), with the caller's own `fields`."""
+        """The result of a submitted job (beam_pipelines.launches.dataflow_job.SubmittedJob), with the caller's own `fields`."""
         return cls(job.poll, job.pipeline_result, **job.fields, **fields)
 
     @property
@@ -141,10 +141,10 @@ class DataflowConversionResult(ConversionResult):
             delay = min(delay * 2, poll_seconds)
         if state != "DONE":
             raise DataflowJobError(f"Dataflow job {self['job_id']} ended {state}; its logs: {self['console_url']}")
-        from tfrecorder.format import jobdir
+        from tfrecorder.format import job_directory
 
         final = ConversionResult.from_metadata(self["tfrecord_dir"], self["job_id"],
-                                               jobdir.read_metadata(self["tfrecord_dir"]),
+                                               job_directory.read_metadata(self["tfrecord_dir"]),
                                                time.monotonic() - self._submitted)
         self._fields.update(final)
         self._fields["rows_in_estimated"] = False

@@ -1,4 +1,5 @@
-"""Old import location of CorruptRecordError (docs/cli.md); TFRecord framing lives in tfrecorder.format.framing."""
-from tfrecorder.errors import CorruptRecordError
+"""Deprecated import path of CorruptRecordError (docs/cli.md): import it from tfrecorder.errors."""
+from tfrecorder.core.moved_names import moved
 
+__getattr__ = moved(__name__, {"CorruptRecordError": "tfrecorder.errors"})
 __all__ = ["CorruptRecordError"]

@@ -19,14 +19,14 @@ import time
 from typing import Any, Mapping, Optional
 
 from beam_pipelines.job_config import JobConfig
-from beam_pipelines.launch import DataflowLaunch, fail_job, launch_for
-from beam_pipelines.sharding import DEFAULT_MAX_SHARD_BYTES
-from tfrecorder.convert_options import check_output_dir, check_shard_options, normalise_output_dir
-from tfrecorder.format import jobdir
-from tfrecorder.format.job_info import JobInfo
+from beam_pipelines.launches.launch import DataflowLaunch, fail_job, launch_for
+from beam_pipelines.steps.shard_planning import DEFAULT_MAX_SHARD_BYTES
+from tfrecorder.options.conversion_options import check_output_dir, check_shard_options, normalise_output_dir
+from tfrecorder.format import job_directory
+from tfrecorder.format.finished_job import JobInfo
 from tfrecorder.result import ConversionResult, DataflowConversionResult
-from tfrecorder.schema import Schema
-from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
+from tfrecorder.core.schema import Schema
+from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
 
 PART_BYTES = 256 * 1024 * 1024  # legacy shard bytes per reading worker
 MAX_PARTS = 8  # each part decompresses the whole shard: more parts would cost more than they save
@@ -41,7 +41,7 @@ def _corrupt_shard_error(exc: BaseException) -> Optional[ValueError]:
 
 def shard_parts(job: JobInfo, max_parts: int) -> list:
     """The units of work: each legacy shard, split by size into at most `max_parts` parts."""
-    from beam_pipelines.upgrade import ShardPart
+    from beam_pipelines.graphs.upgrade_graph import ShardPart
 
     parts = []
     for split, info in job.metadata["splits"].items():
@@ -94,7 +94,7 @@ def upgrade(
     check_output_dir(output_dir)
     input_bytes = sum(info["bytes"] for info in job.metadata["splits"].values())
 
-    final_dir, temp_dir = jobdir.reserve_job_dir(output_dir, job_label or DEFAULT_JOB_LABEL)
+    final_dir, temp_dir = job_directory.reserve_job_dir(output_dir, job_label or DEFAULT_JOB_LABEL)
     config = JobConfig(
         source_kind="tfrecorder2", source_path=legacy_dir, schema=Schema.from_json(job.metadata["schema"]),
         columns=("split", "source", "record", "image_name"), base_dir="", final_dir=final_dir, temp_dir=temp_dir,
@@ -105,7 +105,7 @@ def upgrade(
             "compression": job.compression}},
     )
     try:
-        from beam_pipelines.upgrade import build_upgrade_pipeline
+        from beam_pipelines.graphs.upgrade_graph import build_upgrade_pipeline
 
         # Parts only pay off with parallel workers: a single local worker would decompress a shard n times.
         workers = MAX_PARTS if on_dataflow else int((dataflow_options or {}).get("direct_num_workers") or 1)
@@ -121,5 +121,5 @@ def upgrade(
             return DataflowConversionResult.of(submitted, input_bytes=input_bytes)
     except BaseException as exc:
         fail_job(exc, temp_dir, final_dir, output_dir, own_error=_corrupt_shard_error(exc))
-    metadata = jobdir.read_metadata(final_dir)
+    metadata = job_directory.read_metadata(final_dir)
     return ConversionResult.from_metadata(final_dir, launch.runner, metadata, time.monotonic() - started)

@@ -8,11 +8,11 @@ does not list are reported too. All reads go through tfrecorder.io.storage, so g
 from __future__ import annotations
 
 from tfrecorder.format.file_names import DISCARD_FILE, METADATA_FILE, SHARD_LIKE
-from tfrecorder.format.job_info import JobInfo
+from tfrecorder.format.finished_job import JobInfo
 from tfrecorder.format.record_index import INDEX_DIR
 from tfrecorder.io import storage
-from tfrecorder.quiet import leaves_logging_alone
-from tfrecorder.shard_checks import ExampleChecker, ShardReport, VerifyReport, check_shard
+from tfrecorder.core.quiet import leaves_logging_alone
+from tfrecorder.reading.shard_checks import ExampleChecker, ShardReport, VerifyReport, check_shard
 
 __all__ = ["ShardReport", "VerifyReport", "verify"]
 
@@ -22,7 +22,7 @@ def verify(tfrecord_dir: str) -> VerifyReport:
     """Check every shard, record and count of a finished job directory; returns a `VerifyReport`."""
     job = JobInfo.read(tfrecord_dir)
     if job.legacy:  # TFRecorder 2.0 wrote no metadata.json: check what its files allow
-        from tfrecorder.legacy_verify import verify_legacy
+        from tfrecorder.legacy.v2_verify import verify_legacy
 
         return verify_legacy(job)
     checker = ExampleChecker(job)

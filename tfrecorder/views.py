@@ -11,11 +11,11 @@ import io
 import itertools
 from typing import Any, Mapping
 
-from tfrecorder import detection
-from tfrecorder.detection_inspect import detection_boxes
-from tfrecorder.detection_load import is_detection_job
+from tfrecorder.rows import detection_encoder
+from tfrecorder.reading.detection_drawing import detection_boxes
+from tfrecorder.reading.detection_dataset import is_detection_job
 from tfrecorder.format.example_decoder import parse_example
-from tfrecorder.format.job_info import JobInfo
+from tfrecorder.format.finished_job import JobInfo
 
 THUMBNAIL = 96
 THUMBNAILS = 8
@@ -27,7 +27,7 @@ def _thumbnail_uri(data: bytes, boxes=(), names=()) -> str:
     from PIL import Image
 
     if boxes:
-        from tfrecorder.detection_inspect import draw_boxes
+        from tfrecorder.reading.detection_drawing import draw_boxes
 
         return "data:image/png;base64," + base64.b64encode(draw_boxes(data, boxes, names, THUMBNAIL)).decode("ascii")
     with Image.open(io.BytesIO(data)) as image:
@@ -45,7 +45,7 @@ def thumbnails_html(tfrecord_dir: str, count: int = THUMBNAILS) -> str:
     if not (job.image_prefixes or detection_job) or not job.splits:
         return ""
     split = "TRAIN" if "TRAIN" in job.splits else job.splits[0]
-    prefix = detection.ENCODED if detection_job else job.image_prefixes[0]
+    prefix = detection_encoder.ENCODED if detection_job else job.image_prefixes[0]
     cells = []
     for record in itertools.islice(job.iter_records(split), count):
         example = parse_example(record)

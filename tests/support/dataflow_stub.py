@@ -30,7 +30,7 @@ class StubJob:
 
 class DataflowStub:
     def __init__(self, fail_jobs: bool = False) -> None:
-        from beam_pipelines.runners import connect_anonymously
+        from beam_pipelines.launches.runners import connect_anonymously
 
         connect_anonymously()  # the simulated workers read and write the emulator anonymously
         self.fail_jobs = fail_jobs

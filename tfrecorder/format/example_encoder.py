@@ -67,7 +67,7 @@ def feature_value_pieces(feature: Feature) -> tuple[list, int]:
     """The serialised value list of one Feature as pieces (values are not copied) and its length.
 
     BytesList/FloatList/Int64List: field 1 holds the values (bytes: one field each; numbers: packed).
-    Also used by tfrecorder.columnar, which encodes a column's value lists without whole Examples.
+    Also used by tfrecorder.rows.columnar_encoder, which encodes a column's value lists without whole Examples.
     """
     if feature.kind == "bytes":
         pieces: list = []

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Collection, Mapping, Optional
 
-from tfrecorder import types
-from tfrecorder.schema import Schema
+from tfrecorder.core import types
+from tfrecorder.core.schema import Schema
 
 # (suffix, dtype) of the features one image column writes, in the order the encoder writes them.
 IMAGE_FEATURES = (("", "string"), ("_format", "string"), ("_height", "int64"), ("_width", "int64"),

@@ -25,10 +25,10 @@ import json
 import re
 from typing import Any, Mapping, Optional
 
-from tfrecorder import types
+from tfrecorder.core import types
 from tfrecorder.io import storage
 from tfrecorder.format.feature_spec import image_feature_prefix
-from tfrecorder.schema import Schema
+from tfrecorder.core.schema import Schema
 
 DATASET_INFO_FILE = "dataset_info.json"
 FEATURES_FILE = "features.json"

@@ -4,7 +4,7 @@
 expand_animations=False)` accepts it, and discards it only when that call fails: TensorFlow itself is
 the decoder, so the verdict cannot drift from what a training job's `tf.data` pipeline will do. Pillow
 was measured as a TensorFlow-free alternative and disagrees with TensorFlow on mutated BMP, GIF, PNG,
-JPEG and lossless WebP files (tests/test_decode_check.py keeps the oracle fuzz that proves this module
+JPEG and lossless WebP files (tests/unit/io/test_decode_check.py keeps the oracle fuzz that proves this module
 exact).
 
 Two shortcuts keep it cheap without changing any verdict:
@@ -16,7 +16,7 @@ Two shortcuts keep it cheap without changing any verdict:
 
 The kernels run through TensorFlow's C API (tfrecorder.io.tensorflow_kernels): the very ops those
 Python calls run, loaded in ~0.4 s instead of the Python package's ~2 s import, and without the GIL, so
-callers spread `decode()` over threads (beam_pipelines.decode_pool).
+callers spread `decode()` over threads (beam_pipelines.workers.decode_pool).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import Optional, Union
 from PIL import Image
 
 from tfrecorder.io import tensorflow_kernels
-from tfrecorder.io.images import MAX_PIXELS, ImageInfo, InvalidImage, parse_header, probe_image
+from tfrecorder.io.image_probe import MAX_PIXELS, ImageInfo, InvalidImage, parse_header, probe_image
 
 DECODE = "decode"  # every written image decodes with TensorFlow (the default)
 HEADER = "header"  # cheap structural checks only (the fast opt-in)

@@ -8,12 +8,12 @@ runs an op eagerly: `DecodeImage` with expand_animations=False is the op `tf.io.
 expand_animations=False)` runs, and `DecodeJpeg` with ratio=8 the one `tf.io.decode_jpeg(data,
 ratio=8)` runs, with every other attribute at its default, as those Python calls leave them.
 
-ctypes releases the GIL for every foreign call, so threads decode in parallel (beam_pipelines.decode_pool).
+ctypes releases the GIL for every foreign call, so threads decode in parallel (beam_pipelines.workers.decode_pool).
 A process that has imported TensorFlow already shares the same loaded libraries (same files).
 
 `PythonKernels` runs the same two ops through the Python package; `kernels()` falls back to it where the
 native libraries are not found under the names below (a platform whose wheel names them otherwise).
-tests/test_tensorflow_kernels.py holds both to `tf.io.decode_image`'s verdicts.
+tests/unit/io/test_tensorflow_kernels.py holds both to `tf.io.decode_image`'s verdicts.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import sys
 import threading
 from typing import Optional, Protocol
 
-from tfrecorder.tensorflow_import import import_tensorflow, info_level_unless_set, stderr_without_start_up_lines
+from tfrecorder.core.tensorflow_import import import_tensorflow, info_level_unless_set, stderr_without_start_up_lines
 
 # The wheel's native libraries, framework first (the C API library links against it).
 LIBRARY_NAMES = {

@@ -1,0 +1,179 @@
+"""The conversion graph of a detection job (one row per box, one Example per image).
+
+    read rows ─► check boxes ─► GroupByKey(image URI) ─► split per image ─► batch ─► encode + write pieces
+                     │                                        │    └► TRAIN labels ─► vocabulary ─(side input)┘
+                     └──────────── discards ◄─────────────────┘
+    pieces ─► plan + assemble shards;  everything ─► finalize (label_map.pbtxt, metadata.json, publish)
+
+Only small row dicts are grouped (never image bytes). Rows are accounted exactly: every row read is
+either inside a written Example (counted by the encoder) or discarded, and metadata.json checks that.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.pvalue import AsSingleton
+
+from beam_pipelines.steps import read_rows
+
+from beam_pipelines.steps import encode_rows
+from beam_pipelines.graphs.image_graph import write_outputs
+from beam_pipelines.steps.fetch_images import reader_for
+from tfrecorder.rows import detection_encoder
+from tfrecorder.core import splits
+from tfrecorder.format import file_names
+from tfrecorder.format import job_directory
+from tfrecorder.io import storage
+from beam_pipelines.job_config import JobConfig
+from tfrecorder.format.metadata_file import build_metadata
+from tfrecorder.rows.row_encoding import RowError
+from tfrecorder.core.schema import SPLIT_COLUMN
+
+ROWS_WRITTEN = "rows_written"
+
+
+def _box_units(config: JobConfig) -> str:
+    return config.extra_metadata.get("box_units", "relative")
+
+
+class CheckBoxes(beam.DoFn):
+    """Check each box row on its own (numbers, order, range, split name); emits (image URI, (row, box))."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def setup(self) -> None:
+        self._rows_done = encode_rows.RowsDone(self.config)
+
+    def process(self, row: dict[str, Any]):
+        try:
+            if splits.normalize_split(row.get(SPLIT_COLUMN)) is None:
+                raise RowError(f"unknown split: {row.get(SPLIT_COLUMN)!r} (expected TRAIN, VALIDATION, TEST or UNASSIGNED)")
+            box = detection_encoder.check_box_row(row, _box_units(self.config))
+        except RowError as exc:
+            self._rows_done.add(1)
+            yield beam.pvalue.TaggedOutput(encode_rows.DISCARD, (row, str(exc)))
+            return
+        yield str(row["image_uri"]).strip(), (row, box)
+
+
+class SplitImages(beam.DoFn):
+    """(image URI, rows) → (split, URI, rows); all rows of an image whose rows disagree are discarded."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def setup(self) -> None:
+        self._rows_done = encode_rows.RowsDone(self.config)
+
+    def process(self, element):
+        uri, rows = element
+        rows = list(rows)
+        try:
+            split = detection_encoder.merge_image_rows(uri, (row.get(SPLIT_COLUMN) for row, _ in rows),
+                                               self.config.split_ratios)
+        except RowError as exc:
+            self._rows_done.add(len(rows))
+            for row, _box in rows:
+                yield beam.pvalue.TaggedOutput(encode_rows.DISCARD, (row, str(exc)))
+            return
+        yield split, uri, rows
+
+
+def train_labels(image) -> Any:
+    split, _uri, rows = image
+    if split == splits.TRAIN:
+        labels = {box.label for _row, box in rows if box is not None}
+        if labels:
+            yield {"label": labels}
+
+
+class EncodeImages(encode_rows.EncodeAndWritePieces):
+    """Encode batches of images into detection Examples and write pieces; reports rows written."""
+
+    def _detection_encoder(self, vocabularies) -> detection_encoder.DetectionEncoder:
+        if self._encoder is None:
+            self._encoder = detection_encoder.DetectionEncoder(
+                detection_encoder.label_ids(vocabularies.get("label", [])), base_dir=self.config.base_dir,
+                box_units=_box_units(self.config), image_size=self.config.image_size,
+                validate=self.config.validate)
+        return self._encoder
+
+    def process(self, batch, vocabularies):
+        encoder = self._detection_encoder(vocabularies)
+        fetched = self._fetcher.fetch(encoder.resolve(uri) for _split, uri, _rows in batch)
+        read = reader_for(fetched)
+        pending = self._decoder.submit(fetched) if self._decoder else None  # decoded on every core meanwhile
+        rows_written = 0
+        for split, uri, rows in batch:
+            data, inside, discards = encoder.encode(uri, rows, read, pending.verdict if pending else None)
+            for discard in discards:
+                yield beam.pvalue.TaggedOutput(encode_rows.DISCARD, discard)
+            if data is not None:
+                rows_written += inside
+                yield from self._write(split, data, 0)
+            self._rows_done.add(len(rows))
+        if pending:
+            pending.wait()
+        if rows_written:
+            yield beam.pvalue.TaggedOutput(ROWS_WRITTEN, rows_written)
+
+
+def _count(pcoll, label: str):
+    return pcoll | label >> beam.combiners.Count.Globally().without_defaults()
+
+
+def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
+    """Add the detection graph to `pipeline`; returns the PCollection holding the final directory."""
+    rows, malformed = read_rows.SourceParts(pipeline, config).branch("Rows") | "ReadRows" >> read_rows.ReadRows(config)
+    rows_in = (
+        (_count(rows, "CountRead"), _count(malformed, "CountMalformed"))
+        | "AllRows" >> beam.Flatten()
+        | "CountRows" >> beam.CombineGlobally(sum).without_defaults()
+    )
+    checked = rows | "CheckBoxes" >> beam.ParDo(CheckBoxes(config)).with_outputs(encode_rows.DISCARD, main="boxes")
+    images = (
+        checked.boxes
+        | "GroupByImage" >> beam.GroupByKey()
+        | "SplitImages" >> beam.ParDo(SplitImages(config)).with_outputs(encode_rows.DISCARD, main="images")
+    )
+    vocabulary_side = AsSingleton(
+        images.images
+        | "TrainLabels" >> beam.FlatMap(train_labels)
+        | "Vocabulary" >> beam.CombineGlobally(encode_rows.VocabularyFn()).without_defaults(),
+        default_value={},
+    )
+    encoded = (
+        images.images
+        | "SpreadImages" >> beam.Reshuffle()
+        | "BatchImages" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
+        | "EncodeAndWrite" >> beam.ParDo(EncodeImages(config), vocabulary_side).with_outputs(
+            encode_rows.DISCARD, ROWS_WRITTEN, main="pieces")
+    )
+    rows_written = encoded[ROWS_WRITTEN] | "RowsWritten" >> beam.CombineGlobally(sum).without_defaults()
+    found = {"Read": malformed, "Check": checked[encode_rows.DISCARD], "Split": images[encode_rows.DISCARD],
+             "Encode": encoded[encode_rows.DISCARD]}
+    return write_outputs(pipeline, config, encoded.pieces, found, finalize_job, vocabulary_side,
+                         AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0))
+
+
+def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, rows_written, discard_reasons, pieces):
+    """Write label_map.pbtxt and metadata.json, clean temporary files, and publish the job directory.
+
+    Safe to run again after any part of it ran: once the job is published it only cleans up.
+    """
+    if not job_directory.is_published(config.final_dir):
+        vocabulary = list(vocabularies.get("label", []))
+        metadata = build_metadata(config, shards, {"label": vocabulary}, rows_in, discard_reasons, {},
+                                  rows_written=rows_written)
+        metadata.update(detection_encoder.detection_metadata(vocabulary, _box_units(config)))
+        metadata["input_schema"], metadata["schema"] = metadata["schema"], {}
+        metadata["features"] = detection_encoder.feature_spec()
+        storage.write_bytes(storage.join(config.temp_dir, file_names.LABEL_MAP_FILE),
+                            detection_encoder.label_map_pbtxt(vocabulary).encode("utf-8"))
+        for scratch in config.scratch_dirs:
+            storage.delete_tree(scratch)
+        job_directory.write_metadata(config.temp_dir, metadata)
+    job_directory.finalize(config.temp_dir, config.final_dir)
+    yield config.final_dir

@@ -1,0 +1,96 @@
+"""The conversion graph, shared by local (DirectRunner) and Dataflow runs.
+
+    source parts ─► read batches of rows ─► prepare (split, label checks) ─► [Dataflow: Reshuffle] ─► encode
+         │                                                                    │   + write pieces ─► plan shards
+         │                                                                    │      ─► [Dataflow: Reshuffle] ─► assemble shards
+         └► read batches ─► table stats (rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
+    discards (each stage) ─► part file per bundle ─► merge into discarded.csv
+    everything ─► finalize (metadata.json, publish directory)
+
+The source is cut into parts (CSV byte slices, Parquet row groups) that workers read in parallel.
+Whole-table facts come from a second read of the parts, so the encoding branch streams its rows
+straight from the reader: nothing waits for the side input holding rows back, and no collection of
+rows is materialised between steps (memory does not grow with the table). On Dataflow, batches of
+rows are also reshuffled before encoding (SpreadRows, a distributed shuffle) so that image reads
+spread over every worker, not only those that read a part; the in-process runner would hold every
+row in memory for it, and runs no more workers than there are parts anyway. A table-level error
+(no rows, none in TRAIN) fails the job before anything is encoded. Rows travel in batches of
+`JobConfig.batch_size` from the reader on (a part's rows, batched as they are read), so Beam's
+per-element cost is paid per batch; image bytes flow straight
+from the reading worker into a piece file. Tables without image columns take the columnar graph
+instead (beam_pipelines.graphs.tabular_graph: each part read, encoded and written a whole Arrow batch at a time).
+"""
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.pvalue import AsList, AsSingleton
+
+from beam_pipelines.steps import read_rows
+
+from beam_pipelines.graphs import tabular_graph
+
+from beam_pipelines.steps import encode_rows
+from beam_pipelines.job_config import JobConfig
+from beam_pipelines.steps.shard_planning import plan_shards
+
+
+def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
+    """Add the conversion graph to `pipeline`; returns the PCollection holding the final directory.
+
+    Per-job descriptors (pieces, discard parts: O(bundles), never O(rows)) reach later steps as list
+    side inputs: each global combine or collection step adds a handful of transforms, and graph size is
+    most of a small job's start-up time. The table-stats combine keeps Beam's default value, so that an
+    empty table is checked too.
+    """
+    if tabular_graph.is_tabular(config):  # image-free rows: encoded column-wise (issue 19)
+        pieces, found, stats = tabular_graph.encode_table(pipeline, config)
+        return write_outputs(pipeline, config, pieces, found, encode_rows.finalize_with_stats, AsSingleton(stats),
+                             image_kinds={})
+    parts = read_rows.SourceParts(pipeline, config)
+    stats = tabular_graph.count_table(parts, config)
+    stats_side = AsSingleton(stats)
+    batches, malformed = parts.branch("Rows") | "ReadRows" >> read_rows.ReadRows(config, batch_rows=config.batch_size)
+    prepared = batches | "Prepare" >> beam.ParDo(encode_rows.PrepareRows(config)).with_outputs(
+        encode_rows.DISCARD, main="rows"
+    )
+    vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
+    rows_to_encode = prepared.rows
+    if config.runner == "DataflowRunner":  # spread image reads over every worker, not only those reading parts
+        rows_to_encode = prepared.rows | "SpreadRows" >> beam.Reshuffle()
+    encoded = (
+        rows_to_encode
+        | "EncodeAndWrite"
+        >> beam.ParDo(encode_rows.EncodeAndWritePieces(config), vocabulary_side).with_outputs(
+            encode_rows.DISCARD, encode_rows.IMAGE_KINDS, main="pieces"
+        )
+    )
+    image_kinds = encoded[encode_rows.IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(
+        encode_rows.ImageKindsFn()
+    ).without_defaults()
+    found = {"Read": malformed, "Prepare": prepared[encode_rows.DISCARD], "Encode": encoded[encode_rows.DISCARD]}
+    return write_outputs(pipeline, config, encoded.pieces, found, encode_rows.finalize_with_stats, stats_side,
+                         image_kinds=AsSingleton(image_kinds, default_value={}))
+
+
+def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollection,
+                  found: dict[str, beam.PCollection], finalize, *finalize_inputs, **finalize_options) -> beam.PCollection:
+    """The graph's common tail: assemble shards from `pieces`, write discarded.csv from the discards
+    `found` by each step, then `finalize(_, config, shards, *finalize_inputs, discard reasons, pieces,
+    **finalize_options)`."""
+    start = pipeline | "Start" >> beam.Create([None])
+    plans = start | "PlanShards" >> beam.FlatMap(
+        lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(pieces))
+    if config.runner == "DataflowRunner":  # assemble shards on every worker (locally: one stage less)
+        plans = plans | "SpreadShards" >> beam.Reshuffle()
+    shards = plans | "AssembleShards" >> beam.ParDo(encode_rows.AssembleShard(config))
+    discard_parts = [  # written where they are found (fused with the step): discards are never buffered
+        discards | f"{step}DiscardParts" >> beam.ParDo(encode_rows.WriteDiscardParts(config))
+        for step, discards in found.items()
+    ] | "AllDiscardParts" >> beam.Flatten()
+    discard_reasons = start | "WriteDiscards" >> beam.Map(
+        lambda _, parts: encode_rows.write_discards(parts, config), AsList(discard_parts)
+    )
+    return start | "Finalize" >> beam.FlatMap(
+        finalize, config, AsList(shards), *finalize_inputs, AsSingleton(discard_reasons), AsList(pieces),
+        **finalize_options,
+    )

@@ -1,0 +1,132 @@
+"""Launching a conversion's Beam graph, locally or on Dataflow: each launch owns its checks, its Beam
+options and its run.
+
+`launch_for` picks one from the runner, once, before anything is written: a LocalLaunch (Beam's
+in-process FnApiRunner; forked encoding processes or Beam worker processes when they pay off, see
+beam_pipelines.launches.runners) or a DataflowLaunch (request checks, Cloud Storage reachability of the table,
+job options, worker package, submit without waiting; beam_pipelines.launches.dataflow_job). convert() and
+upgrade() call the chosen launch along one straight line, and `fail_job` is their one cleanup path.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping, NoReturn, Optional, Union
+
+from beam_pipelines.launches import dataflow_job
+
+from beam_pipelines.launches import runners
+from beam_pipelines.job_config import JobConfig
+from tfrecorder.errors import translate_pipeline_error
+from tfrecorder.format import job_directory
+from tfrecorder.io import storage, tensorflow_kernels
+from tfrecorder.io.decode_check import DECODE
+from tfrecorder.core.progress_bar import should_show
+from tfrecorder.core.quiet import quiet_libraries
+from tfrecorder.core.schema import Schema
+
+BuildGraph = Callable[[Any, JobConfig], Any]  # (Beam pipeline, config) → adds the job's transforms
+
+
+def decodes_images(config: JobConfig) -> bool:
+    """Whether the job decodes images with TensorFlow (validate="decode" and image columns)."""
+    return config.validate == DECODE and bool(config.schema.image_columns)
+
+
+class LocalLaunch:
+    """A run on this machine (DirectRunner): `run` blocks until the job is published."""
+
+    runner = "DirectRunner"
+
+    def __init__(self, beam_options: Optional[Mapping[str, Any]]) -> None:
+        self.beam_options = beam_options  # the caller's dataflow_options, given to the local runner
+
+    def check_table(self, table: Any, schema: Schema) -> None:
+        """Local workers read whatever the driver reads: nothing more to check."""
+
+    def shows_progress(self, progress: bool) -> bool:
+        return should_show(progress)
+
+    def job_options(self, config: JobConfig) -> Optional[Mapping[str, Any]]:
+        return self.beam_options
+
+    def plan(self, config: JobConfig, rows_estimate: int, images_remote: bool,
+             encoding_pool: bool = True) -> tuple[JobConfig, dict[str, Any]]:
+        """The config with its forked encoding processes (the image graph's pool, `encoding_pool`), and the
+        Beam options that spread the rest of the work over the cores when that pays off."""
+        threads_use_every_core = decodes_images(config)
+        if encoding_pool and config.schema.image_columns:
+            config = dataclasses.replace(config, encode_processes=runners.encode_processes(
+                rows_estimate, self.beam_options, threads_use_every_core=threads_use_every_core,
+                local_files=not (storage.is_remote(config.temp_dir) or images_remote)))
+        return config, runners.local_options(rows_estimate, self.beam_options,
+                                             threads_use_every_core=threads_use_every_core,
+                                             encode_processes=config.encode_processes,
+                                             tabular=not config.schema.image_columns)
+
+    def run(self, build: BuildGraph, config: JobConfig, options: Optional[Mapping[str, Any]], verbose: bool,
+            rows_total: int, rows_estimated: bool = False) -> None:
+        if decodes_images(config):
+            tensorflow_kernels.load_in_background()  # while the graph is built; the decoding DoFn waits for it
+        with quiet_libraries(verbose):
+            pipeline = runners.local_pipeline(options)
+            build(pipeline, config)
+            pipeline.run().wait_until_finish()
+
+
+class DataflowLaunch:
+    """A job submitted to Dataflow: `run` returns as soon as it is submitted (or its template written)."""
+
+    runner = "DataflowRunner"
+
+    def __init__(self, request: dataflow_job.DataflowRequest) -> None:
+        self.request = request
+
+    def check_table(self, table: Any, schema: Schema) -> None:
+        dataflow_job.check_table_reachable(table, schema)
+
+    def shows_progress(self, progress: bool) -> bool:
+        return False  # DataflowConversionResult.wait() reports the job's progress
+
+    def job_options(self, config: JobConfig) -> dict[str, Any]:
+        return dataflow_job.pipeline_options(self.request, config.job_name)
+
+    def plan(self, config: JobConfig, rows_estimate: int, images_remote: bool,
+             encoding_pool: bool = True) -> tuple[JobConfig, dict[str, Any]]:
+        return config, self.job_options(config)
+
+    def run(self, build: BuildGraph, config: JobConfig, options: Mapping[str, Any], verbose: bool,
+            rows_total: int, rows_estimated: bool = False) -> dataflow_job.SubmittedJob:
+        with quiet_libraries(verbose):
+            pipeline = runners.dataflow_pipeline(options)
+            build(pipeline, config)
+            return dataflow_job.submit(pipeline, self.request, config, rows_total, rows_estimated=rows_estimated)
+
+
+Launch = Union[LocalLaunch, DataflowLaunch]
+
+
+def launch_for(runner: str, output_dir: str, project: Optional[str], region: Optional[str],
+               job_label: Optional[str], dataflow_options: Optional[Mapping[str, Any]],
+               tfrecorder_wheel: Optional[str]) -> Launch:
+    """The launch for `runner`, its request checked (ValueError) before anything is written or staged."""
+    runners.check_runner(runner)
+    if runner == DataflowLaunch.runner:
+        return DataflowLaunch(dataflow_job.check_request(output_dir, project, region, job_label, dataflow_options,
+                                                     tfrecorder_wheel))
+    return LocalLaunch(dataflow_options)
+
+
+def fail_job(exc: BaseException, temp_dir: str, final_dir: str, output_dir: str,
+             own_error: Optional[Exception] = None) -> NoReturn:
+    """Called from the `except` of a failed launch: leave nothing of the job behind, then raise.
+
+    Raises `own_error` (an error the caller recognised in `exc`, stated without Beam's chain) if given,
+    else `exc` translated into a tfrecorder error (chained to it), else `exc` itself.
+    """
+    job_directory.abandon(temp_dir, final_dir)
+    if own_error is not None:
+        raise own_error from None
+    translated = translate_pipeline_error(exc, output_dir)
+    if translated is exc:
+        raise  # noqa: PLE0704 - re-raises the exception being handled by the caller
+    raise translated from exc

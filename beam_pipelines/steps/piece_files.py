@@ -1,0 +1,182 @@
+"""Writing framed records into piece files, and assembling record ranges of pieces into final shards.
+
+A piece is one bundle attempt's output for one split, capped at max_shard_bytes, under a fresh random
+name, with an offsets sidecar (each record's end offset, little-endian uint64). TFRecord files are
+self-delimiting, so a shard made of record ranges is just the concatenation of their byte ranges
+(compressed on the way when gzip is asked for). No image bytes are ever grouped by key.
+
+Every record's place is known at assembly: the sidecar slice [first, last] of a range gives each
+record's (offset, length) in its piece, shifted by where the range lands in the shard.
+
+Retry safety: a piece is never renamed, changed or deleted once written; only pieces emitted by
+committed bundles are planned, and the whole pieces directory (orphans of failed attempts included)
+is removed when the job is finalized. Assembly only ever (re)creates its destination, so running it
+twice gives the same shard.
+"""
+from __future__ import annotations
+
+import array
+import gzip
+import os
+import shutil
+import struct
+import sys
+import zlib
+from typing import BinaryIO, Iterator, Optional, Union
+
+from tfrecorder.format import record_index
+from tfrecorder.format.file_names import piece_file_name, temporary_file_name
+from tfrecorder.io import storage
+from beam_pipelines.steps.shard_planning import Piece, PieceRange, ShardPlan
+from tfrecorder.format.framing import write_record_pieces
+
+_COPY_CHUNK = 8 * 1024 * 1024
+_OFFSET = struct.Struct("<Q")
+
+
+class PieceWriter:
+    """Appends framed records to one new piece file of a split; `close()` writes its offsets, returns its Piece."""
+
+    def __init__(self, pieces_dir: str, split: str) -> None:
+        self.split = split
+        self.path = storage.join(pieces_dir, piece_file_name(split))
+        self._stream = storage.open_write(self.path)
+        self._ends = array.array("Q")  # 8 bytes per record, bounded by the piece's byte cap
+        self._crc = 0
+        self.bytes = 0
+        self.unknown_labels = 0
+
+    @property
+    def records(self) -> int:
+        return len(self._ends)
+
+    def write(self, data: Union[bytes, list], unknown_labels: int = 0) -> None:
+        """Append one record: its bytes, or pieces that concatenate to them (never joined here)."""
+        written, crc = write_record_pieces(self._stream, (data,) if isinstance(data, bytes) else data)
+        self.bytes += written
+        self._ends.append(self.bytes)
+        self._crc = zlib.crc32(crc.to_bytes(4, "little"), self._crc)  # the records' own CRCs, in order
+        self.unknown_labels += unknown_labels
+
+    def write_framed(self, framed, ends, unknown_labels: int = 0) -> None:
+        """Append records framed already (tfrecord_format.frame_records): `framed` their bytes, `ends`
+        (a NumPy array) each record's end in `framed`. The digest takes the records' own CRCs, in order,
+        from their footers, as write() does."""
+        import numpy as np
+
+        footers = np.frombuffer(framed, dtype=np.uint8)[(ends[:, None] - np.arange(4, 0, -1)).ravel()]
+        self._stream.write(framed)
+        self._ends.extend((ends + self.bytes).tolist())
+        self.bytes += len(framed)
+        self._crc = zlib.crc32(footers.tobytes(), self._crc)
+        self.unknown_labels += unknown_labels
+
+    def abandon(self) -> None:
+        """Close the file without making it a piece (a failed bundle's output: removed with the directory)."""
+        self._stream.close()
+
+    def close(self) -> Piece:
+        self._stream.close()
+        piece = Piece(self.split, self.path, self.records, self.bytes, self.unknown_labels,
+                      f"{self._crc:08x}-{self.records}-{self.bytes}")
+        if sys.byteorder == "big":
+            self._ends.byteswap()
+        storage.write_bytes(piece.offsets_path, self._ends.tobytes())
+        return piece
+
+
+def byte_range(piece_range: PieceRange) -> tuple[int, int]:
+    """(start, end) byte offsets of a record range within its piece (reads two offsets of the sidecar)."""
+    if piece_range.whole:
+        return 0, piece_range.piece.bytes
+    with storage.open_read(piece_range.piece.offsets_path) as offsets:
+        start = 0
+        if piece_range.first:
+            offsets.seek(_OFFSET.size * (piece_range.first - 1))
+            (start,) = _OFFSET.unpack(offsets.read(_OFFSET.size))
+        offsets.seek(_OFFSET.size * (piece_range.last - 1))
+        (end,) = _OFFSET.unpack(offsets.read(_OFFSET.size))
+    return start, end
+
+
+def _copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int) -> None:
+    source.seek(start)
+    remaining = end - start
+    while remaining:
+        chunk = source.read(min(_COPY_CHUNK, remaining))
+        if not chunk:
+            raise OSError(f"piece ended {remaining} bytes early")
+        out.write(chunk)
+        remaining -= len(chunk)
+
+
+def _write_shard(plan: ShardPlan, destination: str, compression: Optional[str]) -> None:
+    """Concatenate the plan's byte ranges into `destination` (whole: objects appear on close)."""
+    with storage.open_write(destination) as raw:
+        out = gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=6, mtime=0) if compression == "gzip" else raw
+        for piece_range in plan.ranges:
+            start, end = byte_range(piece_range)
+            with storage.open_read(piece_range.piece.path) as source:
+                _copy_range(source, out, start, end)
+        if out is not raw:
+            out.close()
+
+
+def _link_or_copy(source: str, destination: str) -> None:
+    """Make `destination` a copy of `source`, leaving the source in place (local: a hard link, O(1))."""
+    if storage.is_remote(destination):
+        storage.copy(source, destination)
+        return
+    try:
+        os.link(source, destination)
+    except OSError:  # file system without hard links
+        shutil.copyfile(source, destination)
+
+
+def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) -> dict:
+    """Create the final shard file from its record ranges; returns its summary for metadata.json.
+
+    Idempotent: pieces are only read, and the destination is replaced whole (locally through a
+    temporary name and one atomic rename), so a retried or repeated assembly gives the same file.
+    """
+    name = plan.file_name(compression)
+    destination = storage.join(directory, name)
+    staging = destination if storage.is_remote(destination) else storage.join(directory, temporary_file_name(name))
+    try:
+        if len(plan.ranges) == 1 and plan.ranges[0].whole and compression is None:
+            _link_or_copy(plan.ranges[0].piece.path, staging)
+        else:
+            _write_shard(plan, staging, compression)
+        if staging != destination:
+            os.replace(staging, destination)
+    finally:
+        if staging != destination and os.path.exists(staging):
+            os.remove(staging)
+    summary = {
+        "split": plan.split,
+        "index": plan.index,
+        "file": name,
+        "records": plan.records,
+        "bytes": storage.size(destination),
+    }
+    if compression is None:  # issue 15: index/<shard>.index, from the offsets sidecars (no record bytes read)
+        summary["index_file"] = record_index.write_index(directory, name, _index_entries(plan))
+    return summary
+
+
+def _index_entries(plan: ShardPlan) -> Iterator:
+    """(offset, length) of each record of an uncompressed shard, from its ranges' offsets sidecars: an
+    array of them per range."""
+    shard_offset = 0
+    for piece_range in plan.ranges:
+        if not piece_range.records:
+            continue
+        first = max(piece_range.first - 1, 0)  # the end offset before the range is where it starts
+        ends = array.array("Q", storage.read_range(piece_range.piece.offsets_path, _OFFSET.size * first,
+                                                   _OFFSET.size * (piece_range.last - first)))
+        if sys.byteorder == "big":
+            ends.byteswap()
+        start = ends[0] if piece_range.first else 0
+        ends = ends[1:] if piece_range.first else ends
+        yield record_index.entry_block(ends, start, shard_offset)
+        shard_offset += ends[-1] - start

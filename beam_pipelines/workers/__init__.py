@@ -1,0 +1,1 @@
+"""Worker-side parallelism: decoding on a thread per core and encoding in forked processes."""

@@ -1,0 +1,53 @@
+"""Decode a batch's images with TensorFlow on every core while the DoFn's thread encodes rows.
+
+TensorFlow's eager decode ops release the GIL, so a thread pool spreads validation decoding over the
+machine's cores; the DoFn thread keeps doing the per-row Python work (probing, encoding, writing) and
+waits for an image's verdict only when it reaches that row. One pool per DoFn instance, created on
+first use and reused for every batch. Memory stays bounded: only the current batch's images are in
+flight, and `Pending.wait()` at the end of a batch makes sure none outlives it.
+"""
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Optional
+
+from beam_pipelines.steps.fetch_images import Fetched
+from tfrecorder.io import decode_check, tensorflow_kernels
+
+
+class Pending:
+    """The verdicts of one batch, as they complete: `verdict(uri, data)` waits for that image only."""
+
+    def __init__(self, futures: dict[str, Future]) -> None:
+        self._futures = futures
+
+    def verdict(self, uri: str, data: bytes) -> decode_check.Verdict:
+        future = self._futures.get(uri)
+        return future.result() if future is not None else decode_check.decode(data)
+
+    def wait(self) -> None:
+        """Block until every decode of the batch has finished (rows discarded early never asked)."""
+        wait(self._futures.values())
+
+
+class DecodePool:
+    """Runs `decode_check.decode` for a batch's fetched images on up to `threads` threads."""
+
+    def __init__(self, threads: int) -> None:
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        self.threads = threads
+        self._pool: Optional[ThreadPoolExecutor] = None
+        tensorflow_kernels.kernels()  # loaded once, here, before the decoding threads need them
+
+    def submit(self, fetched: Fetched) -> Pending:
+        """Start decoding every fetched image (read failures are the fetcher's to report)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tfrecorder-decode")
+        return Pending({uri: self._pool.submit(decode_check.decode, data)
+                        for uri, data in fetched.items() if isinstance(data, bytes)})
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None

@@ -1,0 +1,33 @@
+"""Bundle replay (Beam's direct_runner_bundle_repeat) and what two runs of a job must share to be equal."""
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+from tfrecorder.format import job_directory
+from tfrecorder.format.framing import read_records
+
+REPLAY = {"direct_runner_bundle_repeat": 1}
+
+
+def shard_records(job: str, metadata: dict) -> dict[str, list[list[bytes]]]:
+    """Every shard's records, per split, in order."""
+    found = {}
+    for split, info in metadata["splits"].items():
+        found[split] = []
+        for shard in info["shards"]:
+            with open(os.path.join(job, shard["file"]), "rb") as raw:
+                stream = gzip.GzipFile(fileobj=raw) if metadata["compression"] == "gzip" else raw
+                found[split].append(list(read_records(stream)))
+    return found
+
+
+def snapshot(job: str) -> dict:
+    metadata = job_directory.read_metadata(job)
+    return {
+        "files": sorted(os.listdir(job)),
+        "records": shard_records(job, metadata),
+        "metadata": {k: v for k, v in metadata.items() if k not in ("job_name", "created_utc")},
+        "discarded": Path(job, job_directory.DISCARD_FILE).read_bytes(),
+    }

@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+from tfrecorder.core.splits import UNASSIGNED, assign_split, normalize_split, validate_split_ratios
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [("TRAIN", "TRAIN"), ("train", "TRAIN"), (" Validation ", "VALIDATION"), ("test", "TEST"),
+     ("UNASSIGNED", UNASSIGNED), ("", UNASSIGNED), (None, UNASSIGNED), (float("nan"), UNASSIGNED),
+     ("dev", None), ("TRAINING", None)],
+)
+def test_normalize_split(value, expected):
+    assert normalize_split(value) == expected
+
+
+def test_assignment_is_deterministic_and_follows_ratios():
+    keys = [f"gs://bucket/img_{i}.jpg" for i in range(20_000)]
+    first = [assign_split(k) for k in keys]
+    assert first == [assign_split(k) for k in keys]
+    counts = collections.Counter(first)
+    assert abs(counts["TRAIN"] / len(keys) - 0.8) < 0.02
+    assert abs(counts["VALIDATION"] / len(keys) - 0.1) < 0.02
+    assert set(counts) == {"TRAIN", "VALIDATION", "TEST"}
+
+
+def test_ratios_change_assignment():
+    keys = [str(i) for i in range(1000)]
+    assert {assign_split(k, (1.0, 0.0, 0.0)) for k in keys} == {"TRAIN"}
+
+
+@pytest.mark.parametrize("ratios", [(0.5, 0.5), (0.5, 0.6, 0.1), (0.0, 0.5, 0.5), (1.1, -0.1, 0.0)])
+def test_bad_ratios_are_refused(ratios):
+    with pytest.raises(ValueError, match="split_ratios"):
+        validate_split_ratios(ratios)

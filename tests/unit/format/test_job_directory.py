@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tfrecorder.format import job_directory
+
+
+@pytest.mark.parametrize("label, expected", [
+    ("My Job", "my-job"), ("../../etc/passwd", "etc-passwd"), ("a/b\\c", "a-b-c"), ("", "tfrecorder"),
+    (None, "tfrecorder"), ("123", "job-123"), ("x" * 80, "x" * 40), ("ünï", "n"), ("ü", "job"),
+])
+def test_labels_are_sanitised(label, expected):
+    assert job_directory.sanitize_job_label(label) == expected
+
+
+def test_reservation_gives_distinct_directories(tmp_path):
+    first = job_directory.reserve_job_dir(str(tmp_path), "same")
+    second = job_directory.reserve_job_dir(str(tmp_path), "same")
+    assert first[0] != second[0]
+    assert all(os.path.isdir(temp) for _final, temp in (first, second))
+    assert all(os.path.basename(temp).startswith(".incomplete-") for _final, temp in (first, second))
+    assert all(os.path.dirname(final) == str(tmp_path) for final, _temp in (first, second))
+
+
+def test_finalize_renames_and_metadata_marks_completion(tmp_path):
+    final, temp = job_directory.reserve_job_dir(str(tmp_path), "job")
+    with pytest.raises(ValueError, match="not a finished"):
+        job_directory.read_metadata(temp)
+    job_directory.write_metadata(temp, {"rows_in": 3})
+    job_directory.finalize(temp, final)
+    assert not os.path.exists(temp)
+    assert job_directory.read_metadata(final) == {"rows_in": 3}

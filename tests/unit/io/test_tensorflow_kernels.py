@@ -1,0 +1,152 @@
+"""TensorFlow's decode kernels through its C API (tfrecorder.io.tensorflow_kernels).
+
+Both ways of running the kernels — the C API (what conversions use) and the Python package (the
+fallback) — must give `tf.io.decode_image`'s and `tf.io.decode_jpeg(ratio=8)`'s verdicts and shapes on
+mutated files of every format. Conversions in a fresh interpreter must never import the `tensorflow`
+package, and write and discard what a conversion in this process (TensorFlow imported) does.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+from PIL import Image
+
+import tfrecorder
+from support import imagegen, mutations
+from support.readers import read_job
+from tfrecorder.io import decode_check, tensorflow_kernels
+from tfrecorder.io import image_probe
+
+CONVERT = """
+import json, sys
+import tfrecorder
+result = tfrecorder.convert(sys.argv[1], sys.argv[2], progress=False)
+print(json.dumps({"tensorflow_imported": "tensorflow" in sys.modules, "dir": result["tfrecord_dir"]}))
+"""
+
+def _jpeg(seed: int) -> bytes:
+    return imagegen.encode(Image.fromarray(imagegen.photo_array(24, 32, seed)), "JPEG")
+
+
+def _run(script: str, *args: str) -> dict:
+    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _only_tensorflow_rejects(count: int) -> dict[str, bytes]:
+    """Mutated images the structural checks accept and TensorFlow refuses: only a real decode discards them."""
+    rng, found = random.Random(0), {}
+    sources = sorted(imagegen.odd_images().items())
+    for attempt in range(5000):
+        name, (data, fmt, _channels) = sources[attempt % len(sources)]
+        mutated = mutations.random_mutation(rng, data)
+        try:
+            image_probe.probe_image(mutated)
+        except image_probe.InvalidImage:
+            continue
+        if isinstance(decode_check.decode(mutated), str):
+            found[f"mutated-{attempt}-{name}"] = mutated
+            if len(found) == count:
+                return found
+    raise AssertionError(f"only {len(found)} mutated images only TensorFlow refuses")
+
+
+@pytest.fixture(scope="module")
+def mixed_table(tmp_path_factory):
+    """A CSV of sound, broken and TensorFlow-only-undecodable image_probe."""
+    folder = tmp_path_factory.mktemp("mixed")
+    files = {name: data for name, (data, _fmt, _channels) in imagegen.odd_images().items()}
+    files.update({name: data for name, (data, _reason) in imagegen.broken_images().items()})
+    files.update(_only_tensorflow_rejects(6))
+    with open(folder / "table.csv", "w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["split", "image_uri", "label"])
+        for i, (name, data) in enumerate(sorted(files.items())):
+            (folder / name).write_bytes(data)
+            writer.writerow(["TRAIN" if i % 4 else "TEST", name, "ab"[i % 2]])
+    return folder / "table.csv"
+
+
+def _discards(tfrecord_dir: str) -> list[tuple[str, str]]:
+    with open(f"{tfrecord_dir}/discarded.csv", newline="") as stream:
+        return sorted((row["image_uri"], row["reason"]) for row in csv.DictReader(stream))
+
+
+def _records(tfrecord_dir: str) -> dict[str, list[str]]:
+    return {split: sorted(json.dumps(row, sort_keys=True, default=repr) for row in rows)
+            for split, rows in read_job(tfrecord_dir).items()}
+
+
+def _tensorflow_shape(call):
+    try:
+        return tuple(call().shape)
+    except Exception:  # noqa: BLE001 - any decoder error means "not decodable"
+        return None
+
+
+def _kernel_shape(call):
+    try:
+        return call()
+    except tensorflow_kernels.DecodeFailed as exc:
+        assert str(exc)  # TensorFlow's message, for the discard reason
+        return None
+
+
+@pytest.mark.parametrize("kernels", [tensorflow_kernels.kernels(), tensorflow_kernels.PythonKernels()],
+                         ids=["c-api", "python"])
+def test_kernels_give_tensorflows_shapes_and_refusals(tf, kernels):
+    rng = random.Random(21)
+    sources = sorted(imagegen.odd_images().items())
+    refused = 0
+    for attempt in range(600):
+        name, (data, _fmt, _channels) = sources[attempt % len(sources)]
+        data = mutations.random_mutation(rng, data) if attempt % 3 else data
+        if len(data) > 4_000_000:
+            continue
+        expected = _tensorflow_shape(lambda: tf.io.decode_image(data, expand_animations=False))
+        assert _kernel_shape(lambda: kernels.decode_image(data)) == expected, (attempt, name)
+        refused += expected is None
+        if data[:3] == b"\xff\xd8\xff":
+            assert (_kernel_shape(lambda: kernels.decode_jpeg_ratio_8(data))
+                    == _tensorflow_shape(lambda: tf.io.decode_jpeg(data, ratio=8))), (attempt, name)
+    assert 50 < refused < 550  # both sides exercised
+
+
+def test_the_c_api_runs_here():
+    """This machine's wheel has the native libraries: conversions here never fall back to Python."""
+    assert isinstance(tensorflow_kernels.kernels(), tensorflow_kernels.NativeKernels)
+
+
+def test_a_fresh_conversion_never_imports_tensorflow_and_decides_as_this_process_does(mixed_table, tmp_path):
+    fresh = _run(CONVERT, str(mixed_table), str(tmp_path / "fresh"))
+    assert fresh["tensorflow_imported"] is False
+    here = tfrecorder.convert(str(mixed_table), str(tmp_path / "here"), progress=False)
+    assert _records(fresh["dir"]) == _records(here["tfrecord_dir"])
+    discards = _discards(fresh["dir"])
+    assert discards == _discards(here["tfrecord_dir"])
+    assert sum("TensorFlow cannot decode it" in reason for _uri, reason in discards) == 6
+
+
+def test_a_fresh_detection_job_never_imports_tensorflow_either(tmp_path):
+    folder = tmp_path / "boxes"
+    folder.mkdir()
+    good = _jpeg(1)
+    (folder / "good.jpg").write_bytes(good)
+    ((name, bad),) = _only_tensorflow_rejects(1).items()
+    (folder / name).write_bytes(bad)
+    with open(folder / "boxes.csv", "w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["split", "image_uri", "label", "xmin", "ymin", "xmax", "ymax"])
+        writer.writerow(["TRAIN", "good.jpg", "cat", 0.1, 0.1, 0.5, 0.5])
+        writer.writerow(["TRAIN", name, "cat", 0.1, 0.1, 0.5, 0.5])
+    fresh = _run(CONVERT, str(folder / "boxes.csv"), str(tmp_path / "fresh"))
+    assert fresh["tensorflow_imported"] is False
+    here = tfrecorder.convert(str(folder / "boxes.csv"), str(tmp_path / "here"), progress=False)
+    assert _discards(fresh["dir"]) == _discards(here["tfrecord_dir"])
+    assert [uri for uri, _reason in _discards(fresh["dir"])] == [name]

@@ -1,0 +1,215 @@
+"""Forked encoding processes: the pool itself, and header-mode conversions that run on it."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import tfrecorder
+from beam_pipelines.workers.fork_pool import ChildFailed, ForkPool
+from support.readers import read_job
+from support.replay import REPLAY, snapshot
+from beam_pipelines.launches import runners
+from tfrecorder.io import storage
+
+pytestmark = pytest.mark.skipif(not runners.can_fork(), reason="forked encoding processes are Linux-only")
+
+
+def _pid_and(task):
+    if task == "fail":
+        raise FileNotFoundError(2, "no such file", "/x")
+    if task == "die":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return os.getpid(), task
+
+
+def _frozen_objects(_task):
+    import gc
+
+    return gc.get_freeze_count()
+
+
+def test_children_never_collect_the_objects_they_inherit_and_the_parent_is_left_alone():
+    import gc
+
+    frozen_here = gc.get_freeze_count()
+    pool = ForkPool(1, _frozen_objects)
+    try:
+        (frozen_in_child,) = [r for r in pool.submit("count")] + pool.drain()
+    finally:
+        pool.close()
+    assert frozen_in_child > 100_000  # this pytest process holds TensorFlow's and Beam's objects
+    assert gc.get_freeze_count() == frozen_here
+
+
+def test_tasks_go_round_robin_and_each_child_keeps_its_order():
+    pool = ForkPool(2, _pid_and, in_flight=2)
+    try:
+        results = [r for task in range(10) for r in pool.submit(task)] + pool.drain()
+        by_child: dict[int, list[int]] = {}
+        for pid, task in results:
+            by_child.setdefault(pid, []).append(task)
+        assert sorted(by_child.values()) == [[0, 2, 4, 6, 8], [1, 3, 5, 7, 9]]
+        assert os.getpid() not in by_child
+        drained, answers = pool.broadcast("all")
+        assert drained == [] and sorted(pid for pid, _ in answers) == sorted(by_child)
+        assert [task for _, task in pool.submit(0) + pool.drain()] == [0]  # a new round starts at child 0
+    finally:
+        pool.close()
+    assert multiprocessing.active_children() == []
+
+
+def test_at_most_in_flight_tasks_wait_per_child():
+    pool = ForkPool(1, _pid_and, in_flight=2)
+    try:
+        assert pool.submit(1) == [] and pool.submit(2) == []
+        assert [task for _, task in pool.submit(3)] == [1]  # the third task waits for the first result
+    finally:
+        pool.close()
+
+
+def test_a_failing_task_raises_its_exception_in_the_parent_and_closes_the_pool():
+    pool = ForkPool(2, _pid_and)
+    pool.submit("fail")
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        pool.drain()
+    assert multiprocessing.active_children() == []
+
+
+def test_a_child_that_dies_is_reported():
+    pool = ForkPool(1, _pid_and)
+    pool.submit("die")
+    with pytest.raises(ChildFailed, match="exit code -9"):
+        pool.drain()
+    assert multiprocessing.active_children() == []
+
+
+def test_large_local_header_jobs_get_a_process_per_core():
+    rows = 100_000
+    assert runners.encode_processes(rows, None, cores=2) == 2
+    assert runners.encode_processes(rows, None, cores=1) == 1
+    assert runners.encode_processes(200, None, cores=2) == 1  # forking costs more than it saves
+    assert runners.encode_processes(rows, None, cores=2, threads_use_every_core=True) == 1
+    assert runners.encode_processes(rows, None, cores=2, local_files=False) == 1  # no shared network clients
+    assert runners.encode_processes(rows, {"direct_num_workers": 1}, cores=2) == 1  # the caller decides
+    assert runners.local_options(10 ** 7, None, cores=2, encode_processes=2) == {}  # no Beam workers on top
+
+
+@pytest.fixture
+def pooled(monkeypatch, tmp_path) -> Path:
+    """Every local header-mode job on two forked encoding processes; returns the log of piece writers:
+    one "pid path" line per piece file opened (a file, so that the children's writes show)."""
+    monkeypatch.setattr(runners, "POOL_START_SECONDS", 0.0)
+    monkeypatch.setattr(runners, "usable_cores", lambda: 2)
+    log = tmp_path / "piece-writers.log"
+    real_open_write = storage.open_write
+
+    def watched(path):
+        if f"{os.sep}_pieces{os.sep}" in path and path.endswith(".part"):
+            with open(log, "a") as out:
+                out.write(f"{os.getpid()} {path}\n")
+        return real_open_write(path)
+
+    monkeypatch.setattr(storage, "open_write", watched)
+    return log
+
+
+@pytest.fixture
+def mixed_table(image_files) -> pd.DataFrame:
+    names = ["rgb.jpg", "gray.png", "anim.gif", "truncated.jpg", "text.jpg"] * 40
+    return pd.DataFrame({"split": ["TRAIN", "VALIDATION", "TEST", "TRAIN"] * 50,
+                         "image_uri": [str(image_files[n]) for n in names],
+                         "label": [n.split(".")[0] for n in names]})
+
+
+def _writers(log: Path) -> set[int]:
+    return {int(line.split()[0]) for line in log.read_text().splitlines()}
+
+
+def _records(result) -> dict:
+    return {split: sorted((e["image_uri"], e["label"], e["image_height"]) for e in examples)
+            for split, examples in read_job(result["tfrecord_dir"]).items()}
+
+
+def test_pooled_conversion_writes_what_the_in_process_one_writes(mixed_table, tmp_path, pooled):
+    single = tfrecorder.convert(mixed_table, tmp_path / "single", validate="header", progress=False,
+                                dataflow_options={"direct_num_workers": 1})
+    assert _writers(pooled) == {os.getpid()}  # direct_num_workers=1 keeps the job in this process
+    pooled.unlink()
+    multi = tfrecorder.convert(mixed_table, tmp_path / "multi", validate="header", progress=False)
+    writers = _writers(pooled)
+    assert len(writers) == 2 and os.getpid() not in writers  # two forked children wrote every piece
+    for key in ("rows_in", "written", "discarded", "discard_reasons"):
+        assert single[key] == multi[key], key
+    assert multi["discarded"] == 80
+    assert _records(single) == _records(multi)
+    assert multi.metadata["images"] == single.metadata["images"]
+    assert multiprocessing.active_children() == []
+
+
+def test_replaying_every_bundle_of_a_pooled_job_gives_the_same_job(mixed_table, tmp_path, pooled):
+    normal = tfrecorder.convert(mixed_table, tmp_path / "normal", job_label="retry", validate="header",
+                                progress=False, num_shards=3)
+    pieces = len(pooled.read_text().splitlines())
+    replayed = tfrecorder.convert(mixed_table, tmp_path / "replayed", job_label="retry", validate="header",
+                                  progress=False, num_shards=3, dataflow_options=REPLAY)
+    assert len(pooled.read_text().splitlines()) - pieces >= 2 * pieces > 0  # the writing bundles ran twice
+    assert snapshot(replayed["tfrecord_dir"]) == snapshot(normal["tfrecord_dir"])
+
+
+def test_a_pool_dropped_without_close_stops_its_children():
+    pool = ForkPool(2, _pid_and)
+    pids = pool.pids
+    assert all(Path(f"/proc/{pid}").exists() for pid in pids)
+    del pool
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)  # stopped and reaped
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits for whoever adopted it to reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_children_of_a_killed_parent_stop(tmp_path):
+    """SIGKILL runs no exit handler in the parent, so the idle children notice on their own."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import time; from beam_pipelines.workers.fork_pool import ForkPool; pool = ForkPool(2, abs); "
+                               "print(*pool.pids, flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True)
+    children = [int(pid) for pid in parent.stdout.readline().split()]
+    assert len(children) == 2 and all(_running(pid) for pid in children)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 15
+    while any(_running(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_running(pid) for pid in children)
+
+
+def test_a_storage_failure_in_a_child_fails_the_job_as_it_does_in_process(mixed_table, tmp_path, pooled, monkeypatch):
+    """An outage while a child reads an image fails the run with the same error, publishes nothing and
+    leaves no process behind; the next conversion forks a fresh pool."""
+    from beam_pipelines.steps import encode_rows
+    from tfrecorder.errors import StorageReadError
+
+    def outage(uri):
+        raise StorageReadError(5, f"could not read {uri}: outage")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(encode_rows, "read_image", outage)
+        with pytest.raises(StorageReadError, match="outage; the conversion stopped and nothing was published"):
+            tfrecorder.convert(mixed_table, tmp_path / "out", validate="header", progress=False)
+    assert list((tmp_path / "out").iterdir()) == []
+    assert multiprocessing.active_children() == []
+    result = tfrecorder.convert(mixed_table, tmp_path / "out", validate="header", progress=False)
+    assert sum(result["written"].values()) == 120 and result["discarded"] == 80

@@ -1,0 +1,42 @@
+"""The conversion graph run directly: its progress counter accounts for every row."""
+from __future__ import annotations
+
+from apache_beam.metrics.metric import MetricsFilter
+
+from support import imagegen
+from beam_pipelines.graphs.image_graph import build_pipeline
+from beam_pipelines.steps.progress_counters import NAMESPACE, ROWS_PROCESSED
+from tfrecorder.sources import source_tables
+from tfrecorder.core import types
+from beam_pipelines.launches import runners
+from tfrecorder.format import job_directory
+from beam_pipelines.job_config import JobConfig
+from tfrecorder.core.progress_bar import rows_reported
+from tfrecorder.core.schema import Schema
+
+
+def test_rows_processed_counts_rows_written_and_discarded_at_every_step(tmp_path):
+    imagegen.write_files(tmp_path / "img", {"a.jpg": imagegen.odd_images()["rgb.jpg"][0]})
+    csv_path = tmp_path / "t.csv"
+    csv_path.write_text("split,image_uri,label\nTRAIN,img/a.jpg,cat\nholdout,img/a.jpg,cat\n"
+                        "TRAIN,img/none.jpg,cat\nTRAIN,img/a.jpg,\n")  # written, 2 prepare discards, 1 encode discard
+    final_dir, temp_dir = job_directory.reserve_job_dir(str(tmp_path / "out"), "pipe")
+    (tmp_path / "progress").mkdir()
+    schema = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": types.StringLabel})
+    table = source_tables.open_table(str(csv_path))
+    config = JobConfig(
+        source_kind="csv", source_path=str(csv_path), schema=schema, columns=("split", "image_uri", "label"),
+        base_dir=str(tmp_path), final_dir=final_dir, temp_dir=temp_dir, job_name="pipe", runner="DirectRunner",
+        split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20, compression=None, image_size=None,
+        validate="header", progress_dir=str(tmp_path / "progress"), source_size=table.csv_size,
+        source_data_start=table.csv_data_start,
+    )
+    pipeline = runners.local_pipeline()
+    build_pipeline(pipeline, config)
+    result = pipeline.run()
+    result.wait_until_finish()
+    counters = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE).with_name(ROWS_PROCESSED))["counters"]
+    assert {c.key.step.split("/")[0]: c.committed for c in counters} == {"Prepare": 2, "EncodeAndWrite": 2}
+    assert sum(c.committed for c in counters) == 4 == rows_reported(str(tmp_path / "progress"))
+    metadata = job_directory.read_metadata(final_dir)
+    assert metadata["records_written"] == 1 and metadata["discarded"] == 3

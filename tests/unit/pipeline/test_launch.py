@@ -1,0 +1,71 @@
+"""beam_pipelines.launches.launch: one launch per runner, each owning its checks, options and run; one cleanup path."""
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+
+from beam_pipelines.job_config import JobConfig
+from beam_pipelines.launches.launch import DataflowLaunch, LocalLaunch, fail_job, launch_for
+from tfrecorder.errors import OutputWriteError
+from tfrecorder.core.schema import Schema
+
+
+def config(temp_dir: str, schema: Schema) -> JobConfig:
+    return JobConfig(source_kind="csv", source_path="data.csv", schema=schema, columns=tuple(schema),
+                     base_dir="", final_dir=temp_dir + "-final", temp_dir=temp_dir, job_name="job",
+                     runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20,
+                     compression=None, image_size=None, validate="header")
+
+
+def test_the_runner_picks_the_launch_and_its_checks_run_before_anything_is_written(tmp_path):
+    local = launch_for("DirectRunner", str(tmp_path), None, None, None, {"direct_num_workers": 1}, None)
+    assert isinstance(local, LocalLaunch) and local.beam_options == {"direct_num_workers": 1}
+    with pytest.raises(ValueError, match="unknown runner 'Spark'"):
+        launch_for("Spark", str(tmp_path), None, None, None, None, None)
+    with pytest.raises(ValueError, match="needs project="):
+        launch_for("DataflowRunner", "gs://bucket/out", None, "us-central1", None, None, None)
+    remote = launch_for("DataflowRunner", "gs://bucket/out", "my-project", "us-central1", "daily run", None, None)
+    assert isinstance(remote, DataflowLaunch) and remote.request.output_dir == "gs://bucket/out"
+    assert not remote.shows_progress(True)
+    options = remote.job_options(config("gs://bucket/out/.incomplete-job", Schema({"x": "IntegerInput"})))
+    assert options["temp_location"] == "gs://bucket/out/.tfrecorder-dataflow/temp" and options["job_name"] == "job"
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_local_image_free_job_keeps_the_in_process_encoder(tmp_path):
+    launch = LocalLaunch(None)
+    planned, options = launch.plan(config(str(tmp_path / "t"), Schema({"x": "IntegerInput"})), 10, False)
+    assert planned.encode_processes == 1 and options == {}
+
+
+def test_a_failed_job_leaves_nothing_and_raises_the_translated_error(tmp_path):
+    temp_dir = tmp_path / ".incomplete-job"
+    temp_dir.mkdir()
+    (temp_dir / "piece").write_bytes(b"x")
+    full = OSError(errno.ENOSPC, "No space left on device")
+    with pytest.raises(OutputWriteError, match="could not write the output under OUT") as raised:
+        try:
+            raise full
+        except BaseException as exc:
+            fail_job(exc, str(temp_dir), str(tmp_path / "job"), "OUT")
+    assert raised.value.__cause__ is full and not temp_dir.exists()
+
+
+def test_an_untranslated_error_is_raised_as_is_and_an_own_error_without_its_chain(tmp_path):
+    original = RuntimeError("boom")
+    with pytest.raises(RuntimeError) as raised:
+        try:
+            raise original
+        except BaseException as exc:
+            fail_job(exc, str(tmp_path / "t1"), str(tmp_path / "j1"), str(tmp_path))
+    assert raised.value is original
+    own = ValueError("corrupt shard")
+    with pytest.raises(ValueError) as raised:
+        try:
+            raise original
+        except BaseException as exc:
+            fail_job(exc, str(tmp_path / "t2"), str(tmp_path / "j2"), str(tmp_path), own_error=own)
+    assert raised.value is own and raised.value.__cause__ is None and raised.value.__suppress_context__
+    assert not os.path.exists(tmp_path / "t2")

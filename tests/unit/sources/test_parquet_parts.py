@@ -1,0 +1,47 @@
+"""tfrecorder.sources.parquet_parts: one row group of one Parquet file (local or gs://), read as Arrow record batches."""
+from __future__ import annotations
+
+import dataclasses
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tfrecorder.sources.parquet_parts import BATCH_ROWS, ParquetPart, file_parts, read_row_group_batches
+
+
+def parquet_bytes(rows: int, row_group_size: int) -> bytes:
+    sink = pa.BufferOutputStream()
+    table = pa.table({"id": pa.array(range(rows), pa.int64()), "name": [f"n{i}" for i in range(rows)]})
+    pq.write_table(table, sink, row_group_size=row_group_size)
+    return sink.getvalue().to_pybytes()
+
+
+def test_file_parts_are_every_row_group_in_order_and_plain_values():
+    parts = file_parts("gs://b/t.parquet", 3)
+    assert parts == (ParquetPart("gs://b/t.parquet", 0), ParquetPart("gs://b/t.parquet", 1),
+                     ParquetPart("gs://b/t.parquet", 2))
+    assert file_parts("a.parquet", 0) == ()
+    assert sorted([ParquetPart("b", 0), ParquetPart("a", 1), ParquetPart("a", 0)]) == [
+        ParquetPart("a", 0), ParquetPart("a", 1), ParquetPart("b", 0)]
+    assert len({ParquetPart("a", 0), ParquetPart("a", 0)}) == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        parts[0].row_group = 5
+
+
+def test_one_row_group_is_read_in_batches_with_the_columns_asked_for(tmp_path):
+    path = tmp_path / "t.parquet"
+    path.write_bytes(parquet_bytes(10, row_group_size=4))
+    second = list(read_row_group_batches(ParquetPart(str(path), 1)))
+    assert [b.num_rows for b in second] == [4] and second[0].column("id").to_pylist() == [4, 5, 6, 7]
+    small = list(read_row_group_batches(ParquetPart(str(path), 2), columns=["name"], batch_size=1))
+    assert [b.to_pydict() for b in small] == [{"name": ["n8"]}, {"name": ["n9"]}]
+    path.write_bytes(parquet_bytes(BATCH_ROWS + 1, row_group_size=BATCH_ROWS + 1))
+    assert [b.num_rows for b in read_row_group_batches(ParquetPart(str(path), 0))] == [BATCH_ROWS, 1]
+
+
+def test_a_gs_row_group_is_read_through_the_storage_layer(gcs):
+    gcs.bucket("tfr-parquet-parts")
+    gcs.upload("gs://tfr-parquet-parts/t.parquet", parquet_bytes(5, row_group_size=3))
+    parts = file_parts("gs://tfr-parquet-parts/t.parquet", 2)
+    assert [b.column("id").to_pylist() for part in parts for b in read_row_group_batches(part)] == [[0, 1, 2], [3, 4]]

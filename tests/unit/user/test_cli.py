@@ -1,0 +1,78 @@
+"""The command line, run as a real subprocess."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from support import imagegen
+from support.cli_runs import USER_ENV, WITHOUT_TENSORFLOW, run
+from support.paths import REPO
+
+
+def test_convert_csv(tmp_path):
+    imagegen.write_files(tmp_path / "img", {"a.jpg": imagegen.odd_images()["rgb.jpg"][0]})
+    (tmp_path / "t.csv").write_text("split,image_uri,label\nTRAIN,img/a.jpg,cat\nTRAIN,img/zzz.jpg,cat\n")
+    # validate="header" needs no TensorFlow; the default mode decodes with it (see test_convert_csv_default_mode).
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"), "--job_label", "cli",
+               "--validate", "header", entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 0, done.stderr  # 99: the conversion imported TensorFlow
+    assert done.stderr == ""
+    assert done.stdout.splitlines()[0] == "ConversionResult(DirectRunner)"
+    assert "TRAIN=1" in done.stdout and "discarded: 1" in done.stdout
+    jobs = os.listdir(tmp_path / "out")
+    assert len(jobs) == 1 and jobs[0].startswith("cli-")
+
+
+def test_convert_csv_default_mode_is_quiet_too(tmp_path):
+    """The default validate="decode" imports TensorFlow, without its start-up lines on stderr."""
+    imagegen.write_files(tmp_path / "img", {"a.jpg": imagegen.odd_images()["rgb.jpg"][0]})
+    (tmp_path / "t.csv").write_text("split,image_uri,label\nTRAIN,img/a.jpg,cat\n")
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "validate='decode'" in done.stdout
+
+
+def test_fatal_input_error_is_one_line_and_non_zero(tmp_path):
+    done = run("convert", "--source", str(tmp_path / "nope.csv"), "--output_dir", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "does not exist" in done.stderr
+
+
+def test_help_lists_examples():
+    done = run("convert", "--help")
+    assert done.returncode == 0 and "--output_dir" in done.stdout and "examples:" in done.stdout
+
+
+def test_schema_file_parsing_and_errors(tmp_path):
+    import pytest
+
+    from tfrecorder.cli import read_schema_file
+
+    (tmp_path / "s.yml").write_text("id: IntegerInput\ntags: 'StringInput[]'\n")
+    assert read_schema_file(str(tmp_path / "s.yml")) == {"id": "IntegerInput", "tags": "StringInput[]"}
+    for name, text, message in [("a.json", "{not json", "not valid JSON"), ("b.yaml", "a: [", "not valid YAML"),
+                                ("c.json", '["IntegerInput"]', "must map column names"),
+                                ("d.json", '{"a": 3}', "must map column names")]:
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ValueError, match=message):
+            read_schema_file(str(tmp_path / name))
+    with pytest.raises(ValueError, match="cannot read schema file"):
+        read_schema_file(str(tmp_path / "absent.json"))
+
+
+def test_readme_exit_codes_match_the_cli():
+    import re
+
+    from tfrecorder import cli
+
+    readme = (REPO / "README.md").read_text()
+    paragraph = " ".join(readme.split("Exit codes: ", 1)[1].split("\n\n", 1)[0].split())
+    for code, meaning in [(cli.EXIT_OK, "success"), (cli.EXIT_FAILURE, "unexpected failure"),
+                          (cli.EXIT_INPUT_ERROR, "bad input"), (cli.EXIT_VERIFY_FAILED, "`verify` found a mismatch"),
+                          (cli.EXIT_OUTPUT_ERROR, "output could not be written")]:
+        assert re.search(rf"\b{code} (an? |the )?{re.escape(meaning)}", paragraph), (code, meaning)
+    docs = [readme, *(path.read_text() for path in (REPO / "docs").glob("*.md"))]
+    disk_lines = [line for doc in docs for line in doc.splitlines() if "disk" in line and "exit" in line]
+    assert disk_lines and all(re.findall(r"exit (\d)", line) == [str(cli.EXIT_OUTPUT_ERROR)] for line in disk_lines)

@@ -1,0 +1,1 @@
+"""The core layer: values every layer shares (column roles, Schema, splits, quiet logging, TensorFlow import, version, progress bar)."""

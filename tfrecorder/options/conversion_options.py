@@ -1,0 +1,97 @@
+"""convert()'s options, checked once into one frozen value before any table is opened.
+
+`ConvertOptions.check` raises one ValueError per bad option (the CLI's exit 2) and ends with the only
+I/O, a real write under `output_dir`; the driver then reads every option from the value it returns.
+`output_dir` is normalised once, by `normalise_output_dir`, before the launch and the options see it.
+upgrade() shares the shard options and the output directory checks.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Optional, Sequence, Union
+
+from tfrecorder.rows import detection_encoder
+from tfrecorder.io import storage
+from tfrecorder.io.decode_check import VALIDATIONS
+from tfrecorder.core.splits import validate_split_ratios
+
+COMPRESSIONS = (None, "gzip")
+MAX_FETCH_CONCURRENCY = 128
+
+
+def normalise_output_dir(output_dir: Union[str, os.PathLike]) -> str:
+    """The one form of `output_dir` every later step uses: an absolute local path, or a URL without a
+    trailing '/' (pure: nothing is checked or created here)."""
+    output_dir = os.fspath(output_dir)
+    if not output_dir:
+        return output_dir  # refused by check_output_dir (or, for Dataflow, by its request check)
+    return output_dir.rstrip("/") if storage.is_remote(output_dir) else os.path.abspath(output_dir)
+
+
+def check_output_dir(output_dir: str) -> str:
+    """A normalised `output_dir` that names a directory files can be created in (checked by a real write;
+    a local file at or above it is refused there, with one message)."""
+    if not output_dir:
+        raise ValueError("output_dir must not be empty")
+    storage.check_writable_dir(output_dir)
+    return output_dir
+
+
+def check_shard_options(num_shards: int, max_shard_bytes: int, compression: Optional[str],
+                        image_size: Optional[Sequence[int]], validate: str) -> Optional[tuple[int, int]]:
+    """Raise ValueError for a bad shard, compression, resize or validation option; returns image_size as a tuple."""
+    if not isinstance(num_shards, int) or num_shards < 0:
+        raise ValueError(f"num_shards must be an integer >= 0 (0 = automatic), got {num_shards!r}")
+    if not isinstance(max_shard_bytes, int) or max_shard_bytes <= 0:
+        raise ValueError(f"max_shard_bytes must be a positive integer, got {max_shard_bytes!r}")
+    if compression not in COMPRESSIONS:
+        raise ValueError(f"compression must be None or 'gzip', got {compression!r}")
+    if validate not in VALIDATIONS:
+        raise ValueError(f"validate must be one of {VALIDATIONS}, got {validate!r}")
+    if image_size is None:
+        return None
+    if len(image_size) != 2 or not all(isinstance(v, int) and v > 0 for v in image_size):
+        raise ValueError(f"image_size must be (height, width) with positive integers, got {image_size!r}")
+    return int(image_size[0]), int(image_size[1])
+
+
+def check_fetch_concurrency(requested: Optional[int]) -> Optional[int]:
+    """An explicit bound from 1 to MAX_FETCH_CONCURRENCY, or None (chosen once the table is seen)."""
+    if requested is None:
+        return None
+    if isinstance(requested, bool) or not isinstance(requested, int) or not 1 <= requested <= MAX_FETCH_CONCURRENCY:
+        raise ValueError(f"fetch_concurrency must be an integer from 1 to {MAX_FETCH_CONCURRENCY}, got {requested!r}")
+    return requested
+
+
+@dataclasses.dataclass(frozen=True)
+class ConvertOptions:
+    """convert()'s job options, each checked once (the source and the schema are checked with the table)."""
+
+    output_dir: str  # normalised and writable
+    job_label: Optional[str]
+    num_shards: int
+    max_shard_bytes: int
+    compression: Optional[str]
+    image_size: Optional[tuple[int, int]]
+    validate: str
+    split_ratios: tuple[float, float, float]
+    fetch_concurrency: Optional[int]  # None: chosen by where the table's images live
+    box_units: str
+    annotation_format: Optional[str]
+    verbose: bool
+    progress: bool
+
+    @classmethod
+    def check(cls, output_dir: str, *, job_label: Optional[str], num_shards: int, max_shard_bytes: int,
+              compression: Optional[str], image_size: Optional[Sequence[int]], validate: str,
+              split_ratios: Sequence[float], fetch_concurrency: Optional[int], box_units: str,
+              annotation_format: Optional[str], verbose: bool, progress: bool) -> "ConvertOptions":
+        """The checked options (ValueError naming the first bad one); `output_dir` as normalise_output_dir gives it."""
+        image_size = check_shard_options(num_shards, max_shard_bytes, compression, image_size, validate)
+        ratios = validate_split_ratios(split_ratios)
+        box_units = detection_encoder.check_box_units(box_units)
+        fetch_concurrency = check_fetch_concurrency(fetch_concurrency)
+        return cls(check_output_dir(output_dir), job_label, num_shards, max_shard_bytes, compression, image_size,
+                   validate, ratios, fetch_concurrency, box_units, annotation_format, verbose, progress)

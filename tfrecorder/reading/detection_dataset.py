@@ -1,0 +1,90 @@
+"""`load()` for detection jobs and multi-label columns.
+
+Detection elements are dicts: `image` (decoded uint8 [H, W, C], or resized with `image_size`; boxes are
+normalised, so resizing keeps them valid), `boxes` float32 [N, 4] in TensorFlow's [ymin, xmin, ymax, xmax]
+order (tf.image.draw_bounding_boxes, tf.image.crop_and_resize), `classes` int64 [N] (label_map.pbtxt
+ids, from 1), `class_text`, `source_id`, `image_height`, `image_width`. Batched, `boxes` and `classes`
+are ragged. `as_supervised=True` gives (image, {"boxes", "classes"}).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from tfrecorder.rows import detection_encoder
+from tfrecorder.reading.dataset_images import decode_image, rebatch
+from tfrecorder.format.finished_job import JobInfo
+
+
+def is_detection_job(job: JobInfo) -> bool:
+    return job.metadata.get("task") == detection_encoder.TASK
+
+
+def _parse_spec(tf) -> dict[str, Any]:
+    scalars = {detection_encoder.ENCODED: tf.string, detection_encoder.FORMAT: tf.string, detection_encoder.HEIGHT: tf.int64,
+               detection_encoder.WIDTH: tf.int64, detection_encoder.SOURCE_ID: tf.string}
+    lists = {detection_encoder.XMIN: tf.float32, detection_encoder.YMIN: tf.float32, detection_encoder.XMAX: tf.float32,
+             detection_encoder.YMAX: tf.float32, detection_encoder.CLASS_LABEL: tf.int64, detection_encoder.CLASS_TEXT: tf.string}
+    spec = {name: tf.io.FixedLenFeature([], dtype) for name, dtype in scalars.items()}
+    spec.update({name: tf.io.VarLenFeature(dtype) for name, dtype in lists.items()})
+    return spec
+
+
+def detection_dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, repeat, decode_images, image_size,
+                      as_supervised, deterministic, channels, drop_remainder, seed):
+    """The tf.data pipeline of one split of a detection job (see the module docstring for elements)."""
+    import tensorflow as tf
+
+    autotune = tf.data.AUTOTUNE
+    spec = _parse_spec(tf)
+
+    def parse(record):
+        parsed = tf.io.parse_single_example(record, spec)
+        dense = {name: tf.sparse.to_dense(value) if isinstance(value, tf.SparseTensor) else value
+                 for name, value in parsed.items()}
+        boxes = tf.stack([dense[detection_encoder.YMIN], dense[detection_encoder.XMIN], dense[detection_encoder.YMAX], dense[detection_encoder.XMAX]],
+                         axis=-1)
+        image = dense[detection_encoder.ENCODED]
+        if decode_images:
+            image = decode_image(image, dense[detection_encoder.FORMAT], dense[detection_encoder.HEIGHT], dense[detection_encoder.WIDTH],
+                                 image_size, channels)
+        if as_supervised:
+            return image, {"boxes": boxes, "classes": dense[detection_encoder.CLASS_LABEL]}
+        return {"image": image, "boxes": boxes, "classes": dense[detection_encoder.CLASS_LABEL],
+                "class_text": dense[detection_encoder.CLASS_TEXT], "source_id": dense[detection_encoder.SOURCE_ID],
+                "image_height": dense[detection_encoder.HEIGHT], "image_width": dense[detection_encoder.WIDTH]}
+
+    files = job.shard_paths(split)
+    paths = tf.data.Dataset.from_tensor_slices(files)
+    if shuffle_buffer:
+        paths = paths.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    compression = "GZIP" if job.compression == "gzip" else None
+    ds = tf.data.TFRecordDataset(paths, compression_type=compression, num_parallel_reads=autotune)
+    if shuffle_buffer:
+        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    ds = ds.map(parse, num_parallel_calls=autotune, deterministic=deterministic)
+    if batch_size:
+        dense_images = ("image",) if decode_images and image_size and not as_supervised else ()
+        ds = rebatch(tf, ds, batch_size, drop_remainder, ragged=True, image_keys=dense_images)
+    options = tf.data.Options()
+    options.deterministic = deterministic
+    return ds.prefetch(autotune).with_options(options)
+
+
+def multi_hot_columns(job: JobInfo) -> dict[str, int]:
+    """MultiLabel columns of a job → number of classes (its vocabulary size)."""
+    vocabularies: Mapping[str, list] = job.metadata.get("vocabularies", {})
+    return {name: len(vocabularies.get(name, [])) for name, feature in job.features.items()
+            if feature.get("multi_label")}
+
+
+def to_multi_hot(features: dict, columns: Mapping[str, int]) -> dict:
+    """Replace each multi-label index list ([batch, (n)] ragged) by a float32 [batch, num_classes] vector."""
+    import tensorflow as tf
+
+    for name, depth in columns.items():
+        indices = features[name]
+        dense = indices.to_tensor(default_value=-1) if isinstance(indices, tf.RaggedTensor) else indices
+        features[name] = tf.minimum(tf.reduce_sum(tf.one_hot(dense, depth, dtype=tf.float32), axis=-2), 1.0)
+    return features

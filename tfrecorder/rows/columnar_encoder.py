@@ -1,0 +1,572 @@
+"""Image-free rows → tf.train.Example bytes a whole Arrow batch at a time (the columnar twin of rows.row_encoding).
+
+`prepare_batch` gives every row of a batch its split (or the reason it is discarded), `TableEncoder.encode`
+turns the batch into serialized Examples. Each column is checked, converted and written as its
+Feature wire bytes column-wise (NumPy / Arrow compute), and the records are assembled per batch by
+concatenating each row's map entries (tfrecorder.format.example_encoder's format, features in sorted name
+order), so no Python code runs per row on the common paths.
+
+The contract is the row path's, exactly: values arrive as the row path sees them (the driver-staged
+Parquet of a DataFrame, a Parquet file, or CSV text), and anything a vectorised path does not
+recognise is handed, value by value, to the row path's own functions (`prepare_row`'s checks,
+`input_feature`), so reasons and values can only agree. Distinct text values are converted once
+(splits, labels, booleans, categories), which keeps even those paths cheap.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tfrecorder.core import splits
+
+from tfrecorder.core import types
+from tfrecorder.format.example_encoder import Feature, feature_value_pieces
+from tfrecorder.errors import RowError
+from tfrecorder.rows.row_encoding import empty_image_uri, split_key
+from tfrecorder.rows.value_coercion import INT64_MAX, input_feature, is_missing, multi_label_names, to_int
+from tfrecorder.core.schema import Schema
+
+SPLITS = splits.SPLITS  # split codes index this: 0 TRAIN, 1 VALIDATION, 2 TEST
+DISCARDED = -1
+_CODE = {name: code for code, name in enumerate(SPLITS)}
+_EMPTY = pa.scalar(b"", pa.large_binary())
+_LEN_TAG = 0x0A  # field 1, wire type 2 (a length-delimited field 1)
+_LIST_TAGS = {"bytes": 0x0A, "float": 0x12, "int64": 0x1A}  # Feature's oneof fields
+
+# Text (CSV) that Arrow parses exactly as Python's int() / float() / pandas.Timestamp() would.
+_INT_TEXT = r"^-?[0-9]{1,18}$"
+_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"  # JSON's number grammar
+_FLOAT_TEXT = rf"^{_NUMBER}$"
+_DATETIME_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})?$"
+_INT_ELEMENT = r"-?(?:0|[1-9][0-9]{0,17})"
+
+
+@dataclasses.dataclass
+class Prepared:
+    """Each row's split code (DISCARDED when `reasons` holds the row) and the rows discarded so far."""
+
+    codes: np.ndarray  # int8 per row
+    reasons: dict[int, str]  # row → the first reason it is discarded for
+
+    def discard(self, row: int, reason: str) -> None:
+        if row not in self.reasons:
+            self.reasons[row] = reason
+            self.codes[row] = DISCARDED
+
+
+@dataclasses.dataclass
+class EncodedBatch:
+    """The records of a batch's kept rows, in row order, with their split codes and unknown-label counts."""
+
+    records: pa.LargeBinaryArray
+    codes: np.ndarray  # split code of each record
+    unknown_labels: np.ndarray  # labels not in the vocabulary, per record
+    discards: list[tuple[int, str]]  # (row in the batch, reason), in row order
+
+
+def _is_text(array: pa.Array) -> bool:
+    return pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
+
+
+def _is_bytes(array: pa.Array) -> bool:
+    return _is_text(array) or pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type)
+
+
+def distinct(array: pa.Array) -> Optional[tuple[list, np.ndarray]]:
+    """(distinct python values + [None], index of each row's value in it) of a text, bytes, integer or
+    boolean column; None for other types (floats: -0.0 and 0.0 are one value to a hash, two to str())."""
+    if not (_is_bytes(array) or pa.types.is_integer(array.type) or pa.types.is_boolean(array.type)):
+        return None
+    encoded = pc.dictionary_encode(array)
+    values = encoded.dictionary.to_pylist() + [None]
+    return values, encoded.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
+
+
+def converted(array: pa.Array, convert: Callable[[Any], Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(`convert` of each distinct python value (None for nulls) as an object array, each row's index in
+    it): each distinct value of a text, bytes, integer or boolean column is converted once."""
+    found = distinct(array)
+    values, indices = found if found else (array.to_pylist(), np.arange(len(array)))
+    results = np.empty(len(values), dtype=object)
+    results[:] = [convert(v) for v in values]
+    return results, indices
+
+
+def per_value(array: pa.Array, convert: Callable[[Any], Any]) -> np.ndarray:
+    """`convert` of each row's python value (None for nulls), as an object array (see `converted`)."""
+    results, indices = converted(array, convert)
+    return results[indices]
+
+
+def _all_match(array: pa.Array, pattern: str) -> bool:
+    """Whether every present (non-null) text value matches `pattern` (and there is at least one)."""
+    present = array.drop_null()
+    return len(present) > 0 and bool(pc.all(pc.match_substring_regex(present, pattern)).as_py())
+
+
+# ---------------------------------------------------------------- split and label checks (prepare_row)
+
+def _split_of(value: Any) -> tuple[Optional[str], Optional[str]]:
+    split = splits.normalize_split(value)
+    if split is None:
+        return None, f"unknown split: {value!r} (expected TRAIN, VALIDATION, TEST or UNASSIGNED)"
+    return split, None
+
+
+def _label_check(role: types.ColumnType, column: str) -> Callable[[Any], Optional[str]]:
+    def check(value: Any) -> Optional[str]:
+        if is_missing(value) or (isinstance(value, str) and not value.strip()):
+            return f"empty label: column {column!r}"
+        try:
+            if role == types.IntegerLabel:
+                to_int(value, column, "integer label")
+            elif role == types.MultiLabel:
+                multi_label_names(value, column)
+        except RowError as exc:
+            return str(exc)
+        return None
+    return check
+
+
+def prepare_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float]) -> Prepared:
+    """What `prepare_row` decides for each row: its split, or the first reason it is discarded for."""
+    rows = batch.num_rows
+    prepared = Prepared(np.full(rows, _CODE[splits.TRAIN], dtype=np.int8), {})
+    unassigned = np.ones(rows, dtype=bool)
+    if schema.split_column:
+        results, indices = converted(batch.column(schema.split_column), _split_of)
+        codes = np.array([_CODE.get(split, DISCARDED) for split, _ in results], dtype=np.int8)
+        prepared.codes[:] = codes[indices]
+        unassigned = np.array([split == splits.UNASSIGNED for split, _ in results], dtype=bool)[indices]
+        prepared.codes[unassigned] = _CODE[splits.TRAIN]
+        _discard_rows(prepared, [reason for _, reason in results], indices)
+    for column in schema.label_columns:
+        results, indices = converted(batch.column(column), _label_check(schema[column], column))
+        _discard_rows(prepared, list(results), indices)
+    for column in schema.image_columns:
+        results, indices = converted(batch.column(column), functools.partial(empty_image_uri, column=column))
+        _discard_rows(prepared, list(results), indices)
+    pending = np.flatnonzero(unassigned & (prepared.codes != DISCARDED))
+    if len(pending):  # assigned by hashing the whole row, as the row path does (python values of the row)
+        for row, values in zip(pending.tolist(), batch.take(pa.array(pending)).to_pylist()):
+            prepared.codes[row] = _CODE[splits.assign_split(split_key(values, schema), split_ratios)]
+    return prepared
+
+
+def _discard_rows(prepared: Prepared, reasons: list, indices: np.ndarray) -> None:
+    """Discard the rows whose distinct value has a reason (reasons[indices[row]] is not None)."""
+    bad = np.array([reason is not None for reason in reasons], dtype=bool)
+    if bad.any():
+        for row in np.flatnonzero(bad[indices]).tolist():
+            prepared.discard(row, reasons[indices[row]])
+
+
+# ---------------------------------------------------------------- wire bytes, column-wise
+
+def varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Protobuf varints of int64 values (negatives as 10-byte two's complement): a row of bytes per
+    value (left-aligned) and each one's length."""
+    unsigned = np.ascontiguousarray(values).astype(np.int64, copy=False).view(np.uint64)
+    lengths = np.ones(len(unsigned), dtype=np.int64)
+    rest = unsigned >> np.uint64(7)
+    while rest.any():
+        lengths += rest > 0
+        rest >>= np.uint64(7)
+    width = int(lengths.max()) if len(lengths) else 1
+    matrix = np.empty((len(unsigned), width), dtype=np.uint8)
+    for k in range(width):
+        byte = ((unsigned >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
+        matrix[:, k] = byte | np.where(k < lengths - 1, 0x80, 0).astype(np.uint8)
+    return matrix, lengths
+
+
+def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Protobuf varints of int64 values, back to back: (bytes, length of each)."""
+    matrix, lengths = varint_matrix(values)
+    return matrix[np.arange(matrix.shape[1]) < lengths[:, None]], lengths
+
+
+def concat_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[pa.LargeBinaryArray, np.ndarray]:
+    """Row-wise concatenation of parts given as (matrix of left-aligned bytes per row, or one row for a
+    constant; length per row): the rows as an Arrow array, and their lengths. Rows are grouped by their
+    parts' lengths (a handful of layouts: varints are 1-3 bytes here), each group copied as one block."""
+    rows = len(parts[0][1])
+    total = np.zeros(rows, dtype=np.int64)
+    layout = np.zeros(rows, dtype=np.int64)
+    for matrix, lengths in parts:
+        total += lengths
+        # per-row parts (varints, float32s) are at most 10 bytes; constants are there or not
+        layout = layout * 11 + (lengths if matrix.shape[0] == rows and matrix.shape[1] <= 10 else 10 * (lengths > 0))
+    kinds, first, inverse = np.unique(layout, return_index=True, return_inverse=True)
+    order = np.argsort(inverse, kind="stable") if len(kinds) > 1 else None
+    bounds = np.searchsorted(inverse[order] if order is not None else inverse, np.arange(len(kinds) + 1))
+    blocks = []
+    for kind, row in enumerate(first.tolist()):
+        members = order[bounds[kind]:bounds[kind + 1]] if order is not None else slice(None)
+        count = int(bounds[kind + 1] - bounds[kind])
+        columns = [matrix[members, :int(lengths[row])] if matrix.shape[0] == rows
+                   else np.broadcast_to(matrix[:, :int(lengths[row])], (count, int(lengths[row])))
+                   for matrix, lengths in parts]
+        blocks.append(np.concatenate(columns, axis=1).reshape(-1))
+    flat = np.concatenate(blocks) if blocks else np.empty(0, dtype=np.uint8)
+    if order is None:
+        return _binary(flat, total), total
+    return _binary(flat, total[order]).take(pa.array(np.argsort(order))), total
+
+
+def _constant(data: bytes, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return np.frombuffer(data, dtype=np.uint8)[None, :], np.where(present, len(data), 0)
+
+
+def _binary(flat: np.ndarray, lengths: np.ndarray, present: Optional[np.ndarray] = None) -> pa.LargeBinaryArray:
+    """Rows of `flat` bytes cut by `lengths`, as an Arrow array (null where not `present`)."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    validity = None
+    nulls = 0
+    if present is not None and not present.all():
+        validity = pa.array(present, pa.bool_()).buffers()[1]
+        nulls = int((~present).sum())
+    return pa.Array.from_buffers(pa.large_binary(), len(lengths),
+                                 [validity, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(flat))],
+                                 null_count=nulls)
+
+
+def _bytes_values(values: pa.Array) -> pa.LargeBinaryArray:
+    """Value list entries of bytes values: field 1, its length, the bytes (one entry per value)."""
+    values = values.cast(pa.large_binary())
+    lengths = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    matrix, prefix = varint_matrix(lengths)
+    ones = np.ones(len(lengths), dtype=bool)
+    prefixes, _ = concat_parts([_constant(bytes((_LEN_TAG,)), ones), (matrix, prefix)])
+    return pc.binary_join_element_wise(prefixes, values, _EMPTY)
+
+
+def _numbers(values: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """(packed bytes, length per value) of numbers written as `kind` ("float": float32, "int64": varints)."""
+    if kind == "float":
+        with np.errstate(over="ignore", invalid="ignore"):
+            packed = values.astype("<f4").view(np.uint8)
+        return packed, np.full(len(values), 4, dtype=np.int64)
+    return varints(values)
+
+
+def _row_sums(lengths: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    cumulative = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=cumulative[1:])
+    return cumulative[offsets[1:]] - cumulative[offsets[:-1]]
+
+
+@dataclasses.dataclass
+class Column:
+    """One feature's value list per row (rows not `present` leave the feature out) and the rows it discards.
+
+    `tail` is either a matrix of left-aligned bytes with `lengths` (fixed-layout numbers) or an Arrow
+    array; `packed` says whether the tail is numbers packed into the list's field 1 (written after its
+    tag and length, nothing for an empty list: `single` then says whether it is one bytes value that
+    needs the same header), otherwise the tail is the whole value list.
+    """
+
+    present: np.ndarray
+    lengths: np.ndarray
+    tail: Any
+    errors: dict[int, str]
+    packed: bool = True
+    single: bool = False
+
+    @classmethod
+    def of_values(cls, values: pa.Array, errors: dict[int, str], packed: bool = False,
+                  single: bool = False) -> "Column":
+        """A column whose tails are an Arrow array (null: the feature is left out)."""
+        values = values.cast(pa.large_binary())
+        present = values.is_valid().to_numpy(zero_copy_only=False)
+        lengths = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return cls(present, lengths, values, errors, packed, single)
+
+
+def _feature_bytes(feature: Feature) -> bytes:
+    return b"".join(feature_value_pieces(feature)[0])
+
+
+def _fallback(array: pa.Array, column: str, role: types.ColumnType) -> Column:
+    """The row path's own `input_feature`, value by value (each distinct text once)."""
+    errors: dict[int, str] = {}
+
+    def convert(value: Any) -> Any:
+        if is_missing(value):
+            return None
+        try:
+            return _feature_bytes(input_feature(role, value, column))
+        except RowError as exc:
+            return exc
+
+    out = per_value(array, convert).tolist() if _is_bytes(array) else [convert(v) for v in array.to_pylist()]
+    for row, result in enumerate(out):
+        if isinstance(result, RowError):
+            errors[row] = str(result)
+            out[row] = None
+    return Column.of_values(pa.array(out, pa.large_binary()), errors)
+
+
+def _scalar_numbers(array: pa.Array, role: types.ColumnType) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """(values as int64 or float64 in the role's stored form, present mask) of a numeric or text column;
+    None when the row path must decide (values that do not all convert the plain way)."""
+    kind = array.type
+    text = _is_text(array)
+    if role == types.DatetimeInput:
+        if pa.types.is_timestamp(kind):
+            try:
+                nanos = array.cast(pa.timestamp("ns", kind.tz)).cast(pa.int64())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                return None
+            return nanos.fill_null(0).to_numpy(), array.is_valid().to_numpy(zero_copy_only=False)
+        if text and _all_match(array, _DATETIME_TEXT):
+            import pandas as pd
+
+            try:
+                stamps = pd.to_datetime(array.to_numpy(zero_copy_only=False), format="ISO8601", utc=True).as_unit("ns")
+            except (ValueError, OverflowError):  # beyond 1677..2262: the row path gives the reason
+                return None
+            return np.asarray(stamps.asi8).copy(), ~np.asarray(stamps.isna())
+        if pa.types.is_integer(kind) and not pa.types.is_uint64(kind):
+            return array.cast(pa.int64()).fill_null(0).to_numpy(), array.is_valid().to_numpy(zero_copy_only=False)
+        return None
+    present = array.is_valid().to_numpy(zero_copy_only=False)
+    if role == types.DoubleInput:  # stored as the float64's bits
+        doubles = _doubles(array, text)
+        return None if doubles is None else (doubles[0].view(np.int64), doubles[1])
+    if role.dtype == "int64":  # IntegerInput, IntegerLabel
+        if pa.types.is_boolean(kind) or (pa.types.is_integer(kind) and not pa.types.is_uint64(kind)):
+            return array.cast(pa.int64()).fill_null(0).to_numpy(), present
+        if pa.types.is_uint64(kind):
+            if pc.max(array).as_py() is not None and pc.max(array).as_py() > INT64_MAX:
+                return None
+            return array.cast(pa.int64()).fill_null(0).to_numpy(), present
+        if text and _all_match(array, _INT_TEXT):
+            return array.cast(pa.int64()).fill_null(0).to_numpy(), present
+        return None
+    if role == types.FloatInput:
+        return _doubles(array, text)
+    return None
+
+
+def _doubles(array: pa.Array, text: bool) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """float64 values and present mask (NaN counts as missing, as is_missing says) of a number column."""
+    kind = array.type
+    if pa.types.is_floating(kind) or pa.types.is_integer(kind) or pa.types.is_boolean(kind):
+        values = array.cast(pa.float64()).fill_null(np.nan).to_numpy()
+        if pa.types.is_floating(kind):
+            present = ~np.isnan(values)
+        else:
+            present = array.is_valid().to_numpy(zero_copy_only=False)
+        return values, present
+    if text and _all_match(array, _FLOAT_TEXT):
+        try:
+            values = array.cast(pa.float64()).fill_null(np.nan).to_numpy()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # the row path decides, value by value
+            return None
+        return values, array.is_valid().to_numpy(zero_copy_only=False)
+    return None
+
+
+def _list_elements(array: pa.Array, role: types.ColumnType) -> Optional[pa.Array]:
+    """A list column as an Arrow list array with elements of the element role's plain type, or None."""
+    kind = array.type
+    if pa.types.is_fixed_size_list(kind):
+        array = array.cast(pa.list_(kind.value_type))
+        kind = array.type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return array
+    if not _is_text(array):
+        return None
+    element = role.element
+    number = _INT_ELEMENT if element == types.IntegerInput else _NUMBER if element != types.StringInput else None
+    if number is None or not _all_match(array, rf"^\[{number}(?:, ?{number})*\]$"):
+        return None
+    inner = pc.utf8_slice_codeunits(array, 1, -1)  # JSON arrays of numbers, as json.dumps writes them
+    parts = pc.split_pattern(inner, ",")
+    trimmed = pc.utf8_trim_whitespace(pc.list_flatten(parts))
+    target = pa.int64() if element == types.IntegerInput else pa.float64()
+    offsets = parts.offsets
+    return pa.LargeListArray.from_arrays(offsets.cast(pa.int64()), trimmed.cast(target), mask=parts.is_null())
+
+
+def _list_column(array: pa.Array, column: str, role: types.ColumnType) -> Optional[Column]:
+    lists = _list_elements(array, role)
+    if lists is None:
+        return None
+    element, flat = role.element, pc.list_flatten(lists)
+    if element == types.StringInput and not _is_bytes(flat) or element != types.StringInput and not (
+            pa.types.is_floating(flat.type) or pa.types.is_integer(flat.type) or pa.types.is_boolean(flat.type)):
+        return None
+    if pa.types.is_uint64(flat.type) or (element == types.IntegerInput and pa.types.is_floating(flat.type)):
+        return None
+    present = lists.is_valid().to_numpy(zero_copy_only=False)
+    lengths = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    bad = np.zeros(len(lengths), dtype=bool)
+    if flat.null_count:
+        bad |= _row_sums(flat.is_null().to_numpy(zero_copy_only=False).astype(np.int64), offsets) > 0
+    if role.length is not None:
+        bad |= present & (lengths != role.length)
+    errors: dict[int, str] = {}
+    for row in np.flatnonzero(bad & present).tolist():  # the row path says why, in its own words
+        try:
+            input_feature(role, array.slice(row, 1).to_pylist()[0], column)
+        except RowError as exc:
+            errors[row] = str(exc)
+    keep = present & ~bad
+    if element == types.StringInput:
+        entries = _bytes_values(flat.fill_null(""))
+        sizes = pc.binary_length(entries).to_numpy(zero_copy_only=False).astype(np.int64)
+        buffer = entries.buffers()[2]
+        data = np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.empty(0, np.uint8)
+        row_bytes = _row_sums(sizes, offsets)
+        return Column.of_values(_binary(data[:int(sizes.sum())], row_bytes, keep), errors)
+    numbers = flat.cast(pa.float64()).fill_null(0).to_numpy() if element != types.IntegerInput else \
+        flat.cast(pa.int64()).fill_null(0).to_numpy()
+    if element == types.DoubleInput:
+        numbers = numbers.view(np.int64)
+    packed, sizes = _numbers(numbers, role.feature_dtype)
+    return Column.of_values(_binary(packed, _row_sums(sizes, offsets), keep), errors, packed=True)
+
+
+def _labels(array: pa.Array, index: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Vocabulary index of each StringLabel value (-1: not in the vocabulary), as the row path looks it up."""
+    results, indices = converted(array, lambda value: index.get(str(value), -1))
+    found = np.array(results.tolist(), dtype=np.int64)[indices]
+    return found, found < 0
+
+
+class TableEncoder:
+    """Encode batches of image-free rows of one table (see the module docstring)."""
+
+    def __init__(self, schema: Schema, vocabularies: Mapping[str, Sequence[str]]) -> None:
+        if schema.image_columns:
+            raise ValueError("the columnar encoder writes image-free rows only")
+        self.schema = schema
+        self.label_index = {col: {label: i for i, label in enumerate(v)} for col, v in vocabularies.items()}
+        self.keys = {column: self._key(column) for column in schema}
+
+    @staticmethod
+    def _key(column: str) -> bytes:
+        name = column.encode("utf-8")
+        return bytes((_LEN_TAG,)) + bytes(varints(np.array([len(name)]))[0]) + name
+
+    def column(self, array: pa.Array, column: str, unknown: np.ndarray) -> Column:
+        role = self.schema[column]
+        if role == types.StringLabel:
+            found, missing = _labels(array, self.label_index.get(column, {}))
+            unknown += missing
+            return _number_column(found, np.ones(len(found), dtype=bool), "int64")
+        if role == types.MultiLabel:
+            known = self.label_index.get(column, {})
+            out, errors = [], {}
+            for row, value in enumerate(array.to_pylist()):
+                try:
+                    names = multi_label_names(value, column)
+                except RowError as exc:
+                    errors[row] = str(exc)
+                    out.append(None)
+                    continue
+                unknown[row] += sum(name not in known for name in names)
+                out.append(_feature_bytes(Feature("int64", [known[n] for n in names if n in known])))
+            return Column.of_values(pa.array(out, pa.large_binary()), errors)
+        if role.is_list:
+            return _list_column(array, column, role) or _fallback(array, column, role)
+        if role == types.StringInput:
+            if not _is_bytes(array):
+                return _fallback(array, column, role)
+            return Column.of_values(array, {}, packed=True, single=True)
+        numbers = _scalar_numbers(array, role)
+        if numbers is None:
+            return _fallback(array, column, role)
+        return _number_column(numbers[0], numbers[1], role.feature_dtype)
+
+    def _entry(self, column: str, found: Column) -> tuple[pa.LargeBinaryArray, np.ndarray]:
+        """Map entries `name → Feature{<list kind>: values}` (empty where the feature is left out) and
+        their lengths."""
+        present, tail_sizes = found.present, found.lengths * found.present
+        header = present & ((tail_sizes > 0) | found.single) if found.packed else None
+        value_sizes = tail_sizes
+        parts = []
+        if header is not None:  # field 1 of the value list, holding the packed numbers (or the one value)
+            tail_matrix, tail_prefix = varint_matrix(tail_sizes)
+            value_sizes = np.where(header, 1 + tail_prefix + tail_sizes, 0)
+            parts = [_constant(bytes((_LEN_TAG,)), header), (tail_matrix, tail_prefix * header)]
+        value_matrix, value_prefix = varint_matrix(value_sizes)
+        feature_sizes = 1 + value_prefix + value_sizes
+        feature_matrix, feature_prefix = varint_matrix(feature_sizes)
+        key = self.keys[column] + b"\x12"
+        entry_matrix, entry_prefix = varint_matrix(len(key) + feature_prefix + feature_sizes)
+        parts = [_constant(bytes((_LEN_TAG,)), present), (entry_matrix, entry_prefix * present),
+                 _constant(key, present), (feature_matrix, feature_prefix * present),
+                 _constant(bytes((_LIST_TAGS[self.schema[column].feature_dtype],)), present),
+                 (value_matrix, value_prefix * present)] + parts
+        if isinstance(found.tail, np.ndarray):  # numbers of a fixed layout: the whole entry in one copy
+            return concat_parts(parts + [(found.tail, tail_sizes)])
+        prefixes, lengths = concat_parts(parts)
+        entries = pc.binary_join_element_wise(prefixes, found.tail, _EMPTY,
+                                              null_handling="replace", null_replacement="")
+        return entries, lengths + tail_sizes
+
+    def encode(self, batch: pa.RecordBatch, prepared: Prepared) -> EncodedBatch:
+        """The Examples of the rows `prepared` kept; rows an input value discards are added to `prepared`."""
+        rows = batch.num_rows
+        unknown = np.zeros(rows, dtype=np.int64)
+        entries, sizes = {}, np.zeros(rows, dtype=np.int64)
+        for column in self.schema:
+            if self.schema[column] == types.SplitKey:
+                continue
+            found = self.column(batch.column(column), column, unknown)
+            for row, reason in sorted(found.errors.items()):
+                prepared.discard(row, reason)
+            entries[column], lengths = self._entry(column, found)
+            sizes += lengths
+        matrix, prefix = varint_matrix(sizes)
+        head, _ = concat_parts([_constant(bytes((_LEN_TAG,)), np.ones(rows, dtype=bool)), (matrix, prefix)])
+        records = pc.binary_join_element_wise(head, *(entries[name] for name in sorted(entries)), _EMPTY)
+        keep = np.flatnonzero(prepared.codes != DISCARDED)
+        if len(keep) < rows:
+            records = records.take(pa.array(keep))
+        return EncodedBatch(records, prepared.codes[keep], unknown[keep], sorted(prepared.reasons.items()))
+
+
+def _number_column(values: np.ndarray, present: np.ndarray, kind: str) -> Column:
+    """One number per row (int64 values, or float64 written as float32), packed, as a byte matrix."""
+    if kind == "float":
+        with np.errstate(over="ignore", invalid="ignore"):
+            matrix = values.astype("<f4").view(np.uint8).reshape(len(values), 4)
+        return Column(present, np.full(len(values), 4, dtype=np.int64), matrix, {})
+    matrix, lengths = varint_matrix(values)
+    return Column(present, lengths, matrix, {})
+
+
+def count_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float], stats) -> None:
+    """Add a batch to a TableStats exactly as StatsCounter.count adds its rows (tfrecorder.rows.table_stats)."""
+    stats.rows += batch.num_rows
+    for column in schema:
+        if column not in stats.nullable and batch.column(column).null_count:
+            stats.nullable.add(column)
+    label_columns = schema.columns_of(types.StringLabel)
+    multi_label_columns = schema.columns_of(types.MultiLabel)
+    if stats.train_found and not (label_columns or multi_label_columns):
+        return
+    train = np.flatnonzero(prepare_batch(batch, schema, split_ratios).codes == _CODE[splits.TRAIN])
+    if not len(train):
+        return
+    stats.train_found = True
+    rows = batch.take(pa.array(train))
+    for column in label_columns:
+        values = rows.column(column)
+        labels = pc.unique(values).to_pylist() if _is_bytes(values) else values.to_pylist()
+        stats.labels.setdefault(column, set()).update(str(label) for label in labels)
+    for column in multi_label_columns:
+        for value in rows.column(column).to_pylist():
+            stats.labels.setdefault(column, set()).update(multi_label_names(value, column))
