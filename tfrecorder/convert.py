@@ -15,15 +15,12 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from beam_pipelines.job_config import JobConfig
-from beam_pipelines.launches.launch import fail_job, launch_for
-from beam_pipelines.steps.shard_planning import DEFAULT_MAX_SHARD_BYTES
 from tfrecorder.legacy import v2_compat
 from tfrecorder.rows import detection_encoder
 from tfrecorder.sources import dataframe_staging
 from tfrecorder.sources import source_tables
 from tfrecorder.sources.annotation_files import default_schema, open_annotations
-from tfrecorder.options.conversion_options import ConvertOptions, normalise_output_dir
+from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, ConvertOptions, normalise_output_dir
 from tfrecorder.format import job_directory
 from tfrecorder.io import storage
 from tfrecorder.io.decode_check import DEFAULT_VALIDATION
@@ -175,6 +172,9 @@ def convert(
     TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there
     (see `tfrecorder.legacy.v2_compat.legacy_arguments`).
     """
+    from beam_pipelines.job_config import JobConfig  # Beam is imported when a conversion starts, not with tfrecorder
+    from beam_pipelines.launches.launch import fail_job, launch_for
+
     started = time.monotonic()
     if legacy_options:
         source, schema = v2_compat.legacy_arguments(source, schema, legacy_options)
@@ -207,10 +207,10 @@ def convert(
                                                encoding_pool=not is_detection)
             config = dataclasses.replace(config, **_stage_rows(table, resolved_schema, config.work_dir))
             if is_detection:
-                from beam_pipelines.graphs.detection_graph import build_pipeline
+                from beam_pipelines.graphs.detection_graph import build_detection_graph as build_graph
             else:
-                from beam_pipelines.graphs.image_graph import build_pipeline
-            submitted = launch.run(build_pipeline, config, beam_options, options.verbose, table.rows_estimate,
+                from beam_pipelines.graphs.image_graph import build_image_graph as build_graph
+            submitted = launch.run(build_graph, config, beam_options, options.verbose, table.rows_estimate,
                                    rows_estimated=table.kind == "csv")
             if submitted is not None:
                 return DataflowConversionResult.of(submitted)

@@ -18,10 +18,7 @@ import re
 import time
 from typing import Any, Mapping, Optional
 
-from beam_pipelines.job_config import JobConfig
-from beam_pipelines.launches.launch import DataflowLaunch, fail_job, launch_for
-from beam_pipelines.steps.shard_planning import DEFAULT_MAX_SHARD_BYTES
-from tfrecorder.options.conversion_options import check_output_dir, check_shard_options, normalise_output_dir
+from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, check_output_dir, check_shard_options, normalise_output_dir
 from tfrecorder.format import job_directory
 from tfrecorder.format.finished_job import JobInfo
 from tfrecorder.result import ConversionResult, DataflowConversionResult
@@ -83,6 +80,9 @@ def upgrade(
     runner="DataflowRunner" both directories must be on gs:// and the call returns once the job is
     submitted (`.wait()`).
     """
+    from beam_pipelines.job_config import JobConfig  # Beam is imported when an upgrade starts, not with tfrecorder
+    from beam_pipelines.launches.launch import DataflowLaunch, fail_job, launch_for
+
     started = time.monotonic()
     legacy_dir, output_dir = os.fspath(legacy_dir), normalise_output_dir(output_dir)
     launch = launch_for(runner, output_dir, project, region, job_label, dataflow_options, tfrecorder_wheel)
@@ -105,14 +105,14 @@ def upgrade(
             "compression": job.compression}},
     )
     try:
-        from beam_pipelines.graphs.upgrade_graph import build_upgrade_pipeline
+        from beam_pipelines.graphs.upgrade_graph import build_upgrade_graph
 
         # Parts only pay off with parallel workers: a single local worker would decompress a shard n times.
         workers = MAX_PARTS if on_dataflow else int((dataflow_options or {}).get("direct_num_workers") or 1)
         parts = shard_parts(job, min(MAX_PARTS, workers))
 
         def build(pipeline, config: JobConfig) -> None:
-            build_upgrade_pipeline(pipeline, config, parts, job.metadata["discard_files"], job.metadata["vocabularies"],
+            build_upgrade_graph(pipeline, config, parts, job.metadata["discard_files"], job.metadata["vocabularies"],
                                    job.compression)
 
         # rows_in is unknown until the job has read every record

@@ -17,8 +17,11 @@ from apache_beam.pvalue import AsSingleton
 
 from beam_pipelines.steps import read_rows
 
-from beam_pipelines.steps import encode_rows
-from beam_pipelines.graphs.image_graph import write_outputs
+from beam_pipelines.graphs.job_outputs import write_outputs
+from beam_pipelines.steps.count_table import VocabularyFn
+from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.encode_rows import EncodeAndWritePieces
+from beam_pipelines.steps.progress_counters import RowsDone
 from beam_pipelines.steps.fetch_images import reader_for
 from tfrecorder.rows import detection_encoder
 from tfrecorder.core import splits
@@ -44,7 +47,7 @@ class CheckBoxes(beam.DoFn):
         self.config = config
 
     def setup(self) -> None:
-        self._rows_done = encode_rows.RowsDone(self.config)
+        self._rows_done = RowsDone(self.config)
 
     def process(self, row: dict[str, Any]):
         try:
@@ -53,7 +56,7 @@ class CheckBoxes(beam.DoFn):
             box = detection_encoder.check_box_row(row, _box_units(self.config))
         except RowError as exc:
             self._rows_done.add(1)
-            yield beam.pvalue.TaggedOutput(encode_rows.DISCARD, (row, str(exc)))
+            yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
             return
         yield str(row["image_uri"]).strip(), (row, box)
 
@@ -65,7 +68,7 @@ class SplitImages(beam.DoFn):
         self.config = config
 
     def setup(self) -> None:
-        self._rows_done = encode_rows.RowsDone(self.config)
+        self._rows_done = RowsDone(self.config)
 
     def process(self, element):
         uri, rows = element
@@ -76,7 +79,7 @@ class SplitImages(beam.DoFn):
         except RowError as exc:
             self._rows_done.add(len(rows))
             for row, _box in rows:
-                yield beam.pvalue.TaggedOutput(encode_rows.DISCARD, (row, str(exc)))
+                yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
             return
         yield split, uri, rows
 
@@ -89,7 +92,7 @@ def train_labels(image) -> Any:
             yield {"label": labels}
 
 
-class EncodeImages(encode_rows.EncodeAndWritePieces):
+class EncodeImages(EncodeAndWritePieces):
     """Encode batches of images into detection Examples and write pieces; reports rows written."""
 
     def _detection_encoder(self, vocabularies) -> detection_encoder.DetectionEncoder:
@@ -109,7 +112,7 @@ class EncodeImages(encode_rows.EncodeAndWritePieces):
         for split, uri, rows in batch:
             data, inside, discards = encoder.encode(uri, rows, read, pending.verdict if pending else None)
             for discard in discards:
-                yield beam.pvalue.TaggedOutput(encode_rows.DISCARD, discard)
+                yield beam.pvalue.TaggedOutput(DISCARD, discard)
             if data is not None:
                 rows_written += inside
                 yield from self._write(split, data, 0)
@@ -124,7 +127,7 @@ def _count(pcoll, label: str):
     return pcoll | label >> beam.combiners.Count.Globally().without_defaults()
 
 
-def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
+def build_detection_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
     """Add the detection graph to `pipeline`; returns the PCollection holding the final directory."""
     rows, malformed = read_rows.SourceParts(pipeline, config).branch("Rows") | "ReadRows" >> read_rows.ReadRows(config)
     rows_in = (
@@ -132,16 +135,16 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         | "AllRows" >> beam.Flatten()
         | "CountRows" >> beam.CombineGlobally(sum).without_defaults()
     )
-    checked = rows | "CheckBoxes" >> beam.ParDo(CheckBoxes(config)).with_outputs(encode_rows.DISCARD, main="boxes")
+    checked = rows | "CheckBoxes" >> beam.ParDo(CheckBoxes(config)).with_outputs(DISCARD, main="boxes")
     images = (
         checked.boxes
         | "GroupByImage" >> beam.GroupByKey()
-        | "SplitImages" >> beam.ParDo(SplitImages(config)).with_outputs(encode_rows.DISCARD, main="images")
+        | "SplitImages" >> beam.ParDo(SplitImages(config)).with_outputs(DISCARD, main="images")
     )
     vocabulary_side = AsSingleton(
         images.images
         | "TrainLabels" >> beam.FlatMap(train_labels)
-        | "Vocabulary" >> beam.CombineGlobally(encode_rows.VocabularyFn()).without_defaults(),
+        | "Vocabulary" >> beam.CombineGlobally(VocabularyFn()).without_defaults(),
         default_value={},
     )
     encoded = (
@@ -149,16 +152,16 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
         | "SpreadImages" >> beam.Reshuffle()
         | "BatchImages" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
         | "EncodeAndWrite" >> beam.ParDo(EncodeImages(config), vocabulary_side).with_outputs(
-            encode_rows.DISCARD, ROWS_WRITTEN, main="pieces")
+            DISCARD, ROWS_WRITTEN, main="pieces")
     )
     rows_written = encoded[ROWS_WRITTEN] | "RowsWritten" >> beam.CombineGlobally(sum).without_defaults()
-    found = {"Read": malformed, "Check": checked[encode_rows.DISCARD], "Split": images[encode_rows.DISCARD],
-             "Encode": encoded[encode_rows.DISCARD]}
-    return write_outputs(pipeline, config, encoded.pieces, found, finalize_job, vocabulary_side,
+    found = {"Read": malformed, "Check": checked[DISCARD], "Split": images[DISCARD],
+             "Encode": encoded[DISCARD]}
+    return write_outputs(pipeline, config, encoded.pieces, found, finalize_detection_job, vocabulary_side,
                          AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0))
 
 
-def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, rows_written, discard_reasons, pieces):
+def finalize_detection_job(_, config: JobConfig, shards, vocabularies, rows_in, rows_written, discard_reasons, pieces):
     """Write label_map.pbtxt and metadata.json, clean temporary files, and publish the job directory.
 
     Safe to run again after any part of it ran: once the job is published it only cleans up.

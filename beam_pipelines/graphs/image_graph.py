@@ -23,18 +23,22 @@ instead (beam_pipelines.graphs.tabular_graph: each part read, encoded and writte
 from __future__ import annotations
 
 import apache_beam as beam
-from apache_beam.pvalue import AsList, AsSingleton
+from apache_beam.pvalue import AsSingleton
 
-from beam_pipelines.steps import read_rows
+
 
 from beam_pipelines.graphs import tabular_graph
-
-from beam_pipelines.steps import encode_rows
+from beam_pipelines.graphs.job_outputs import write_outputs
 from beam_pipelines.job_config import JobConfig
-from beam_pipelines.steps.shard_planning import plan_shards
+from beam_pipelines.steps import read_rows
+from beam_pipelines.steps.count_table import count_table
+from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.encode_rows import IMAGE_KINDS, EncodeAndWritePieces, ImageKindsFn
+from beam_pipelines.steps.finalize_job import finalize_with_stats
+from beam_pipelines.steps.prepare_rows import PrepareRows
 
 
-def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
+def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
     """Add the conversion graph to `pipeline`; returns the PCollection holding the final directory.
 
     Per-job descriptors (pieces, discard parts: O(bundles), never O(rows)) reach later steps as list
@@ -44,14 +48,14 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     """
     if tabular_graph.is_tabular(config):  # image-free rows: encoded column-wise (issue 19)
         pieces, found, stats = tabular_graph.encode_table(pipeline, config)
-        return write_outputs(pipeline, config, pieces, found, encode_rows.finalize_with_stats, AsSingleton(stats),
+        return write_outputs(pipeline, config, pieces, found, finalize_with_stats, AsSingleton(stats),
                              image_kinds={})
     parts = read_rows.SourceParts(pipeline, config)
-    stats = tabular_graph.count_table(parts, config)
+    stats = count_table(parts, config)
     stats_side = AsSingleton(stats)
     batches, malformed = parts.branch("Rows") | "ReadRows" >> read_rows.ReadRows(config, batch_rows=config.batch_size)
-    prepared = batches | "Prepare" >> beam.ParDo(encode_rows.PrepareRows(config)).with_outputs(
-        encode_rows.DISCARD, main="rows"
+    prepared = batches | "Prepare" >> beam.ParDo(PrepareRows(config)).with_outputs(
+        DISCARD, main="rows"
     )
     vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
     rows_to_encode = prepared.rows
@@ -60,37 +64,15 @@ def build_pipeline(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollecti
     encoded = (
         rows_to_encode
         | "EncodeAndWrite"
-        >> beam.ParDo(encode_rows.EncodeAndWritePieces(config), vocabulary_side).with_outputs(
-            encode_rows.DISCARD, encode_rows.IMAGE_KINDS, main="pieces"
+        >> beam.ParDo(EncodeAndWritePieces(config), vocabulary_side).with_outputs(
+            DISCARD, IMAGE_KINDS, main="pieces"
         )
     )
-    image_kinds = encoded[encode_rows.IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(
-        encode_rows.ImageKindsFn()
+    image_kinds = encoded[IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(
+        ImageKindsFn()
     ).without_defaults()
-    found = {"Read": malformed, "Prepare": prepared[encode_rows.DISCARD], "Encode": encoded[encode_rows.DISCARD]}
-    return write_outputs(pipeline, config, encoded.pieces, found, encode_rows.finalize_with_stats, stats_side,
+    found = {"Read": malformed, "Prepare": prepared[DISCARD], "Encode": encoded[DISCARD]}
+    return write_outputs(pipeline, config, encoded.pieces, found, finalize_with_stats, stats_side,
                          image_kinds=AsSingleton(image_kinds, default_value={}))
 
 
-def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollection,
-                  found: dict[str, beam.PCollection], finalize, *finalize_inputs, **finalize_options) -> beam.PCollection:
-    """The graph's common tail: assemble shards from `pieces`, write discarded.csv from the discards
-    `found` by each step, then `finalize(_, config, shards, *finalize_inputs, discard reasons, pieces,
-    **finalize_options)`."""
-    start = pipeline | "Start" >> beam.Create([None])
-    plans = start | "PlanShards" >> beam.FlatMap(
-        lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(pieces))
-    if config.runner == "DataflowRunner":  # assemble shards on every worker (locally: one stage less)
-        plans = plans | "SpreadShards" >> beam.Reshuffle()
-    shards = plans | "AssembleShards" >> beam.ParDo(encode_rows.AssembleShard(config))
-    discard_parts = [  # written where they are found (fused with the step): discards are never buffered
-        discards | f"{step}DiscardParts" >> beam.ParDo(encode_rows.WriteDiscardParts(config))
-        for step, discards in found.items()
-    ] | "AllDiscardParts" >> beam.Flatten()
-    discard_reasons = start | "WriteDiscards" >> beam.Map(
-        lambda _, parts: encode_rows.write_discards(parts, config), AsList(discard_parts)
-    )
-    return start | "Finalize" >> beam.FlatMap(
-        finalize, config, AsList(shards), *finalize_inputs, AsSingleton(discard_reasons), AsList(pieces),
-        **finalize_options,
-    )

@@ -21,8 +21,11 @@ from typing import Any, Iterator, Mapping, NamedTuple
 import apache_beam as beam
 from apache_beam.pvalue import AsSingleton
 
-from beam_pipelines.steps import encode_rows
-from beam_pipelines.graphs.image_graph import write_outputs
+from beam_pipelines.graphs.job_outputs import write_outputs
+from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.encode_rows import EncodeAndWritePieces
+from beam_pipelines.steps.finalize_job import finalize_job
+from beam_pipelines.steps.progress_counters import RowsDone
 from tfrecorder.io import storage
 from tfrecorder.format.example_decoder import parse_example
 from beam_pipelines.job_config import JobConfig
@@ -62,7 +65,7 @@ def _image_name(record: bytes) -> str:
         return ""
 
 
-class UpgradeRecords(encode_rows.EncodeAndWritePieces):
+class UpgradeRecords(EncodeAndWritePieces):
     """Re-encode one part of a legacy shard into piece files (the conversion's piece writing).
 
     Emits pieces, DISCARD (row, reason) for records that cannot be upgraded, and READ: the number
@@ -77,7 +80,7 @@ class UpgradeRecords(encode_rows.EncodeAndWritePieces):
     def setup(self) -> None:
         self.schema = self.config.schema
         self._encoder = None  # no RowEncoder: records arrive encoded (so no image kinds are reported)
-        self._rows_done = encode_rows.RowsDone(self.config)
+        self._rows_done = RowsDone(self.config)
 
     def teardown(self) -> None:
         pass
@@ -97,7 +100,7 @@ class UpgradeRecords(encode_rows.EncodeAndWritePieces):
                         data, unknown = upgrade_record(record, self.schema)
                     except RowError as exc:
                         row = {"split": part.split, "source": part.file, "record": number, "image_name": _image_name(record)}
-                        yield beam.pvalue.TaggedOutput(encode_rows.DISCARD, (row, str(exc)))
+                        yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                         continue
                     yield from self._write(part.split, data, unknown)
         except (CorruptRecordError, EOFError, gzip.BadGzipFile, zlib.error) as exc:  # the data, not the storage
@@ -116,7 +119,7 @@ def legacy_discards(file: str, legacy_dir: str):
                        f"discarded by TFRecorder 2.0: {line.rstrip()}")
 
 
-def build_upgrade_pipeline(pipeline: beam.Pipeline, config: JobConfig, parts: list[ShardPart],
+def build_upgrade_graph(pipeline: beam.Pipeline, config: JobConfig, parts: list[ShardPart],
                            discard_files: list[str], vocabularies: Mapping[str, list[str]], compression) -> beam.PCollection:
     """Add the upgrade graph to `pipeline`; returns the PCollection holding the final directory."""
     legacy_dir = config.source_path
@@ -125,7 +128,7 @@ def build_upgrade_pipeline(pipeline: beam.Pipeline, config: JobConfig, parts: li
         | "LegacyParts" >> beam.Create(parts)
         | "SpreadParts" >> beam.Reshuffle()
         | "Upgrade" >> beam.ParDo(UpgradeRecords(config, legacy_dir, compression)).with_outputs(
-            encode_rows.DISCARD, READ, main="pieces")
+            DISCARD, READ, main="pieces")
     )
     old_discards = (
         pipeline
@@ -137,6 +140,6 @@ def build_upgrade_pipeline(pipeline: beam.Pipeline, config: JobConfig, parts: li
         | "AllRows" >> beam.Flatten()
         | "CountRows" >> beam.CombineGlobally(sum).without_defaults()
     )
-    found = {"Legacy": old_discards, "Upgrade": upgraded[encode_rows.DISCARD]}
-    return write_outputs(pipeline, config, upgraded.pieces, found, encode_rows.finalize_job, dict(vocabularies),
+    found = {"Legacy": old_discards, "Upgrade": upgraded[DISCARD]}
+    return write_outputs(pipeline, config, upgraded.pieces, found, finalize_job, dict(vocabularies),
                          AsSingleton(rows_in, default_value=0))

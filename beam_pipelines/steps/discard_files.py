@@ -20,6 +20,11 @@ import tempfile
 import uuid
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+import apache_beam as beam
+
+from beam_pipelines.job_config import JobConfig
+from beam_pipelines.steps.bundle_outputs import in_global_window
+from tfrecorder.format import job_directory
 from tfrecorder.format.file_names import discard_part_name
 from tfrecorder.io import storage
 from tfrecorder.format.metadata_file import reason_category
@@ -43,6 +48,9 @@ class DiscardPart:
 def cell(value: Any) -> str:
     """A table value as discarded.csv shows it (missing → empty)."""
     return "" if value is None or (isinstance(value, float) and value != value) else str(value)
+
+
+DISCARD = "discard"  # the tagged output every step sends its discarded (row, reason) pairs to
 
 
 class DiscardPartWriter:
@@ -130,3 +138,30 @@ def write_discard_file(parts: Iterable[DiscardPart], columns: Sequence[str], des
                 writer.writerow([*cells, reason])
             text.flush()
             text.detach()
+
+
+class WriteDiscardParts(beam.DoFn):
+    """Stream the discarded rows a bundle finds into one part file; emits its DiscardPart at the end."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def start_bundle(self) -> None:
+        self.writer = None
+
+    def process(self, discard: tuple[dict, str]):
+        if self.writer is None:
+            self.writer = DiscardPartWriter(self.config.discards_dir, self.config.columns)
+        self.writer.write(*discard)
+        return ()
+
+    def finish_bundle(self):
+        if self.writer is not None:
+            yield in_global_window(self.writer.close())
+            self.writer = None
+
+
+def write_discards(parts: list[DiscardPart], config: JobConfig) -> dict[str, int]:
+    """Write discarded.csv (original columns + reason) from the committed parts; returns counts per reason."""
+    write_discard_file(parts, config.columns, storage.join(config.temp_dir, job_directory.DISCARD_FILE))
+    return reason_counts(parts)

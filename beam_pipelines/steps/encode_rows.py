@@ -1,35 +1,24 @@
-"""The DoFns and CombineFns of the conversion graph (see beam_pipelines.graphs.image_graph for the wiring)."""
+"""The encode stage of image rows: each batch's images read (and decoded), rows encoded into Examples and appended to piece files."""
 from __future__ import annotations
 
-import collections
-import dataclasses
 import errno
 from typing import Any, Iterable, Mapping, Optional, Union
 
 import apache_beam as beam
-from apache_beam.transforms.window import GlobalWindow
-from apache_beam.utils.timestamp import MIN_TIMESTAMP
-from apache_beam.utils.windowed_value import WindowedValue
 
-from beam_pipelines.workers.decode_pool import DecodePool
-from beam_pipelines.steps.discard_files import DiscardPart, DiscardPartWriter, reason_counts, write_discard_file
-from beam_pipelines.steps.fetch_images import Fetcher, reader_for
-from beam_pipelines.workers.fork_pool import ForkPool
-from beam_pipelines.steps.piece_files import PieceWriter, assemble_shard
-from beam_pipelines.steps.progress_counters import rows_processed_counter
-from beam_pipelines.steps.read_rows import RECORDS, read_part
-from tfrecorder.format import tfds_files
-from tfrecorder.format import job_directory
-from tfrecorder.io import storage
-from tfrecorder.errors import StorageReadError
 from beam_pipelines.job_config import JobConfig
-from tfrecorder.core.progress_bar import ProgressReporter, report_total
-from tfrecorder.rows.table_stats import StatsCounter, TableStats
-from tfrecorder.format.metadata_file import build_metadata
-from tfrecorder.rows.row_encoding import RowEncoder, RowError, prepare_row
 from beam_pipelines.launches.runners import usable_cores
+from beam_pipelines.steps.bundle_outputs import in_global_window
+from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.fetch_images import Fetcher, reader_for
+from beam_pipelines.steps.piece_files import PieceWriter
+from beam_pipelines.steps.progress_counters import RowsCounted, RowsDone
+from beam_pipelines.workers.decode_pool import DecodePool
+from beam_pipelines.workers.fork_pool import ForkPool
+from tfrecorder.errors import RowError, StorageReadError
+from tfrecorder.io import storage
+from tfrecorder.rows.row_encoding import RowEncoder
 
-DISCARD = "discard"
 IMAGE_KINDS = "image_kinds"
 
 
@@ -59,124 +48,6 @@ def read_image(uri: str) -> bytes:
 
 
 _ROW_ERRNOS = {errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL}  # the value names no readable file
-
-
-class RowsDone:
-    """Counts rows finished (written or discarded) for progress: the Beam counter Dataflow's `wait()`
-    reads, and the local progress bar's file when one is shown."""
-
-    def __init__(self, config: JobConfig) -> None:
-        self._local = ProgressReporter(config.progress_dir) if config.progress_dir else None
-
-    def add(self, rows: int) -> None:
-        if rows:
-            rows_processed_counter.inc(rows)
-            if self._local:
-                self._local.add(rows)
-
-
-class PrepareRows(beam.DoFn):
-    """Assign each row of a batch its split and check its labels; bad rows go to the DISCARD output.
-
-    Emits the batch's good rows as one list of (split, row), so later steps pay Beam's per-element
-    cost once per batch rather than once per row.
-    """
-
-    def __init__(self, config: JobConfig) -> None:
-        self.config = config
-
-    def setup(self) -> None:
-        self.schema = self.config.schema
-        self._rows_done = RowsDone(self.config)
-
-    def process(self, batch: list[dict[str, Any]]):
-        prepared = []
-        for row in batch:
-            try:
-                prepared.append((prepare_row(row, self.schema, self.config.split_ratios), row))
-            except RowError as exc:
-                yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
-        self._rows_done.add(len(batch) - len(prepared))  # discarded rows are done
-        if prepared:
-            yield prepared
-
-
-class VocabularyFn(beam.CombineFn):
-    """{column: labels} of each batch → {column: sorted distinct labels}."""
-
-    def create_accumulator(self) -> dict[str, set]:
-        return {}
-
-    def add_input(self, accumulator: dict[str, set], labels: Mapping[str, Iterable[str]]) -> dict[str, set]:
-        for column, values in labels.items():
-            accumulator.setdefault(column, set()).update(values)
-        return accumulator
-
-    def merge_accumulators(self, accumulators: Iterable[dict[str, set]]) -> dict[str, set]:
-        merged: dict[str, set] = {}
-        for accumulator in accumulators:
-            self.add_input(merged, accumulator)
-        return merged
-
-    def extract_output(self, accumulator: dict[str, set]) -> dict[str, list[str]]:
-        return {column: sorted(labels) for column, labels in accumulator.items()}
-
-
-class PartStats(beam.DoFn):
-    """One source part's TableStats (rows, malformed lines, missing values, TRAIN, TRAIN labels), row by
-    row: for annotation files (sources read as Arrow batches are counted column-wise, tabular.PartStats)."""
-
-    def __init__(self, config: JobConfig) -> None:
-        self.config = config
-
-    def setup(self) -> None:
-        self._counter = StatsCounter(self.config.schema, self.config.split_ratios)
-
-    def process(self, part):
-        stats = TableStats()
-
-        def rows():
-            for item in read_part(self.config, part):
-                if isinstance(item, dict):
-                    yield item
-                elif item[0] != RECORDS:
-                    stats.malformed += 1
-
-        yield self._counter.count(rows(), stats)
-
-
-def merge_stats(parts: Iterable[TableStats]) -> TableStats:
-    merged = TableStats()
-    for part in parts:
-        merged.merge(part)
-    return merged
-
-
-def checked_stats(stats: TableStats, config: JobConfig) -> TableStats:
-    """Fail the job on a table-level error before anything is encoded; tell the progress bar the total."""
-    stats.check()
-    if config.progress_dir:
-        report_total(config.progress_dir, stats.rows_in)
-    return stats
-
-
-def in_global_window(value: Any) -> WindowedValue:
-    """`value` in the global window, for output from `finish_bundle` (which has no element window to inherit)."""
-    return WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])
-
-
-class RowsCounted:
-    """Counts rows done inside an encoding child process; the parent reports them with the batch."""
-
-    def __init__(self) -> None:
-        self.rows = 0
-
-    def add(self, rows: int) -> None:
-        self.rows += rows
-
-    def take(self) -> int:
-        rows, self.rows = self.rows, 0
-        return rows
 
 
 class EncodeAndWritePieces(beam.DoFn):
@@ -342,62 +213,3 @@ class ImageKindsFn(beam.CombineFn):
         return out
 
 
-class AssembleShard(beam.DoFn):
-    def __init__(self, config: JobConfig) -> None:
-        self.config = config
-
-    def process(self, plan):
-        yield assemble_shard(plan, self.config.temp_dir, self.config.compression)
-
-
-class WriteDiscardParts(beam.DoFn):
-    """Stream the discarded rows a bundle finds into one part file; emits its DiscardPart at the end."""
-
-    def __init__(self, config: JobConfig) -> None:
-        self.config = config
-
-    def start_bundle(self) -> None:
-        self.writer = None
-
-    def process(self, discard: tuple[dict, str]):
-        if self.writer is None:
-            self.writer = DiscardPartWriter(self.config.discards_dir, self.config.columns)
-        self.writer.write(*discard)
-        return ()
-
-    def finish_bundle(self):
-        if self.writer is not None:
-            yield in_global_window(self.writer.close())
-            self.writer = None
-
-
-def write_discards(parts: list[DiscardPart], config: JobConfig) -> dict[str, int]:
-    """Write discarded.csv (original columns + reason) from the committed parts; returns counts per reason."""
-    write_discard_file(parts, config.columns, storage.join(config.temp_dir, job_directory.DISCARD_FILE))
-    return reason_counts(parts)
-
-
-def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_reasons, pieces, image_kinds=None):
-    """Write metadata.json (and the TFDS files), clean temporary files, and publish the job directory.
-
-    Safe to run again after any part of it ran: once the job is published it only cleans up.
-    """
-    if not job_directory.is_published(config.final_dir):
-        unknown: collections.Counter = collections.Counter()
-        for piece in pieces:
-            unknown[piece.split] += piece.unknown_labels
-        metadata = build_metadata(config, shards, vocabularies, rows_in, discard_reasons, unknown,
-                                  images=image_kinds or {})
-        for scratch in config.scratch_dirs:
-            storage.delete_tree(scratch)
-        tfds_files.write_tfds_files(config.temp_dir, metadata)  # issue 15: before metadata.json, the completion marker
-        job_directory.write_metadata(config.temp_dir, metadata)
-    job_directory.finalize(config.temp_dir, config.final_dir)
-    yield config.final_dir
-
-
-def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard_reasons, pieces, image_kinds=None):
-    """finalize_job with the whole-table facts the pipeline computed (row count, nullable columns)."""
-    config = dataclasses.replace(config, nullable_columns=stats.nullable_columns)
-    yield from finalize_job(_, config, shards, stats.vocabularies, stats.rows_in, discard_reasons, pieces,
-                            image_kinds=image_kinds)

@@ -3,7 +3,38 @@ from __future__ import annotations
 
 import apache_beam as beam
 
+from beam_pipelines.job_config import JobConfig
+from tfrecorder.core.progress_bar import ProgressReporter
+
 NAMESPACE = "tfrecorder"
 ROWS_PROCESSED = "rows_processed"  # rows written or discarded (by the prepare or the encode step)
 
 rows_processed_counter = beam.metrics.Metrics.counter(NAMESPACE, ROWS_PROCESSED)
+
+
+class RowsDone:
+    """Counts rows finished (written or discarded) for progress: the Beam counter Dataflow's `wait()`
+    reads, and the local progress bar's file when one is shown."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self._local = ProgressReporter(config.progress_dir) if config.progress_dir else None
+
+    def add(self, rows: int) -> None:
+        if rows:
+            rows_processed_counter.inc(rows)
+            if self._local:
+                self._local.add(rows)
+
+
+class RowsCounted:
+    """Counts rows done inside an encoding child process; the parent reports them with the batch."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+
+    def add(self, rows: int) -> None:
+        self.rows += rows
+
+    def take(self) -> int:
+        rows, self.rows = self.rows, 0
+        return rows

@@ -21,11 +21,13 @@ from tfrecorder.sources import csv_slicing
 from tfrecorder.io import storage
 from tfrecorder.sources.annotation_files import KIND_PREFIX, iter_rows as iter_annotation_rows
 from beam_pipelines.job_config import JobConfig
+from tfrecorder.sources.csv_columns import csv_bytes_batches
 from tfrecorder.sources.parquet_parts import ParquetPart, read_row_group_batches
 from tfrecorder.sources.parquet_values import conform_batch
 from tfrecorder.sources.source_tables import CsvRecords, malformed_reason, open_csv_slice
 from tfrecorder.core.types import ColumnType
 
+BATCH_ROWS = 16_384  # rows per Arrow batch when a part is read column-wise
 MALFORMED = "malformed"
 RECORDS = "records"  # (slice index, records in it): numbers malformed lines once every slice is read
 REASONED = "reasoned"  # (row, reason) of a bad annotation-file line, its line number already in the reason
@@ -162,3 +164,22 @@ class ReadRows(beam.PTransform):
             return results.rows, numbered
         return results.rows, (numbered, results[REASONED]) | "AllMalformed" >> beam.Flatten()
 
+
+def reads_batches(config: JobConfig) -> bool:
+    """Whether the job's source reads as Arrow batches: a CSV, Parquet files or a staged DataFrame (not
+    an annotation file)."""
+    return config.source_kind in ("csv", "parquet")
+
+
+def read_batches(config: JobConfig, part: Any) -> Iterator[Any]:
+    """Arrow batches of one part; for a CSV slice also (index, row, record, fields) per malformed line
+    and finally (RECORDS, (index, record count)), as read_rows.read_part."""
+    if config.source_kind == "parquet":
+        for batch in read_row_group_batches(part, columns=list(config.columns), batch_size=BATCH_ROWS):
+            yield conform_batch(batch, config.schema)
+        return
+    data = storage.read_range(config.source_path, part.start, part.end - part.start)  # a few MB (csv_split)
+    batches = csv_bytes_batches(data, list(config.columns), BATCH_ROWS)
+    for item in batches:
+        yield (part.index, *item) if isinstance(item, tuple) else item
+    yield RECORDS, (part.index, batches.records)

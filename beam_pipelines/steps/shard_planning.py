@@ -19,8 +19,6 @@ from typing import Iterable
 
 from tfrecorder.format.file_names import OFFSETS_SUFFIX, shard_file_name
 
-DEFAULT_MAX_SHARD_BYTES = 150 * 1024 * 1024
-
 
 @dataclasses.dataclass(frozen=True)
 class Piece:

@@ -4,7 +4,6 @@ normal run, and leaves no temporary files.
 """
 from __future__ import annotations
 
-import gzip
 import json
 import os
 from pathlib import Path
@@ -17,7 +16,6 @@ from tfrecorder.format import job_directory
 from tfrecorder.io import storage
 from tfrecorder.sample_data import make_sample_dataset
 from support.replay import REPLAY, snapshot
-from tfrecorder.format.framing import read_records
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory) -> pd.DataFrame:

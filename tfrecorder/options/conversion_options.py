@@ -17,6 +17,7 @@ from tfrecorder.io.decode_check import VALIDATIONS
 from tfrecorder.core.splits import validate_split_ratios
 
 COMPRESSIONS = (None, "gzip")
+DEFAULT_MAX_SHARD_BYTES = 150 * 1024 * 1024  # a shard is cut at this size (TensorFlow's guide: 100–200 MB)
 MAX_FETCH_CONCURRENCY = 128
 
 

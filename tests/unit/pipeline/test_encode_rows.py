@@ -4,7 +4,9 @@ from __future__ import annotations
 import pytest
 
 from beam_pipelines.steps import encode_rows
-from beam_pipelines.steps.encode_rows import DISCARD, PrepareRows, VocabularyFn
+from beam_pipelines.steps.count_table import VocabularyFn
+from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.prepare_rows import PrepareRows
 from tfrecorder.core import types
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.core.schema import Schema

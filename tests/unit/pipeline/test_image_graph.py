@@ -4,7 +4,7 @@ from __future__ import annotations
 from apache_beam.metrics.metric import MetricsFilter
 
 from support import imagegen
-from beam_pipelines.graphs.image_graph import build_pipeline
+from beam_pipelines.graphs.image_graph import build_image_graph
 from beam_pipelines.steps.progress_counters import NAMESPACE, ROWS_PROCESSED
 from tfrecorder.sources import source_tables
 from tfrecorder.core import types
@@ -32,7 +32,7 @@ def test_rows_processed_counts_rows_written_and_discarded_at_every_step(tmp_path
         source_data_start=table.csv_data_start,
     )
     pipeline = runners.local_pipeline()
-    build_pipeline(pipeline, config)
+    build_image_graph(pipeline, config)
     result = pipeline.run()
     result.wait_until_finish()
     counters = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE).with_name(ROWS_PROCESSED))["counters"]

@@ -1,7 +1,6 @@
 """Detection jobs from box DataFrames: Object Detection API records, label map, metadata, box discards."""
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import tfrecorder
 from tfrecorder.rows import detection_encoder
 from tfrecorder.rows.row_encoding import RowError
 from support.boxes import box_table
-from support.detection_records import discards_of, od_api_spec, read_od_records
+from support.detection_records import discards_of, read_od_records
 
 
 # --- pure logic -------------------------------------------------------------------------------------

@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 from support import imagegen
-from support.cli_runs import USER_ENV, WITHOUT_TENSORFLOW, run
+from support.cli_runs import WITHOUT_TENSORFLOW, run
 from support.paths import REPO
 
 

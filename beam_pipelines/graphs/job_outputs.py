@@ -1,0 +1,34 @@
+"""The common tail of every conversion graph: shards assembled from the pieces, discarded.csv, then finalize."""
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.pvalue import AsList, AsSingleton
+
+from beam_pipelines.job_config import JobConfig
+from beam_pipelines.steps.assemble_shards import AssembleShard
+from beam_pipelines.steps.discard_files import WriteDiscardParts, write_discards
+from beam_pipelines.steps.shard_planning import plan_shards
+
+
+def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollection,
+                  found: dict[str, beam.PCollection], finalize, *finalize_inputs, **finalize_options) -> beam.PCollection:
+    """The graph's common tail: assemble shards from `pieces`, write discarded.csv from the discards
+    `found` by each step, then `finalize(_, config, shards, *finalize_inputs, discard reasons, pieces,
+    **finalize_options)`."""
+    start = pipeline | "Start" >> beam.Create([None])
+    plans = start | "PlanShards" >> beam.FlatMap(
+        lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(pieces))
+    if config.runner == "DataflowRunner":  # assemble shards on every worker (locally: one stage less)
+        plans = plans | "SpreadShards" >> beam.Reshuffle()
+    shards = plans | "AssembleShards" >> beam.ParDo(AssembleShard(config))
+    discard_parts = [  # written where they are found (fused with the step): discards are never buffered
+        discards | f"{step}DiscardParts" >> beam.ParDo(WriteDiscardParts(config))
+        for step, discards in found.items()
+    ] | "AllDiscardParts" >> beam.Flatten()
+    discard_reasons = start | "WriteDiscards" >> beam.Map(
+        lambda _, parts: write_discards(parts, config), AsList(discard_parts)
+    )
+    return start | "Finalize" >> beam.FlatMap(
+        finalize, config, AsList(shards), *finalize_inputs, AsSingleton(discard_reasons), AsList(pieces),
+        **finalize_options,
+    )

@@ -1,0 +1,13 @@
+"""Outputs of `finish_bundle`, which has no element whose window they could inherit."""
+from __future__ import annotations
+
+from typing import Any
+
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+
+def in_global_window(value: Any) -> WindowedValue:
+    """`value` in the global window, for output from `finish_bundle` (which has no element window to inherit)."""
+    return WindowedValue(value, MIN_TIMESTAMP, [GlobalWindow()])

@@ -1,0 +1,77 @@
+"""The encode stage of image-free tables: each part read, prepared and encoded a whole Arrow batch at a time."""
+from __future__ import annotations
+
+from typing import Mapping
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+
+from beam_pipelines.job_config import JobConfig
+from beam_pipelines.steps.bundle_outputs import in_global_window
+from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.piece_files import PieceWriter
+from beam_pipelines.steps.progress_counters import RowsDone
+from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, read_batches
+from tfrecorder.rows import columnar_encoder
+from tfrecorder.format.framing import frame_records
+
+
+class EncodePart(beam.DoFn):
+    """Read, prepare and encode one part batch by batch, appending each split's records to its piece
+    (rolled over at max_shard_bytes, one open piece per split per bundle, as EncodeAndWritePieces)."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def setup(self) -> None:
+        self.schema = self.config.schema
+        self._encoder = None
+        self._rows_done = RowsDone(self.config)
+
+    def start_bundle(self) -> None:
+        self.writers: dict[str, PieceWriter] = {}
+
+    def process(self, part, vocabularies: Mapping[str, list[str]]):
+        if self._encoder is None:
+            self._encoder = columnar_encoder.TableEncoder(self.schema, vocabularies)
+        for item in read_batches(self.config, part):
+            if not isinstance(item, pa.RecordBatch):
+                yield beam.pvalue.TaggedOutput(RECORDS if item[0] == RECORDS else MALFORMED,
+                                               item[1] if item[0] == RECORDS else item)
+                continue
+            prepared = columnar_encoder.prepare_batch(item, self.schema, self.config.split_ratios)
+            encoded = self._encoder.encode(item, prepared)
+            if encoded.discards:
+                rows = item.take(pa.array([row for row, _ in encoded.discards])).to_pylist()
+                for values, (_row, reason) in zip(rows, encoded.discards):
+                    yield beam.pvalue.TaggedOutput(DISCARD, (values, reason))
+            for code, split in enumerate(columnar_encoder.SPLITS):
+                chosen = np.flatnonzero(encoded.codes == code)
+                if len(chosen):
+                    yield from self._write(split, encoded.records.take(pa.array(chosen)),
+                                           encoded.unknown_labels[chosen])
+            self._rows_done.add(item.num_rows)
+
+    def _write(self, split: str, records: pa.LargeBinaryArray, unknown: np.ndarray):
+        """Append records to the split's piece; close it once it reaches max_shard_bytes (after the record
+        that crosses it, as the row graph does) and go on in a new one."""
+        framed, ends = frame_records(records)
+        start, count = 0, len(ends)
+        while start < count:
+            writer = self.writers.get(split)
+            if writer is None:
+                writer = self.writers[split] = PieceWriter(self.config.pieces_dir, split)
+            base = int(ends[start - 1]) if start else 0
+            cap = base + self.config.max_shard_bytes - writer.bytes
+            stop = min(int(np.searchsorted(ends, cap, side="left")) + 1, count)
+            writer.write_framed(framed[base:int(ends[stop - 1])], ends[start:stop] - base,
+                                int(unknown[start:stop].sum()))
+            if writer.bytes >= self.config.max_shard_bytes:
+                yield self.writers.pop(split).close()
+            start = stop
+
+    def finish_bundle(self):
+        for writer in self.writers.values():
+            yield in_global_window(writer.close())
+        self.writers = {}

@@ -1,0 +1,37 @@
+"""The finalize stage: metadata.json and the TFDS files written, scratch files removed, the job directory published."""
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+from beam_pipelines.job_config import JobConfig
+from tfrecorder.format import job_directory, tfds_files
+from tfrecorder.format.metadata_file import build_metadata
+from tfrecorder.io import storage
+from tfrecorder.rows.table_stats import TableStats
+
+
+def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_reasons, pieces, image_kinds=None):
+    """Write metadata.json (and the TFDS files), clean temporary files, and publish the job directory.
+
+    Safe to run again after any part of it ran: once the job is published it only cleans up.
+    """
+    if not job_directory.is_published(config.final_dir):
+        unknown: collections.Counter = collections.Counter()
+        for piece in pieces:
+            unknown[piece.split] += piece.unknown_labels
+        metadata = build_metadata(config, shards, vocabularies, rows_in, discard_reasons, unknown,
+                                  images=image_kinds or {})
+        for scratch in config.scratch_dirs:
+            storage.delete_tree(scratch)
+        tfds_files.write_tfds_files(config.temp_dir, metadata)  # issue 15: before metadata.json, the completion marker
+        job_directory.write_metadata(config.temp_dir, metadata)
+    job_directory.finalize(config.temp_dir, config.final_dir)
+    yield config.final_dir
+
+
+def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard_reasons, pieces, image_kinds=None):
+    """finalize_job with the whole-table facts the pipeline computed (row count, nullable columns)."""
+    config = dataclasses.replace(config, nullable_columns=stats.nullable_columns)
+    yield from finalize_job(_, config, shards, stats.vocabularies, stats.rows_in, discard_reasons, pieces,
+                            image_kinds=image_kinds)
