@@ -28,7 +28,7 @@ from tfrecorder.format.example_encoder import encode_example, int64_feature
 from tfrecorder.rows.row_encoding import RowEncoder, RowError, prepare_row
 from tfrecorder.core.schema import Schema, infer_schema
 from tfrecorder.rows.table_stats import StatsCounter, TableStats
-from tfrecorder.sources.source_tables import CsvRecords
+from tfrecorder.sources.csv_source import CsvRecords
 from tfrecorder.format.framing import frame_records, read_records, write_record
 
 RATIOS = (0.8, 0.1, 0.1)
