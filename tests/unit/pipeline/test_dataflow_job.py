@@ -407,7 +407,7 @@ def test_parquet_source_parts_are_in_the_job(emulator, tmp_path):
     proto = beam_runner_api_pb2.Pipeline.FromString(emulator.download(next(u for u in staged if u.endswith("pipeline.pb"))))
     expected = [ParquetPart(f"gs://{BUCKET}/table/part-0.parquet", group) for group in range(3)]
     expected.append(ParquetPart(f"gs://{BUCKET}/table/part-1.parquet", 0))
-    assert _created_values(proto, "RowsRowGroups") == _created_values(proto, "StatsRowGroups") == expected
+    assert _created_values(proto, "RowsParts") == _created_values(proto, "StatsParts") == expected
 
 
 def test_local_parquet_files_are_refused_for_dataflow(emulator, tmp_path):
