@@ -137,7 +137,7 @@ def test_dry_run_graph_keeps_image_bytes_out_of_group_by_keys(emulator, image_ro
     assert any(n.startswith("SpreadRows/") for n in group_by_keys)
     assert any(n.startswith("SpreadShards/") for n in group_by_keys)  # shards assembled on every worker
     for name in group_by_keys:
-        assert name.startswith(("SpreadRows/", "SpreadShards/", "StatsSpreadSlices/", "RowsSpreadSlices/")) \
+        assert name.startswith(("SpreadRows/", "SpreadShards/", "StatsSpreadParts/", "RowsSpreadParts/")) \
             or "/CombinePerKey/" in name or "/MaybeReshuffle/" in name, name
     # Rows are reshuffled between reading and fetching images: EncodeAndWrite ← SpreadRows ← Prepare.
     encode = next(t for n, t in transforms.items() if n.startswith("EncodeAndWrite/") and not t.subtransforms)
