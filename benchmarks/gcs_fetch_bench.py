@@ -26,7 +26,7 @@ import pandas as pd  # noqa: E402
 
 from beam_pipelines.steps.fetch_images import Fetcher  # noqa: E402
 from beam_pipelines.steps.encode_rows import read_image  # noqa: E402
-from beam_pipelines.job_config import JobConfig  # noqa: E402
+from tfrecorder.options.job_config import JobConfig  # noqa: E402
 from tfrecorder.sample_data import make_sample_dataset  # noqa: E402
 
 BATCH = JobConfig.__dataclass_fields__["batch_size"].default

@@ -12,6 +12,7 @@ import os
 import time
 from typing import Any, Mapping, Optional, Sequence, Union
 
+import apache_beam  # noqa: F401  (Beam loads with tfrecorder, so the first conversion does not pay for it)
 import pandas as pd
 
 from tfrecorder.core.progress_bar import local_progress
@@ -23,6 +24,7 @@ from tfrecorder.io import storage
 from tfrecorder.io.decode_check import DEFAULT_VALIDATION
 from tfrecorder.legacy import v2_compat
 from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, ConvertOptions, OutputLocation
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.result import ConversionResult, DataflowConversionResult
 from tfrecorder.rows import detection_encoder
 from tfrecorder.rows.table_stats import StatsCounter, TableStats
@@ -149,7 +151,8 @@ def convert(
     TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there
     (see `tfrecorder.legacy.v2_compat.legacy_arguments`).
     """
-    from beam_pipelines.job_config import JobConfig  # Beam is imported when a conversion starts, not with tfrecorder
+    # The graph's own modules are imported here, not with tfrecorder: a Beam worker that imports a step
+    # first must not meet a half-initialised tfrecorder package (tests/behaviour/test_import_order.py).
     from beam_pipelines.launches.launch import fail_job, launch_for
 
     started = time.monotonic()

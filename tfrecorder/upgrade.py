@@ -19,6 +19,7 @@ import time
 from typing import Any, Mapping, Optional
 
 from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, OutputLocation, check_shard_options
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format import job_directory
 from tfrecorder.format.finished_job import JobInfo
 from tfrecorder.result import ConversionResult, DataflowConversionResult
@@ -80,8 +81,7 @@ def upgrade(
     runner="DataflowRunner" both directories must be on gs:// and the call returns once the job is
     submitted (`.wait()`).
     """
-    from beam_pipelines.job_config import JobConfig  # Beam is imported when an upgrade starts, not with tfrecorder
-    from beam_pipelines.launches.launch import DataflowLaunch, fail_job, launch_for
+    from beam_pipelines.launches.launch import DataflowLaunch, fail_job, launch_for  # see convert()
 
     started = time.monotonic()
     legacy_dir, output = os.fspath(legacy_dir), OutputLocation.of(output_dir)

@@ -28,7 +28,7 @@ from tfrecorder.core import splits
 from tfrecorder.format import file_names
 from tfrecorder.format import job_directory
 from tfrecorder.io import storage
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format.metadata_file import build_metadata
 from tfrecorder.rows.row_encoding import RowError
 from tfrecorder.core.schema import SPLIT_COLUMN

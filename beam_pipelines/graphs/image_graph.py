@@ -29,7 +29,7 @@ from apache_beam.pvalue import AsSingleton
 
 from beam_pipelines.graphs import tabular_graph
 from beam_pipelines.graphs.job_outputs import write_outputs
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps import read_rows
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD

@@ -4,7 +4,7 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.assemble_shards import AssembleShard
 from beam_pipelines.steps.discard_files import WriteDiscardParts, write_discards
 from beam_pipelines.steps.shard_planning import plan_shards

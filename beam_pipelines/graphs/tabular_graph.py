@@ -13,7 +13,7 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsSingleton
 
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps import read_rows
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD

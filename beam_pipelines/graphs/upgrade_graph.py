@@ -28,7 +28,7 @@ from beam_pipelines.steps.finalize_job import finalize_job
 from beam_pipelines.steps.progress_counters import RowsDone
 from tfrecorder.io import storage
 from tfrecorder.format.example_decoder import parse_example
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format.legacy.v2_records import upgrade_record
 from tfrecorder.rows.row_encoding import RowError
 from tfrecorder.format.framing import CorruptRecordError, read_records

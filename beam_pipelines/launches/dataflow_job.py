@@ -22,7 +22,7 @@ from tfrecorder.format.file_names import DATAFLOW_STAGING_DIR
 from tfrecorder.io import storage
 from tfrecorder.core.version import __version__
 from beam_pipelines.launches import runners
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.row_encoding import resolve_uri
 from tfrecorder.rows.value_coercion import is_missing
 from tfrecorder.core.schema import Schema

@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping, NoReturn, Optional, Union
 from beam_pipelines.launches import dataflow_job
 
 from beam_pipelines.launches import runners
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.format import job_directory
 from tfrecorder.io import storage, tensorflow_kernels

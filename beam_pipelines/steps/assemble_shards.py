@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.piece_files import assemble_shard
 
 

@@ -6,7 +6,7 @@ from typing import Iterable, Mapping
 import apache_beam as beam
 import pyarrow as pa
 
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.read_rows import RECORDS, SourceParts, read_batches, read_part, reads_batches
 from tfrecorder.core.progress_bar import report_total
 from tfrecorder.rows import columnar_encoder

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import apache_beam as beam
 
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.bundle_outputs import in_global_window
 from tfrecorder.format import job_directory
 from tfrecorder.format.file_names import discard_part_name

@@ -7,7 +7,7 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.bundle_outputs import in_global_window
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.piece_files import PieceWriter

@@ -6,7 +6,7 @@ from typing import Any, Iterable, Mapping, Optional, Union
 
 import apache_beam as beam
 
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.launches.runners import usable_cores
 from beam_pipelines.steps.bundle_outputs import in_global_window
 from beam_pipelines.steps.discard_files import DISCARD

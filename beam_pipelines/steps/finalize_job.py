@@ -4,7 +4,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format import job_directory, tfds_files
 from tfrecorder.format.metadata_file import build_metadata
 from tfrecorder.io import storage

@@ -5,7 +5,7 @@ from typing import Any
 
 import apache_beam as beam
 
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.progress_counters import RowsDone
 from tfrecorder.errors import RowError

@@ -15,7 +15,7 @@ from typing import Any, Iterator, Optional
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
 
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.sources.csv_source import malformed_reason
 from tfrecorder.sources.source_protocol import REASONED, RECORDS
 

@@ -155,7 +155,7 @@ def test_layers_are_ordered_as_documented():
             "tfrecorder.format.feature_spec", "tfrecorder.format.job_directory"} <= set(modules)
     assert (layer("tfrecorder.core.schema") < layer("tfrecorder.io.gcs") < layer("tfrecorder.format.job_directory")
             < layer("tfrecorder.rows.row_encoding") < layer("tfrecorder.sources.csv_slicing")
-            < layer("beam_pipelines.job_config") < layer("tfrecorder.convert"))
+            < layer("tfrecorder.options.job_config") < layer("tfrecorder.convert"))
     assert layer("tfrecorder.errors") == CORE and layer("tfrecorder.format.legacy.v2_records") == FORMAT
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tfrecorder import __version__
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format.metadata_file import build_metadata, reason_category, record_index_note
 from tfrecorder.core.schema import Schema
 from tfrecorder.sources.csv_source import CsvRows

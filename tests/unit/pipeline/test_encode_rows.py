@@ -8,7 +8,7 @@ from beam_pipelines.steps.count_table import VocabularyFn
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.prepare_rows import PrepareRows
 from tfrecorder.core import types
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.core.schema import Schema
 from tfrecorder.sources.csv_source import CsvRows
 

@@ -10,7 +10,7 @@ from tfrecorder.sources import source_registry
 from tfrecorder.core import types
 from beam_pipelines.launches import runners
 from tfrecorder.format import job_directory
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.core.progress_bar import rows_reported
 from tfrecorder.core.schema import Schema
 

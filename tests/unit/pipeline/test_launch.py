@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.options.conversion_options import OutputLocation
 from beam_pipelines.launches.launch import DataflowLaunch, LocalLaunch, fail_job, launch_for
 from tfrecorder.errors import OutputWriteError

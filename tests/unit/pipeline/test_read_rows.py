@@ -11,7 +11,7 @@ from beam_pipelines.steps import read_rows
 from tfrecorder.sources import csv_slicing
 from tfrecorder.sources import dataframe_staging
 from tfrecorder.sources import csv_source, source_registry
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.sources.parquet_parts import file_parts
 from tfrecorder.sources.parquet_source import ParquetRows
 from tfrecorder.core.schema import Schema, infer_schema

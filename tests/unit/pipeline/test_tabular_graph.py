@@ -134,7 +134,7 @@ def test_bundle_replay_changes_nothing(tmp_path, monkeypatch):
 
 
 def test_image_tables_keep_the_row_graph():
-    from beam_pipelines.job_config import JobConfig
+    from tfrecorder.options.job_config import JobConfig
     from tfrecorder.core.schema import Schema
 
     base = dict(columns=("image_uri", "label"), base_dir="", final_dir="f", temp_dir="t",

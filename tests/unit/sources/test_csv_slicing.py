@@ -11,7 +11,7 @@ from beam_pipelines.steps import read_rows
 from tfrecorder.sources import csv_slicing
 from tfrecorder.sources import csv_source
 from tfrecorder.core.schema import Schema
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.sources.csv_source import CsvRows
 
 

@@ -1,4 +1,4 @@
-"""beam_pipelines.job_config: the plain, picklable description of a conversion that Beam ships to workers."""
+"""tfrecorder.options.job_config: the plain, picklable description of a conversion that Beam ships to workers."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 
-from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.core import types
 from tfrecorder.core.schema import Schema
 from tfrecorder.sources.csv_source import CsvRows

@@ -9,6 +9,7 @@ import dataclasses
 from typing import Any, Optional
 
 from tfrecorder.format import file_names
+from tfrecorder.io import storage
 from tfrecorder.core.schema import Schema
 from tfrecorder.sources.source_protocol import RowSource
 
@@ -38,20 +39,14 @@ class JobConfig:
 
     @property
     def pieces_dir(self) -> str:
-        from tfrecorder.io import storage
-
         return storage.join(self.temp_dir, file_names.PIECES_DIR)
 
     @property
     def work_dir(self) -> str:
-        from tfrecorder.io import storage
-
         return storage.join(self.temp_dir, file_names.WORK_DIR)
 
     @property
     def discards_dir(self) -> str:
-        from tfrecorder.io import storage
-
         return storage.join(self.temp_dir, file_names.DISCARDS_DIR)
 
     @property
