@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, NoReturn, Optional, Union
 
 from beam_pipelines import dataflow, runners
 from beam_pipelines.job_config import JobConfig
-from tfrecorder.errors import translate_pipeline_error
+from tfrecorder.errors import interruption, translate_pipeline_error
 from tfrecorder.format import jobdir
 from tfrecorder.io import storage, tensorflow_kernels
 from tfrecorder.io.decode_check import DECODE
@@ -118,10 +118,14 @@ def fail_job(exc: BaseException, temp_dir: str, final_dir: str, output_dir: str,
              own_error: Optional[Exception] = None) -> NoReturn:
     """Called from the `except` of a failed launch: leave nothing of the job behind, then raise.
 
-    Raises `own_error` (an error the caller recognised in `exc`, stated without Beam's chain) if given,
-    else `exc` translated into a tfrecorder error (chained to it), else `exc` itself.
+    Raises the KeyboardInterrupt if `exc` is (or Beam made a RuntimeError of) Ctrl-C, else `own_error`
+    (an error the caller recognised in `exc`, stated without Beam's chain) if given, else `exc`
+    translated into a tfrecorder error (chained to it), else `exc` itself.
     """
     jobdir.abandon(temp_dir, final_dir)
+    interrupted = interruption(exc)
+    if interrupted is not None:
+        raise interrupted from None
     if own_error is not None:
         raise own_error from None
     translated = translate_pipeline_error(exc, output_dir)

@@ -13,7 +13,8 @@ Exit codes follow the hierarchy of tfrecorder.errors: 0 success (for verify: eve
 (a ValueError: bad arguments, unusable table, not a finished job directory); 3 corrupt data: verify
 found a mismatch (missing, extra, truncated or corrupt shard, unparsable record, wrong record count)
 or inspect / load-stats met a damaged record (CorruptDataError); 4 the output could not be written (disk
-full, quota, file size limit). Every error is reported on one line.
+full, quota, file size limit); 130 interrupted (Ctrl-C: nothing is published). Every error is reported
+on one line.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from typing import Optional, Sequence
 from tfrecorder.errors import CorruptDataError, DataflowJobError, OutputWriteError, StorageReadError
 
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR, EXIT_CORRUPT_DATA, EXIT_OUTPUT_ERROR = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 128 + 2  # killed by SIGINT, as shells report it
 EXIT_VERIFY_FAILED = EXIT_CORRUPT_DATA  # verify's "mismatch" is corrupt data found on purpose
 
 EXAMPLES = """examples:
@@ -44,7 +46,8 @@ EXAMPLES = """examples:
   tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/   # a TFRecorder 2.0 dataset → job directory
 
 exit codes: 0 ok; 1 unexpected failure; 2 bad input (one line on stderr); 3 verify found a mismatch
-  or a record is corrupt; 4 the output could not be written (disk full, quota, file size limit)
+  or a record is corrupt; 4 the output could not be written (disk full, quota, file size limit);
+  130 interrupted (Ctrl-C; nothing is published)
 """
 
 
@@ -298,6 +301,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except DataflowJobError as exc:
         print(f"tfrecorder: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    except KeyboardInterrupt:  # convert and upgrade remove their unfinished output before it gets here
+        print("tfrecorder: interrupted; nothing was published", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ The classes keep their old import locations (tfrecorder.row_encoder.RowError, tf
 InvalidImage, tfrecorder.tfrecord_format.CorruptRecordError, tfrecorder.result.DataflowJobError).
 
 Beam re-raises a worker's exception carrying the original text, the names of the steps it ran in
-and a long traceback. A whole-table problem the pipeline found (TableError) is raised again with
+and a long traceback; Ctrl-C inside a step becomes a RuntimeError too (`interruption` finds it). A whole-table problem the pipeline found (TableError) is raised again with
 exactly the text the driver would have used; out-of-space conditions deserve one clear sentence:
 what failed, where, and that nothing was published.
 """
@@ -102,6 +102,15 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(current))
         yield current
         current = current.__cause__ or current.__context__
+
+
+def interruption(exc: BaseException) -> Optional[KeyboardInterrupt]:
+    """The KeyboardInterrupt (Ctrl-C) behind a failure: Beam re-raises one that interrupted a DoFn as a
+    RuntimeError whose context is the KeyboardInterrupt."""
+    for current in _chain(exc):
+        if isinstance(current, KeyboardInterrupt):
+            return current
+    return None
 
 
 def _table_error(exc: BaseException) -> Optional[TableError]:
