@@ -68,6 +68,8 @@ class LocalLaunch:
         with quiet_libraries(verbose):
             pipeline = runners.local_pipeline(options)
             build(pipeline, config)
+            if decodes_images(config):
+                tensorflow_kernels.kernels()  # loaded, or TensorFlowUnavailable before the pipeline starts
             pipeline.run().wait_until_finish()
 
 

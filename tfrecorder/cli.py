@@ -9,7 +9,8 @@
 `create-tfrecords --input_data` is TFRecorder 2.0's spelling of `convert --source`.
 
 Exit codes follow the hierarchy of tfrecorder.errors: 0 success (for verify: every check passed);
-1 an unexpected failure, a storage outage (StorageReadError) or a failed Dataflow job; 2 bad input
+1 an unexpected failure, a storage outage (StorageReadError), TensorFlow that does not load when images
+must be decoded (TensorFlowUnavailable) or a failed Dataflow job; 2 bad input
 (a ValueError: bad arguments, unusable table, not a finished job directory); 3 corrupt data: verify
 found a mismatch (missing, extra, truncated or corrupt shard, unparsable record, wrong record count)
 or inspect / load-stats met a damaged record (CorruptDataError); 4 the output could not be written (disk
@@ -25,7 +26,7 @@ import re
 import sys
 from typing import Optional, Sequence
 
-from tfrecorder.errors import CorruptDataError, DataflowJobError, OutputWriteError, StorageReadError
+from tfrecorder.errors import CorruptDataError, DataflowJobError, InfrastructureError, OutputWriteError
 
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR, EXIT_CORRUPT_DATA, EXIT_OUTPUT_ERROR = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 128 + 2  # killed by SIGINT, as shells report it
@@ -295,7 +296,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OutputWriteError as exc:
         print(f"tfrecorder: error: {exc.strerror}", file=sys.stderr)
         return EXIT_OUTPUT_ERROR
-    except StorageReadError as exc:  # an outage, after retries: one line, like other failures
+    except InfrastructureError as exc:  # a storage outage after retries, TensorFlow that does not load
         print(f"tfrecorder: error: {exc.strerror}", file=sys.stderr)
         return EXIT_FAILURE
     except DataflowJobError as exc:

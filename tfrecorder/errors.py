@@ -9,7 +9,8 @@ The hierarchy says whose problem a failure is; the CLI's exit codes follow it (t
     │   └── InvalidImage                an image's bytes are unusable: its message is the discard reason
     ├── InfrastructureError (OSError)   storage or the output failed, not the data: retry or fix the machine
     │   ├── OutputWriteError            the output could not be written: disk full, quota, size limit (exit 4)
-    │   └── StorageReadError            storage still failing after retries while reading a row's file (exit 1)
+    │   ├── StorageReadError            storage still failing after retries while reading a row's file (exit 1)
+    │   └── TensorFlowUnavailable       validate="decode" but TensorFlow does not load on this machine (exit 1)
     ├── CorruptDataError                bytes already written are damaged (exit 3, like `verify` finding it)
     │   └── CorruptRecordError          a TFRecord's framing or checksum is wrong
     └── DataflowJobError (RuntimeError) a Dataflow job ended FAILED or CANCELLED (exit 1)
@@ -69,6 +70,11 @@ class StorageReadError(InfrastructureError):
 
     Raised inside the pipeline to fail the bundle (Dataflow retries it); a local run stops with it.
     """
+
+
+class TensorFlowUnavailable(InfrastructureError):
+    """Neither TensorFlow's native libraries nor its Python package load here (a broken or missing
+    installation), and the conversion must decode images; raised before its pipeline starts."""
 
 
 class CorruptDataError(TFRecorderError):
