@@ -69,6 +69,9 @@ def _ratios(text: str) -> tuple[float, ...]:
 
 def read_schema_file(path: str) -> dict[str, str]:
     """A JSON (or, with a .yaml/.yml name, YAML) mapping column → type name, e.g. {"price": "DoubleInput"}."""
+    from tfrecorder.io.storage import user_path
+
+    path = user_path(path, "schema file")
     try:
         with open(path, encoding="utf-8") as stream:
             text = stream.read()

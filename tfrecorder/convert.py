@@ -176,6 +176,8 @@ def convert(
     if legacy_options:
         source, schema = compat.legacy_arguments(source, schema, legacy_options)
     output_dir = normalise_output_dir(output_dir)
+    if not isinstance(source, pd.DataFrame):
+        source = storage.user_path(source, "source")
     launch = launch_for(runner, output_dir, project, region, job_label, dataflow_options, tfrecorder_wheel)
     options = ConvertOptions.check(
         output_dir, job_label=job_label, num_shards=num_shards, max_shard_bytes=max_shard_bytes,

@@ -24,6 +24,7 @@ from beam_pipelines.sharding import DEFAULT_MAX_SHARD_BYTES
 from tfrecorder.convert_options import check_output_dir, check_shard_options, normalise_output_dir
 from tfrecorder.format import jobdir
 from tfrecorder.format.job_info import JobInfo
+from tfrecorder.io import storage
 from tfrecorder.result import ConversionResult, DataflowConversionResult
 from tfrecorder.schema import Schema
 from tfrecorder.splits import DEFAULT_SPLIT_RATIOS
@@ -84,7 +85,7 @@ def upgrade(
     submitted (`.wait()`).
     """
     started = time.monotonic()
-    legacy_dir, output_dir = os.fspath(legacy_dir), normalise_output_dir(output_dir)
+    legacy_dir, output_dir = storage.user_path(legacy_dir, "legacy_dir"), normalise_output_dir(output_dir)
     launch = launch_for(runner, output_dir, project, region, job_label, dataflow_options, tfrecorder_wheel)
     on_dataflow = isinstance(launch, DataflowLaunch)
     if on_dataflow and not legacy_dir.startswith("gs://"):
