@@ -23,7 +23,8 @@ The classes keep their old import locations (tfrecorder.row_encoder.RowError, tf
 InvalidImage, tfrecorder.tfrecord_format.CorruptRecordError, tfrecorder.result.DataflowJobError).
 
 Beam re-raises a worker's exception carrying the original text, the names of the steps it ran in
-and a long traceback; Ctrl-C inside a step becomes a RuntimeError too (`interruption` finds it). A whole-table problem the pipeline found (TableError) is raised again with
+and a long traceback (Ctrl-C inside a step becomes a RuntimeError too: `interruption` finds the
+KeyboardInterrupt). A whole-table problem the pipeline found (TableError) is raised again with
 exactly the text the driver would have used; out-of-space conditions deserve one clear sentence:
 what failed, where, and that nothing was published.
 """

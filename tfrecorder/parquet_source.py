@@ -211,6 +211,9 @@ def open_parquet_source(source: str, listed: Optional[list[str]] = None) -> Parq
     return ParquetSource(source, tuple(files), parts, schema, rows, base_dir)
 
 
+_UNREADABLE = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)  # data Arrow refuses, not storage
+
+
 def read_sample(source: ParquetSource, rows: int) -> pd.DataFrame:
     """The first `rows` rows as a DataFrame (Arrow's pandas conversion), read from the first row groups.
     ValueError naming the first column Arrow cannot read."""
@@ -230,10 +233,8 @@ def read_sample(source: ParquetSource, rows: int) -> pd.DataFrame:
         return pd.DataFrame(table.to_pylist(), columns=table.column_names, dtype=object)
 
 
-_UNREADABLE = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)  # data Arrow refuses, not storage
-
-
 def _read_rows(source: ParquetSource, columns: list[str], rows: int) -> pa.Table:
+    """The first `rows` rows of `columns` as one Arrow table."""
     tables, count = [], 0
     for part in source.parts:
         for batch in read_row_group_batches(part, columns=columns, batch_size=rows):

@@ -37,7 +37,7 @@ def user_path(path: Union[str, os.PathLike], what: str) -> str:
     path = os.path.expanduser(path)
     for name in path.split(os.sep):
         if len(os.fsencode(name)) > MAX_NAME_BYTES:
-            raise ValueError(f"{what} {path[:60]}…: the name {name[:24]}… is {len(os.fsencode(name))} bytes long; "
+            raise ValueError(f"{what}: the name {name[:24]}… is {len(os.fsencode(name))} bytes long; "
                              f"file and directory names are limited to {MAX_NAME_BYTES} bytes")
     return path
 
