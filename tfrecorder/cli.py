@@ -9,11 +9,13 @@
 `create-tfrecords --input_data` is TFRecorder 2.0's spelling of `convert --source`.
 
 Exit codes follow the hierarchy of tfrecorder.errors: 0 success (for verify: every check passed);
-1 an unexpected failure, a storage outage (StorageReadError) or a failed Dataflow job; 2 bad input
+1 an unexpected failure, a storage outage (StorageReadError), TensorFlow that does not load when images
+must be decoded (TensorFlowUnavailable) or a failed Dataflow job; 2 bad input
 (a ValueError: bad arguments, unusable table, not a finished job directory); 3 corrupt data: verify
 found a mismatch (missing, extra, truncated or corrupt shard, unparsable record, wrong record count)
 or inspect / load-stats met a damaged record (CorruptDataError); 4 the output could not be written (disk
-full, quota, file size limit). Every error is reported on one line.
+full, quota, file size limit); 130 interrupted (Ctrl-C: nothing is published). Every error is reported
+on one line.
 """
 from __future__ import annotations
 
@@ -24,9 +26,10 @@ import re
 import sys
 from typing import Optional, Sequence
 
-from tfrecorder.errors import CorruptDataError, DataflowJobError, OutputWriteError, StorageReadError
+from tfrecorder.errors import CorruptDataError, DataflowJobError, InfrastructureError, OutputWriteError
 
 EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR, EXIT_CORRUPT_DATA, EXIT_OUTPUT_ERROR = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 128 + 2  # killed by SIGINT, as shells report it
 EXIT_VERIFY_FAILED = EXIT_CORRUPT_DATA  # verify's "mismatch" is corrupt data found on purpose
 
 EXAMPLES = """examples:
@@ -44,7 +47,8 @@ EXAMPLES = """examples:
   tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/   # a TFRecorder 2.0 dataset → job directory
 
 exit codes: 0 ok; 1 unexpected failure; 2 bad input (one line on stderr); 3 verify found a mismatch
-  or a record is corrupt; 4 the output could not be written (disk full, quota, file size limit)
+  or a record is corrupt; 4 the output could not be written (disk full, quota, file size limit);
+  130 interrupted (Ctrl-C; nothing is published)
 """
 
 
@@ -65,6 +69,9 @@ def _ratios(text: str) -> tuple[float, ...]:
 
 def read_schema_file(path: str) -> dict[str, str]:
     """A JSON (or, with a .yaml/.yml name, YAML) mapping column → type name, e.g. {"price": "DoubleInput"}."""
+    from tfrecorder.io.storage import user_path
+
+    path = user_path(path, "schema file")
     try:
         with open(path, encoding="utf-8") as stream:
             text = stream.read()
@@ -292,12 +299,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OutputWriteError as exc:
         print(f"tfrecorder: error: {exc.strerror}", file=sys.stderr)
         return EXIT_OUTPUT_ERROR
-    except StorageReadError as exc:  # an outage, after retries: one line, like other failures
+    except InfrastructureError as exc:  # a storage outage after retries, TensorFlow that does not load
         print(f"tfrecorder: error: {exc.strerror}", file=sys.stderr)
         return EXIT_FAILURE
     except DataflowJobError as exc:
         print(f"tfrecorder: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    except KeyboardInterrupt:  # convert and upgrade remove their unfinished output before it gets here
+        print("tfrecorder: interrupted; nothing was published", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -159,6 +159,8 @@ def convert(
     if legacy_options:
         source, schema = v2_compat.legacy_arguments(source, schema, legacy_options)
     output = OutputLocation.of(output_dir)  # normalised once; the launch constrains it, the options check it
+    if not isinstance(source, pd.DataFrame):
+        source = storage.user_path(source, "source")
     launch = launch_for(runner, output, project, region, job_label, dataflow_options, tfrecorder_wheel)
     options = ConvertOptions.check(
         output, job_label=job_label, num_shards=num_shards, max_shard_bytes=max_shard_bytes,

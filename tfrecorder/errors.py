@@ -9,7 +9,8 @@ The hierarchy says whose problem a failure is; the CLI's exit codes follow it (t
     │   └── InvalidImage                an image's bytes are unusable: its message is the discard reason
     ├── InfrastructureError (OSError)   storage or the output failed, not the data: retry or fix the machine
     │   ├── OutputWriteError            the output could not be written: disk full, quota, size limit (exit 4)
-    │   └── StorageReadError            storage still failing after retries while reading a row's file (exit 1)
+    │   ├── StorageReadError            storage still failing after retries while reading a row's file (exit 1)
+    │   └── TensorFlowUnavailable       validate="decode" but TensorFlow does not load on this machine (exit 1)
     ├── CorruptDataError                bytes already written are damaged (exit 3, like `verify` finding it)
     │   └── CorruptRecordError          a TFRecord's framing or checksum is wrong
     └── DataflowJobError (RuntimeError) a Dataflow job ended FAILED or CANCELLED (exit 1)
@@ -22,7 +23,8 @@ The classes keep their old import locations (tfrecorder.rows.row_encoding.RowErr
 InvalidImage, tfrecorder.tfrecord_format.CorruptRecordError, tfrecorder.result.DataflowJobError).
 
 Beam re-raises a worker's exception carrying the original text, the names of the steps it ran in
-and a long traceback. A whole-table problem the pipeline found (TableError) is raised again with
+and a long traceback (Ctrl-C inside a step becomes a RuntimeError too: `interruption` finds the
+KeyboardInterrupt). A whole-table problem the pipeline found (TableError) is raised again with
 exactly the text the driver would have used; out-of-space conditions deserve one clear sentence:
 what failed, where, and that nothing was published.
 """
@@ -71,6 +73,11 @@ class StorageReadError(InfrastructureError):
     """
 
 
+class TensorFlowUnavailable(InfrastructureError):
+    """Neither TensorFlow's native libraries nor its Python package load here (a broken or missing
+    installation), and the conversion must decode images; raised before its pipeline starts."""
+
+
 class CorruptDataError(TFRecorderError):
     """Data that was written is damaged (a shard, an index file): not the caller's input."""
 
@@ -102,6 +109,15 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(current))
         yield current
         current = current.__cause__ or current.__context__
+
+
+def interruption(exc: BaseException) -> Optional[KeyboardInterrupt]:
+    """The KeyboardInterrupt (Ctrl-C) behind a failure: Beam re-raises one that interrupted a DoFn as a
+    RuntimeError whose context is the KeyboardInterrupt."""
+    for current in _chain(exc):
+        if isinstance(current, KeyboardInterrupt):
+            return current
+    return None
 
 
 def _table_error(exc: BaseException) -> Optional[TableError]:

@@ -57,7 +57,7 @@ def inspect(tfrecord_dir: str, split: str = "TRAIN", num_records: int = 5, outpu
     if output_dir is None:
         job_name = job.tfrecord_dir.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
         output_dir = os.path.join(os.getcwd(), "tfrecorder-inspect", f"{job_name}-{split.lower()}")
-    output_dir = str(output_dir)
+    output_dir = storage.user_path(output_dir, "output_dir")
     examples = [parse_example(record) for record in itertools.islice(job.iter_records(split), num_records)]
     detection_view = is_detection_job(job)  # boxes and class names drawn on each image
     rows, tiles = detection_rows_and_tiles(examples, output_dir, THUMBNAIL) if detection_view else ([], [])

@@ -18,10 +18,11 @@ import re
 import time
 from typing import Any, Mapping, Optional
 
-from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, OutputLocation, check_shard_options
-from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format import job_directory
 from tfrecorder.format.finished_job import JobInfo
+from tfrecorder.io import storage
+from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, OutputLocation, check_shard_options
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.result import ConversionResult, DataflowConversionResult
 from tfrecorder.core.schema import Schema
 from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
@@ -84,7 +85,7 @@ def upgrade(
     from beam_pipelines.launches.launch import DataflowLaunch, fail_job, launch_for  # see convert()
 
     started = time.monotonic()
-    legacy_dir, output = os.fspath(legacy_dir), OutputLocation.of(output_dir)
+    legacy_dir, output = storage.user_path(legacy_dir, "legacy_dir"), OutputLocation.of(output_dir)
     launch = launch_for(runner, output, project, region, job_label, dataflow_options, tfrecorder_wheel)
     on_dataflow = isinstance(launch, DataflowLaunch)
     if on_dataflow and not legacy_dir.startswith("gs://"):

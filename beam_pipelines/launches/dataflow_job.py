@@ -93,7 +93,7 @@ def check_request(
         )
     options = _check_dataflow_options(dataflow_options, project, region)
     if tfrecorder_wheel is not None:
-        tfrecorder_wheel = os.fspath(tfrecorder_wheel)
+        tfrecorder_wheel = storage.user_path(tfrecorder_wheel, "tfrecorder_wheel")
         if not tfrecorder_wheel.endswith(".whl"):
             raise ValueError(f"tfrecorder_wheel must be a .whl file, got {tfrecorder_wheel!r}")
         if not storage.exists(tfrecorder_wheel):

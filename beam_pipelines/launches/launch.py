@@ -12,15 +12,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping, NoReturn, Optional, Union
 
-from beam_pipelines.launches import dataflow_job
-
-from beam_pipelines.launches import runners
-from tfrecorder.options.job_config import JobConfig
-from tfrecorder.errors import translate_pipeline_error
+from beam_pipelines.launches import dataflow_job, runners
+from tfrecorder.errors import interruption, translate_pipeline_error
 from tfrecorder.format import job_directory
 from tfrecorder.io import storage, tensorflow_kernels
 from tfrecorder.io.decode_check import DECODE
 from tfrecorder.options.conversion_options import OutputLocation
+from tfrecorder.options.job_config import JobConfig
 from tfrecorder.core.progress_bar import should_show
 from tfrecorder.core.quiet import quiet_libraries
 from tfrecorder.core.schema import Schema
@@ -71,6 +69,8 @@ class LocalLaunch:
         with quiet_libraries(verbose):
             pipeline = runners.local_pipeline(options)
             build(pipeline, config)
+            if decodes_images(config):
+                tensorflow_kernels.kernels()  # loaded, or TensorFlowUnavailable before the pipeline starts
             pipeline.run().wait_until_finish()
 
 
@@ -122,10 +122,14 @@ def fail_job(exc: BaseException, temp_dir: str, final_dir: str, output_dir: str,
              own_error: Optional[Exception] = None) -> NoReturn:
     """Called from the `except` of a failed launch: leave nothing of the job behind, then raise.
 
-    Raises `own_error` (an error the caller recognised in `exc`, stated without Beam's chain) if given,
-    else `exc` translated into a tfrecorder error (chained to it), else `exc` itself.
+    Raises the KeyboardInterrupt if `exc` is (or Beam made a RuntimeError of) Ctrl-C, else `own_error`
+    (an error the caller recognised in `exc`, stated without Beam's chain) if given, else `exc`
+    translated into a tfrecorder error (chained to it), else `exc` itself.
     """
     job_directory.abandon(temp_dir, final_dir)
+    interrupted = interruption(exc)
+    if interrupted is not None:
+        raise interrupted from None
     if own_error is not None:
         raise own_error from None
     translated = translate_pipeline_error(exc, output_dir)

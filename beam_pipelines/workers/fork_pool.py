@@ -12,9 +12,13 @@ run its batch handler.
   before giving it another, so memory holds a few batches whatever the job's size.
 - Failures surface: a handler's exception is sent back and re-raised by the parent (failing the
   bundle, which the runner may retry); a child that dies is reported; the parent then closes the
-  pool. Children are daemonic and stop when the pool closes or the parent exits; a parent killed
-  outright (SIGKILL: no exit handlers run) leaves no child behind either, as idle children notice
-  that their parent is gone.
+  pool. Children are daemonic and stop when the pool closes or the parent exits.
+- No orphans: a parent killed outright (SIGKILL: no exit handler runs) leaves no child behind,
+  whatever the child is blocked on (a handler, or writing an answer larger than the pipe buffer that
+  nobody will read). Each child asks the kernel for a signal when its parent dies (PR_SET_PDEATHSIG)
+  and exits on it once its parent is no longer the process that forked it; a child is single-threaded
+  (answers are written by its one thread, not by a queue's feeder thread), so the signal interrupts
+  whatever blocking call it is in.
 
 Only fork-safe work belongs here: the parent must not have started thread pools or network clients
 the handler uses (callers use it for local files only).
@@ -22,32 +26,45 @@ the handler uses (callers use it for local files only).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import multiprocessing
 import os
 import pickle
-import queue
 import signal
 import weakref
 from typing import Any, Callable, Iterator
 
-_POLL_SECONDS = 1.0  # how often a waiting parent (an idle child) checks that the child (the parent) is alive
+_POLL_SECONDS = 1.0  # how often a waiting parent checks that the child is alive
+_PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal this process receives when its parent dies
+# Not SIGKILL: the kernel also sends it when the parent *thread* that forked the child exits (a runner's
+# worker thread), while the parent process lives on; the handler tells the two apart.
+_PARENT_DIED = signal.SIGUSR1
 
 
 class ChildFailed(RuntimeError):
     """A child process died (killed, out of memory, crashed) before answering."""
 
 
-def _serve(handle: Callable[[Any], Any], tasks, results, parent: int) -> None:
+def _exit_with_parent(parent: int) -> None:
+    """In a child right after the fork: exit (without cleanup: there is no one left to answer) as soon as
+    `parent` is no longer this process's parent, also if it died before we asked to be told."""
+    def parent_died(_signum, _frame) -> None:
+        if os.getppid() != parent:
+            os._exit(1)
+
+    signal.signal(_PARENT_DIED, parent_died)
+    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, _PARENT_DIED, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    parent_died(_PARENT_DIED, None)
+
+
+def _serve(handle: Callable[[Any], Any], tasks, answers, parent: int) -> None:
+    _exit_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, which stops the children
     gc.freeze()  # inherited objects (~440k with TensorFlow loaded): never traversed nor their pages copied
     while True:
-        try:
-            task = tasks.get(timeout=_POLL_SECONDS)
-        except queue.Empty:
-            if os.getppid() != parent:  # the parent was killed (no chance to stop us): do not linger
-                break
-            continue
+        task = tasks.get()
         if task is None:
             break
         try:
@@ -57,9 +74,7 @@ def _serve(handle: Callable[[Any], Any], tasks, results, parent: int) -> None:
                 answer = pickle.dumps((False, exc), protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:  # noqa: BLE001 - an exception that does not pickle
                 answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
-        results.put(answer)
-    results.close()
-    results.join_thread()
+        answers.send_bytes(answer)  # by this thread: blocks until the parent reads, or the parent dies
 
 
 def _terminate(processes: list) -> None:
@@ -70,25 +85,35 @@ def _terminate(processes: list) -> None:
 
 
 class _Child:
+    """One forked child: a task queue to it, a pipe of answers from it (its write end only in the child,
+    so that the parent reads end-of-file once the child is gone)."""
+
     def __init__(self, context, handle: Callable[[Any], Any]) -> None:
-        self.tasks, self.results = context.Queue(), context.Queue()
-        self.process = context.Process(target=_serve, args=(handle, self.tasks, self.results, os.getpid()),
+        self.tasks = context.Queue()
+        self.answers, writer = context.Pipe(duplex=False)
+        self.process = context.Process(target=_serve, args=(handle, self.tasks, writer, os.getpid()),
                                        daemon=True, name="tfrecorder-encode")
+        self.process.start()  # before any queue's feeder thread starts: no task is put before every fork
+        writer.close()
         self.outstanding = 0
 
     def receive(self) -> Any:
-        while True:
-            try:
-                answer = self.results.get(timeout=_POLL_SECONDS)
-                break
-            except queue.Empty:
+        try:
+            while not self.answers.poll(_POLL_SECONDS):
                 if not self.process.is_alive():
-                    raise ChildFailed(f"an encoding process stopped (exit code {self.process.exitcode})") from None
+                    raise self._failed()
+            answer = self.answers.recv_bytes()
+        except (EOFError, OSError):  # the pipe closed before (or in the middle of) an answer
+            raise self._failed() from None
         self.outstanding -= 1
         ok, value = pickle.loads(answer)
         if not ok:
             raise value
         return value
+
+    def _failed(self) -> ChildFailed:
+        self.process.join()
+        return ChildFailed(f"an encoding process stopped (exit code {self.process.exitcode})")
 
 
 class ForkPool:
@@ -99,8 +124,6 @@ class ForkPool:
             raise ValueError(f"processes and in_flight must be >= 1, got {processes}, {in_flight}")
         context = multiprocessing.get_context("fork")
         self._children = [_Child(context, handle) for _ in range(processes)]
-        for child in self._children:  # all forked before any queue's feeder thread starts
-            child.process.start()
         # A pool dropped without close() (a runner abandoning a failed pipeline) still stops its children.
         self._finalizer = weakref.finalize(self, _terminate, [child.process for child in self._children])
         self.in_flight = in_flight
@@ -160,9 +183,9 @@ class ForkPool:
             if child.process.is_alive():
                 child.process.terminate()
                 child.process.join()
-            for channel in (child.tasks, child.results):
-                channel.close()
-                channel.cancel_join_thread()
+            child.tasks.close()
+            child.tasks.cancel_join_thread()
+            child.answers.close()
 
     @contextlib.contextmanager
     def _closing_on_error(self) -> Iterator[None]:

@@ -26,7 +26,7 @@ class JobInfo:
 
     @classmethod
     def read(cls, tfrecord_dir: str) -> "JobInfo":
-        tfrecord_dir = str(tfrecord_dir)
+        tfrecord_dir = storage.user_path(tfrecord_dir, "job directory")
         try:
             return cls(tfrecord_dir, job_directory.read_metadata(tfrecord_dir))
         except ValueError:

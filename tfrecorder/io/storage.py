@@ -15,15 +15,31 @@ import shutil
 import stat
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO, Iterable
+from typing import BinaryIO, Iterable, Union
 
 from tfrecorder.io import gcs
 
 PARALLEL_REQUESTS = 32  # concurrent copy/delete requests when publishing or cleaning up remote files
+MAX_NAME_BYTES = 255  # the longest file or directory name local file systems take (NAME_MAX)
 
 
 def is_remote(path: str) -> bool:
     return "://" in path
+
+
+def user_path(path: Union[str, os.PathLike], what: str) -> str:
+    """A path argument in the form every later step uses: a str, with a leading `~` expanded when it is
+    local (URLs are kept as given). ValueError naming `what` when one of its names is longer than
+    MAX_NAME_BYTES, which the file system would refuse only once work has started."""
+    path = os.fspath(path)
+    if is_remote(path):
+        return path
+    path = os.path.expanduser(path)
+    for name in path.split(os.sep):
+        if len(os.fsencode(name)) > MAX_NAME_BYTES:
+            raise ValueError(f"{what}: the name {name[:24]}… is {len(os.fsencode(name))} bytes long; "
+                             f"file and directory names are limited to {MAX_NAME_BYTES} bytes")
+    return path
 
 
 def join(base: str, *parts: str) -> str:

@@ -12,25 +12,32 @@ ctypes releases the GIL for every foreign call, so threads decode in parallel (b
 A process that has imported TensorFlow already shares the same loaded libraries (same files).
 
 `PythonKernels` runs the same two ops through the Python package; `kernels()` falls back to it where the
-native libraries are not found under the names below (a platform whose wheel names them otherwise).
-tests/unit/io/test_tensorflow_kernels.py holds both to `tf.io.decode_image`'s verdicts.
+native libraries are not found under the names below (a platform whose wheel names them otherwise) or
+do not load (a broken installation), and raises one TensorFlowUnavailable when the package does not
+import either. tests/unit/io/test_tensorflow_kernels.py holds both to `tf.io.decode_image`'s verdicts.
 """
 from __future__ import annotations
 
 import ctypes
+import errno
 import importlib.util
+import logging
 import os
 import sys
 import threading
 from typing import Optional, Protocol
 
 from tfrecorder.core.tensorflow_import import import_tensorflow, info_level_unless_set, stderr_without_start_up_lines
+from tfrecorder.errors import TensorFlowUnavailable
+
+logger = logging.getLogger("tfrecorder")
 
 # The wheel's native libraries, framework first (the C API library links against it).
 LIBRARY_NAMES = {
     "linux": ("libtensorflow_framework.so.2", "libtensorflow_cc.so.2"),
     "darwin": ("libtensorflow_framework.2.dylib", "libtensorflow_cc.2.dylib"),
 }
+LIBRARY_DIR: Optional[str] = None  # where the native libraries are; None: the installed wheel's folder
 _TF_STRING = 7  # TF_DataType of a string tensor
 _TSTRING_VIEW = 3  # TF_TString type tag: a view of bytes owned by the caller (TensorFlow never frees them)
 _ERROR_LENGTH = 160
@@ -144,17 +151,36 @@ _lock = threading.Lock()
 
 
 def kernels() -> Kernels:
-    """This process's kernels, loaded once: native when the wheel's libraries are there, else Python's."""
+    """This process's kernels, loaded once: native when the wheel's libraries are there and load, else
+    the Python package's (TensorFlowUnavailable when that does not import either)."""
     global _loaded
     if _loaded is not None:  # every decode asks: no lock once loaded
         return _loaded
     with _lock:
         if _loaded is None:
-            directory, names = native_library_dir(), _native_names()
-            native = bool(directory and names and all(os.path.exists(os.path.join(directory, name))
-                                                       for name in names))
-            _loaded = NativeKernels(directory, names) if native else PythonKernels()
+            _loaded = _load()
         return _loaded
+
+
+def _load() -> Kernels:
+    directory, names = LIBRARY_DIR or native_library_dir(), _native_names()
+    native_failure = None
+    if directory and names and all(os.path.exists(os.path.join(directory, name)) for name in names):
+        try:
+            return NativeKernels(directory, names)
+        except (OSError, AttributeError, RuntimeError) as exc:  # not libraries, a missing symbol, no context
+            native_failure = f"TensorFlow's native libraries in {directory} do not load ({_first_line(str(exc))})"
+    try:
+        import_tensorflow()
+    except Exception as exc:  # noqa: BLE001 - whatever a broken installation raises, stated once
+        reasons = [native_failure] if native_failure else []
+        reasons.append(f"importing tensorflow failed ({type(exc).__name__}: {_first_line(str(exc))})")
+        raise TensorFlowUnavailable(
+            errno.ELIBACC, f'validate="decode" needs TensorFlow to decode images, and it does not load here: '
+            f'{"; ".join(reasons)}. Repair the TensorFlow installation, or convert with validate="header"') from None
+    if native_failure:
+        logger.warning("%s; decoding through the tensorflow package instead", native_failure)
+    return PythonKernels()
 
 
 def load_in_background() -> None:

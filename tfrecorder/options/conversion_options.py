@@ -24,9 +24,9 @@ MAX_FETCH_CONCURRENCY = 128
 
 
 def normalise_output_dir(output_dir: Union[str, os.PathLike]) -> str:
-    """The one form of `output_dir` every later step uses: an absolute local path, or a URL without a
-    trailing '/' (pure: nothing is checked or created here)."""
-    output_dir = os.fspath(output_dir)
+    """The one form of `output_dir` every later step uses: an absolute local path (`~` expanded), or a
+    URL without a trailing '/' (nothing is created here; a name too long for a file system is refused)."""
+    output_dir = storage.user_path(output_dir, "output_dir")
     if not output_dir:
         return output_dir  # refused by check_output_dir (or, for Dataflow, by its request check)
     return output_dir.rstrip("/") if storage.is_remote(output_dir) else os.path.abspath(output_dir)

@@ -3,8 +3,9 @@
 The driver reads only the files' footers (Arrow schema, row groups, row counts; in parallel for
 remote files) and the first rows of the first row group (a sample for the checks that look at
 values, such as image paths); the pipeline reads every row group on its own (`ParquetPart`). The
-files must agree on their columns and Arrow types; that is checked before any work starts, as is a
-directory or glob that holds no Parquet file.
+files must agree on their columns and Arrow types; that is checked before any work starts, as are a
+directory or glob that holds no Parquet file, duplicate column names, and a column Arrow cannot read
+(a fixed-size list of 0 elements: Arrow writes it but fails reading it back), found by the sample.
 
 A file is recognised by its name (.parquet, .parq, .pq). In a directory (read recursively) and in a
 glob's matches, names starting with "_" or "." (Spark's _SUCCESS, .crc checksums, _temporary/) are
@@ -25,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tfrecorder.io import storage
+from tfrecorder.core.schema import check_column_names
 from tfrecorder.sources.parquet_parts import ParquetPart, read_row_group_batches
 
 logger = logging.getLogger("tfrecorder")
@@ -200,6 +202,7 @@ def open_parquet_files(source: str, listed: Optional[list[str]] = None) -> Parqu
     files, base_dir = find_files(source, listed)
     footers = read_footers(files)
     schema = check_schemas_agree(files, [schema for schema, _ in footers])
+    check_column_names(schema.names)
     parts = tuple(ParquetPart(path, index) for path, (_, groups) in zip(files, footers)
                   for index, rows in enumerate(groups) if rows > 0)
     rows = sum(sum(groups) for _, groups in footers)
@@ -208,19 +211,37 @@ def open_parquet_files(source: str, listed: Optional[list[str]] = None) -> Parqu
     return ParquetFiles(source, tuple(files), parts, schema, rows, base_dir)
 
 
+_UNREADABLE = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)  # data Arrow refuses, not storage
+
+
 def read_sample(source: ParquetFiles, rows: int) -> pd.DataFrame:
-    """The first `rows` rows as a DataFrame (Arrow's pandas conversion), read from the first row groups."""
+    """The first `rows` rows as a DataFrame (Arrow's pandas conversion), read from the first row groups.
+    ValueError naming the first column Arrow cannot read."""
+    try:
+        table = _read_rows(source, source.schema.names, rows)
+    except _UNREADABLE as exc:
+        for field in source.schema:  # which column: each read alone, only once reading them all failed
+            try:
+                _read_rows(source, [field.name], rows)
+            except _UNREADABLE as column_exc:
+                raise ValueError(f"Parquet column {field.name!r} ({field.type}) cannot be read: "
+                                 f"{str(column_exc).splitlines()[0]}") from None
+        raise ValueError(f"Parquet source {source.source} cannot be read: {str(exc).splitlines()[0]}") from None
+    try:
+        return table.to_pandas()
+    except (pa.ArrowException, ValueError, TypeError, OverflowError):  # types pandas cannot hold: python values
+        return pd.DataFrame(table.to_pylist(), columns=table.column_names, dtype=object)
+
+
+def _read_rows(source: ParquetFiles, columns: list[str], rows: int) -> pa.Table:
+    """The first `rows` rows of `columns` as one Arrow table."""
     tables, count = [], 0
     for part in source.parts:
-        for batch in read_row_group_batches(part, columns=source.schema.names, batch_size=rows):
+        for batch in read_row_group_batches(part, columns=columns, batch_size=rows):
             tables.append(pa.Table.from_batches([batch.slice(0, rows - count)]))
             count += tables[-1].num_rows
             if count >= rows:
                 break
         if count >= rows:
             break
-    table = pa.concat_tables(tables, promote_options="permissive") if tables else source.schema.empty_table()
-    try:
-        return table.to_pandas()
-    except (pa.ArrowException, ValueError, TypeError, OverflowError):  # types pandas cannot hold: python values
-        return pd.DataFrame(table.to_pylist(), columns=table.column_names, dtype=object)
+    return pa.concat_tables(tables, promote_options="permissive") if tables else source.schema.empty_table()

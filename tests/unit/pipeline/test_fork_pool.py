@@ -196,6 +196,73 @@ def test_children_of_a_killed_parent_stop(tmp_path):
     assert not any(_running(pid) for pid in children)
 
 
+ORPHANS = """
+import os, sys, time
+from beam_pipelines.workers.fork_pool import ForkPool
+
+def handle(task):
+    if task == "handler":
+        os.write(1, b"blocking\\n")
+        time.sleep(600)
+    return b"x" * (8 << 20)  # far larger than a pipe's buffer: the child blocks writing it
+
+pool = ForkPool(2, handle)
+pool.submit(sys.argv[1])
+pool.submit(sys.argv[1])  # one task per child, whose answers are never read
+print(*pool.pids, flush=True)
+time.sleep(600)
+"""
+
+
+def _writing_to_a_full_pipe(pid: int) -> bool:
+    """Whether a thread of the process is blocked in a pipe write (the kernel's wait channel)."""
+    return any((task / "wchan").read_text().endswith("pipe_write") for task in Path(f"/proc/{pid}/task").iterdir())
+
+
+@pytest.mark.parametrize("blocked_in", ["answer", "handler"])
+def test_no_child_outlives_a_killed_parent_whatever_it_is_blocked_on(blocked_in):
+    """Children blocked writing an answer larger than the pipe buffer, or inside a handler that does not
+    return, stop once their parent is SIGKILLed (no exit handler of the parent runs)."""
+    parent = subprocess.Popen([sys.executable, "-c", ORPHANS, blocked_in], stdout=subprocess.PIPE, text=True)
+    children: list[int] = []
+    try:
+        lines = [parent.stdout.readline().strip() for _ in range(3 if blocked_in == "handler" else 1)]
+        children = [int(pid) for line in lines if line != "blocking" for pid in line.split()]
+        assert lines.count("blocking") == len(lines) - 1  # with "handler", each child is inside the handler
+        assert len(children) == 2 and all(_running(pid) for pid in children)
+        if blocked_in == "answer":  # wait until both children are stuck writing their answers
+            deadline = time.monotonic() + 60
+            while not all(map(_writing_to_a_full_pipe, children)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert all(map(_writing_to_a_full_pipe, children))
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while any(_running(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_running(pid) for pid in children)
+    finally:
+        parent.kill()
+        for pid in filter(_running, children):  # a failed run leaves none behind
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_pool_forked_by_a_thread_that_ended_keeps_working():
+    """The kernel's parent-death signal also fires when the forking *thread* exits (Beam may run a
+    bundle on a worker thread); children only stop when the parent process is gone."""
+    import threading
+
+    made = []
+    forker = threading.Thread(target=lambda: made.append(ForkPool(2, _pid_and)))
+    forker.start()
+    forker.join()
+    (pool,) = made
+    try:
+        assert sorted(task for _, task in pool.submit(1) + pool.submit(2) + pool.drain()) == [1, 2]
+    finally:
+        pool.close()
+
+
 def test_a_storage_failure_in_a_child_fails_the_job_as_it_does_in_process(mixed_table, tmp_path, pooled, monkeypatch):
     """An outage while a child reads an image fails the run with the same error, publishes nothing and
     leaves no process behind; the next conversion forks a fresh pool."""

@@ -113,6 +113,23 @@ def test_files_that_disagree_on_columns_are_one_clear_error(tmp_path):
         source_registry.open_table(str(tmp_path / "d"))
 
 
+def test_duplicate_column_names_are_one_clear_error_naming_the_column(tmp_path):
+    duplicated = pa.Table.from_arrays([pa.array(["TRAIN"]), pa.array([1]), pa.array([2])], names=["split", "x", "x"])
+    path = write(tmp_path / "dup.parquet", duplicated)
+    with pytest.raises(ValueError, match=r"duplicate column name\(s\) \['x'\]"):
+        source_registry.open_table(path)
+
+
+@pytest.mark.parametrize("kind", [pa.list_(pa.float32(), 0), pa.list_(pa.list_(pa.int64(), 0))],
+                         ids=["fixed_size_list-0", "nested"])
+def test_a_column_arrow_cannot_read_is_one_clear_error_naming_it(tmp_path, kind):
+    """Arrow writes a fixed-size list of 0 elements but cannot read it back."""
+    values = pa.array([[]] * 3 if pa.types.is_fixed_size_list(kind) else [[[]]] * 3, kind)
+    path = write(tmp_path / "zero.parquet", pa.table({"split": ["TRAIN"] * 3, "id": [1, 2, 3], "vector": values}))
+    with pytest.raises(ValueError, match=r"Parquet column 'vector' \(.*\) cannot be read"):
+        source_registry.open_table(path)
+
+
 def test_pandas_index_columns_large_offsets_and_timestamp_units_are_no_disagreement(tmp_path):
     write(tmp_path / "d" / "a.parquet", numbers(0, 3).append_column("when", pa.array([0, 1, 2], pa.timestamp("ns"))))
     pd.DataFrame({"id": [5, 7], "name": pd.array(["x", "y"], dtype=pd.ArrowDtype(pa.large_string())),
