@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from tfrecorder.format import job_directory
+from tfrecorder.format import file_names
 from tfrecorder.format.framing import read_records
 
 REPLAY = {"direct_runner_bundle_repeat": 1}
@@ -29,5 +30,5 @@ def snapshot(job: str) -> dict:
         "files": sorted(os.listdir(job)),
         "records": shard_records(job, metadata),
         "metadata": {k: v for k, v in metadata.items() if k not in ("job_name", "created_utc")},
-        "discarded": Path(job, job_directory.DISCARD_FILE).read_bytes(),
+        "discarded": Path(job, file_names.DISCARD_FILE).read_bytes(),
     }

@@ -14,7 +14,7 @@ import os
 import re
 from typing import Any, Optional
 
-from tfrecorder.format.file_names import DISCARD_FILE, METADATA_FILE, TEMP_PREFIX  # jobdir.METADATA_FILE etc. as before
+from tfrecorder.format.file_names import METADATA_FILE, TEMP_PREFIX
 from tfrecorder.io import storage
 
 DEFAULT_JOB_LABEL = "tfrecorder"

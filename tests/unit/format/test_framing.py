@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tfrecorder.format.framing import (WRITTEN_AS_IS, CorruptRecordError, read_records, write_record, write_record_crc,
-                                        write_record_pieces)
+from tfrecorder.errors import CorruptRecordError
+from tfrecorder.format.framing import WRITTEN_AS_IS, read_records, write_record, write_record_crc, write_record_pieces
 
 RECORDS = [b"", b"a", b"x" * 70_000, bytes(range(256))]
 

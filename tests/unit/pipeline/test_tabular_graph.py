@@ -21,6 +21,7 @@ import tfrecorder
 from beam_pipelines.graphs import tabular_graph
 from support.readers import read_job
 from tfrecorder.format import job_directory
+from tfrecorder.format import file_names
 
 REPLAY = {"direct_runner_bundle_repeat": 1}
 SCHEMA = {"price": "DoubleInput"}
@@ -74,7 +75,7 @@ def job_view(job: str) -> dict:
                           for split, info in metadata["splits"].items()}
     records = {split: Counter(json.dumps(r, sort_keys=True, default=repr) for r in found)
                for split, found in read_job(job).items()}
-    with open(os.path.join(job, job_directory.DISCARD_FILE), newline="") as stream:
+    with open(os.path.join(job, file_names.DISCARD_FILE), newline="") as stream:
         discarded = Counter(tuple(row) for row in csv.reader(stream))
     return {"metadata": metadata, "records": records, "discarded": discarded}
 
