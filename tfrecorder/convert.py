@@ -21,7 +21,7 @@ from tfrecorder.sources import dataframe_staging
 from tfrecorder.sources import source_tables
 from tfrecorder.sources.annotation_files import default_schema, open_annotations
 from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, ConvertOptions, normalise_output_dir
-from tfrecorder.format import job_directory
+from tfrecorder.format import detection_keys, job_directory
 from tfrecorder.io import storage
 from tfrecorder.io.decode_check import DEFAULT_VALIDATION
 from tfrecorder.sources.parquet_parts import file_parts
@@ -201,7 +201,7 @@ def convert(
                 num_shards=options.num_shards, max_shard_bytes=options.max_shard_bytes,
                 compression=options.compression, image_size=options.image_size, validate=options.validate,
                 fetch_concurrency=concurrency, progress_dir=progress_dir,
-                extra_metadata={"task": detection_encoder.TASK, "box_units": options.box_units} if is_detection else {},
+                extra_metadata={"task": detection_keys.TASK, "box_units": options.box_units} if is_detection else {},
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,
                                                encoding_pool=not is_detection)
