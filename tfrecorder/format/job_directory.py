@@ -8,35 +8,14 @@ anything under an `.incomplete-` prefix is the leftover of a failed or cancelled
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
-import re
 from typing import Any, Optional
 
-from tfrecorder.format.file_names import METADATA_FILE, TEMP_PREFIX
+from tfrecorder.format.file_names import METADATA_FILE, TEMP_PREFIX, JobName
 from tfrecorder.io import storage
 
-DEFAULT_JOB_LABEL = "tfrecorder"
 FORMAT_VERSION = 1
-
-
-def sanitize_job_label(label: Optional[str]) -> str:
-    """Lower-case letters, digits and dashes only, starting with a letter, at most 40 characters.
-
-    The label becomes a directory name and (on Dataflow) part of a job name; anything else, slashes
-    and dots included, is replaced so output can never escape output_dir.
-    """
-    text = re.sub(r"[^a-z0-9-]+", "-", str(label or DEFAULT_JOB_LABEL).lower()).strip("-")
-    text = re.sub(r"-{2,}", "-", text)
-    if not text or not text[0].isalpha():
-        text = f"job-{text}".rstrip("-")
-    return text[:40].rstrip("-")
-
-
-def job_name(label: Optional[str], now: Optional[dt.datetime] = None) -> str:
-    now = now or dt.datetime.now(dt.timezone.utc)
-    return f"{sanitize_job_label(label)}-{now.strftime('%Y%m%d-%H%M%S')}"
 
 
 def temp_dir_for(final_dir: str) -> str:
@@ -51,13 +30,13 @@ def reserve_job_dir(output_dir: str, label: Optional[str]) -> tuple[str, str]:
     same second get different names. Object stores have no atomic mkdir, so remote names end in
     6 random hex digits instead.
     """
-    base = job_name(label)
+    base = JobName.new(label)
     if storage.is_remote(output_dir):
-        final_dir = storage.join(output_dir, f"{base}-{os.urandom(3).hex()}")
+        final_dir = storage.join(output_dir, base.with_suffix(os.urandom(3).hex()).name)
         return final_dir, temp_dir_for(final_dir)
     os.makedirs(output_dir, exist_ok=True)
     for attempt in range(1, 10_000):
-        name = base if attempt == 1 else f"{base}-{attempt}"
+        name = (base if attempt == 1 else base.with_suffix(str(attempt))).name
         final_dir = os.path.join(output_dir, name)
         temp_dir = temp_dir_for(final_dir)
         if os.path.exists(final_dir):

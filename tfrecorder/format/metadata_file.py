@@ -11,7 +11,7 @@ from typing import Any, Collection, Iterable, Mapping, Optional, Protocol
 
 from tfrecorder.format.feature_spec import feature_spec
 from tfrecorder.format.job_directory import FORMAT_VERSION
-from tfrecorder.format.record_index import INDEX_DIR
+from tfrecorder.format.file_names import INDEX_DIR
 from tfrecorder.core.schema import Schema
 from tfrecorder.core.splits import SPLITS
 from tfrecorder.core.version import __version__
