@@ -192,6 +192,7 @@ def _serve(*args: str) -> tuple[subprocess.Popen, str]:
 def publish(quick: bool) -> list[Figure]:
     from support.gcs_proxy import FaultProxy
     from tfrecorder.format import job_directory
+    from tfrecorder.format.metadata_file import JobMetadata
     from tfrecorder.format import file_names
     from tfrecorder.io import storage
 
@@ -212,7 +213,7 @@ def publish(quick: bool) -> list[Figure]:
             for name in names:
                 storage.write_bytes(f"{temp}/{name}", b"x" * 64)
             storage.write_bytes(f"{temp}/{file_names.DISCARD_FILE}", b"reason\r\n")
-            job_directory.write_metadata(temp, {"bench": True})
+            JobMetadata({"bench": True}).write(temp)
             proxy.clear()
             started = time.perf_counter()
             job_directory.finalize(temp, final)

@@ -22,6 +22,7 @@ from tfrecorder.sources import source_tables
 from tfrecorder.sources.annotation_files import default_schema, open_annotations
 from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, ConvertOptions, normalise_output_dir
 from tfrecorder.format import detection_keys, job_directory
+from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.io.decode_check import DEFAULT_VALIDATION
 from tfrecorder.sources.parquet_parts import file_parts
@@ -216,5 +217,5 @@ def convert(
                 return DataflowConversionResult.of(submitted)
     except BaseException as exc:
         fail_job(exc, temp_dir, final_dir, options.output_dir)
-    metadata = job_directory.read_metadata(final_dir)
+    metadata = JobMetadata.read(final_dir).document
     return ConversionResult.from_metadata(final_dir, launch.runner, metadata, time.monotonic() - started)

@@ -30,7 +30,7 @@ from tfrecorder.format import file_names
 from tfrecorder.format import job_directory
 from tfrecorder.io import storage
 from beam_pipelines.job_config import JobConfig
-from tfrecorder.format.metadata_file import build_metadata
+from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.rows.row_encoding import RowError
 from tfrecorder.core.schema import SPLIT_COLUMN
 
@@ -169,15 +169,15 @@ def finalize_detection_job(_, config: JobConfig, shards, vocabularies, rows_in, 
     """
     if not job_directory.is_published(config.final_dir):
         vocabulary = list(vocabularies.get("label", []))
-        metadata = build_metadata(config, shards, {"label": vocabulary}, rows_in, discard_reasons, {},
-                                  rows_written=rows_written)
-        metadata.update(detection_keys.detection_metadata(vocabulary, _box_units(config)))
-        metadata["input_schema"], metadata["schema"] = metadata["schema"], {}
-        metadata["features"] = detection_keys.feature_spec()
+        metadata = JobMetadata.build(config, shards, {"label": vocabulary}, rows_in, discard_reasons, {},
+                                     rows_written=rows_written)
+        metadata = metadata.updated(**detection_keys.detection_metadata(vocabulary, _box_units(config)),
+                                    input_schema=metadata.document["schema"], schema={},
+                                    features=detection_keys.feature_spec())
         storage.write_bytes(storage.join(config.temp_dir, file_names.LABEL_MAP_FILE),
                             detection_keys.label_map_pbtxt(vocabulary).encode("utf-8"))
         for scratch in config.scratch_dirs:
             storage.delete_tree(scratch)
-        job_directory.write_metadata(config.temp_dir, metadata)
+        metadata.write(config.temp_dir)
     job_directory.finalize(config.temp_dir, config.final_dir)
     yield config.final_dir

@@ -20,6 +20,7 @@ from google.api_core import exceptions as api_exceptions
 import tfrecorder
 from support.readers import read_job
 from tfrecorder.format import job_directory
+from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.format import file_names
 from tfrecorder.io import gcs, storage
 from tfrecorder.sample_data import make_sample_dataset
@@ -127,7 +128,7 @@ def test_gs_job_directory_holds_only_finished_files(gcs, gs_to_gs):
     assert names == {"metadata.json", "discarded.csv", "dataset_info.json", "features.json", "label.labels.txt",
                      *shards, *(f"index/{shard}.index" for shard in shards)}
     assert gcs.list("gs://tfr-out/jobs/.incomplete-") == []
-    assert job_directory.read_metadata(result["tfrecord_dir"])["records_written"] == 59
+    assert JobMetadata.read(result["tfrecord_dir"]).document["records_written"] == 59
 
 
 def test_mixed_local_and_gs_images_from_a_dataframe(gs_images, sample, tmp_path):
@@ -209,9 +210,9 @@ def test_storage_reads_gzip_metadata_and_listings_on_gs(gcs):
     with storage.open_read(f"{job}/data.bin.gz") as raw, gzip.GzipFile(fileobj=raw) as stream:
         assert stream.read() == payload
     with pytest.raises(ValueError, match="not a finished"):
-        job_directory.read_metadata(job)
-    job_directory.write_metadata(job, {"rows_in": 3})
-    assert job_directory.read_metadata(job) == {"rows_in": 3}
+        JobMetadata.read(job).document
+    JobMetadata({"rows_in": 3}).write(job)
+    assert JobMetadata.read(job).document == {"rows_in": 3}
     assert storage.list_files(job) == [f"{job}/data.bin.gz", f"{job}/metadata.json"]
     assert storage.is_dir(job) and storage.is_dir(job + "/") and not storage.is_dir(f"{job}/metadata.json")
     assert storage.size(f"{job}/metadata.json") == len(json.dumps({"rows_in": 3}, indent=2))
@@ -227,11 +228,11 @@ def test_finalize_on_gs_moves_everything_and_metadata_last(gcs):
     other, _ = job_directory.reserve_job_dir("gs://tfr-store/jobs", "same")
     assert final != other and temp == final.rsplit("/", 1)[0] + "/.incomplete-" + final.rsplit("/", 1)[1]
     storage.write_bytes(f"{temp}/train-00000-of-00001.tfrecord", b"records")
-    job_directory.write_metadata(temp, {"done": True})
+    JobMetadata({"done": True}).write(temp)
     job_directory.finalize(temp, final)
     assert storage.list_files(temp) == []
     assert storage.read_bytes(f"{final}/train-00000-of-00001.tfrecord") == b"records"
-    assert job_directory.read_metadata(final) == {"done": True}
+    assert JobMetadata.read(final).document == {"done": True}
     storage.delete_tree(final)
     assert storage.list_files(final) == []
 

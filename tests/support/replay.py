@@ -5,7 +5,7 @@ import gzip
 import os
 from pathlib import Path
 
-from tfrecorder.format import job_directory
+from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.format import file_names
 from tfrecorder.format.framing import read_records
 
@@ -25,7 +25,7 @@ def shard_records(job: str, metadata: dict) -> dict[str, list[list[bytes]]]:
 
 
 def snapshot(job: str) -> dict:
-    metadata = job_directory.read_metadata(job)
+    metadata = JobMetadata.read(job).document
     return {
         "files": sorted(os.listdir(job)),
         "records": shard_records(job, metadata),

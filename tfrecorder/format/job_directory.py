@@ -1,4 +1,4 @@
-"""The job directory: naming, reserving, finalising, and its metadata.json.
+"""The job directory: reserving, publishing and finalising it (metadata.json last: tfrecorder.format.metadata_file).
 
 A conversion writes into a hidden temporary directory (`.incomplete-<name>`) and, as its very last
 step, publishes it as `output_dir/<job_label>-<UTC timestamp>[-N]/`. A locally finished directory
@@ -8,14 +8,11 @@ anything under an `.incomplete-` prefix is the leftover of a failed or cancelled
 """
 from __future__ import annotations
 
-import json
 import os
-from typing import Any, Optional
+from typing import Optional
 
 from tfrecorder.format.file_names import METADATA_FILE, TEMP_PREFIX, JobName
 from tfrecorder.io import storage
-
-FORMAT_VERSION = 1
 
 
 def temp_dir_for(final_dir: str) -> str:
@@ -92,15 +89,3 @@ def finalize(temp_dir: str, final_dir: str) -> None:
     if not is_published(final_dir):
         publish(temp_dir, final_dir)
     remove_temp(temp_dir)
-
-
-def write_metadata(directory: str, metadata: dict[str, Any]) -> None:
-    storage.write_bytes(storage.join(directory, METADATA_FILE), json.dumps(metadata, indent=2).encode("utf-8"))
-
-
-def read_metadata(tfrecord_dir: str) -> dict[str, Any]:
-    """Load a finished job's metadata.json; a directory without one is not a finished job."""
-    path = storage.join(tfrecord_dir, METADATA_FILE)
-    if not storage.exists(path):
-        raise ValueError(f"{tfrecord_dir} is not a finished tfrecorder job directory (no {METADATA_FILE})")
-    return json.loads(storage.read_bytes(path))

@@ -20,7 +20,7 @@ import pytest
 import tfrecorder
 from beam_pipelines.graphs import tabular_graph
 from support.readers import read_job
-from tfrecorder.format import job_directory
+from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.format import file_names
 
 REPLAY = {"direct_runner_bundle_repeat": 1}
@@ -69,7 +69,7 @@ def _schema(source):
 
 def job_view(job: str) -> dict:
     """What a user sees of a job, independent of record order within a split."""
-    metadata = job_directory.read_metadata(job)
+    metadata = JobMetadata.read(job).document
     metadata = {k: v for k, v in metadata.items() if k not in ("job_name", "created_utc", "elapsed_seconds")}
     metadata["splits"] = {split: {k: v for k, v in info.items() if k != "shards"}  # pieces may cut differently
                           for split, info in metadata["splits"].items()}
@@ -117,7 +117,7 @@ def test_small_csv_slices_and_pieces_roll_over(tmp_path, monkeypatch):
     columnar_job = convert(str(path), tmp_path / "columnar", False, monkeypatch, max_shard_bytes=20_000)
     row_job = convert(str(path), tmp_path / "rows", True, monkeypatch, max_shard_bytes=20_000)
     assert job_view(columnar_job) == job_view(row_job)
-    metadata = job_directory.read_metadata(columnar_job)
+    metadata = JobMetadata.read(columnar_job).document
     assert len(metadata["splits"]["TRAIN"]["shards"]) > 3
     source = tfrecorder.data_source(columnar_job, "train")  # index files locate every record
     assert len(source) == metadata["splits"]["TRAIN"]["records"] and source[len(source) - 1]["id"] is not None
