@@ -10,12 +10,12 @@ from typing import Any, Optional
 
 from tfrecorder.format import file_names
 from tfrecorder.core.schema import Schema
+from tfrecorder.sources.source_protocol import RowSource
 
 
 @dataclasses.dataclass(frozen=True)
 class JobConfig:
-    source_kind: str  # "csv" (read in byte slices from source_path) or "parquet" (row groups: source_parts)
-    source_path: str
+    source: Optional[RowSource]  # how workers read the rows (one plug-in per source kind); None: an upgrade
     schema: Schema  # column → role
     columns: tuple[str, ...]  # the table's columns in order (for discarded.csv)
     base_dir: str  # relative image paths are resolved against this
@@ -35,9 +35,6 @@ class JobConfig:
     progress_dir: Optional[str] = None  # local directory workers report rows done into (None: no bar)
     nullable_columns: tuple[str, ...] = ()  # input columns with a missing value somewhere (allow_missing)
     extra_metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
-    source_size: int = 0  # CSV: file size in bytes
-    source_data_start: int = 0  # CSV: byte offset of the first data record
-    source_parts: tuple = ()  # Parquet: ParquetPart row groups (each one element of the pipeline)
 
     @property
     def pieces_dir(self) -> str:

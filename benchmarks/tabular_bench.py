@@ -134,11 +134,10 @@ def run_variant(variant: str, rows: int) -> dict:
 
 
 def _inferred(source) -> dict:
-    from tfrecorder.sources import source_tables
-    from tfrecorder.core.schema import infer_schema
+    from tfrecorder.sources import source_registry
 
-    table = source_tables.open_table(source if not isinstance(source, Path) else str(source))
-    return infer_schema(table.frame if table.frame is not None else table.sample).to_json()
+    table = source_registry.open_table(source if not isinstance(source, Path) else str(source))
+    return table.infer_schema().to_json()
 
 
 def in_fresh_process(variant: str, rows: int) -> dict:

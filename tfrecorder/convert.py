@@ -7,7 +7,6 @@ text and publishes nothing. Row-level problems are the pipeline's to record in d
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import time
@@ -15,24 +14,22 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import pandas as pd
 
-from tfrecorder.legacy import v2_compat
-from tfrecorder.rows import detection_encoder
-from tfrecorder.sources import dataframe_staging
-from tfrecorder.sources import source_tables
-from tfrecorder.sources.annotation_files import default_schema, open_annotations
-from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, ConvertOptions, normalise_output_dir
-from tfrecorder.format import detection_keys, job_directory
+from tfrecorder.core.progress_bar import local_progress
+from tfrecorder.core.quiet import leaves_logging_alone
+from tfrecorder.core.schema import Schema, check_column_names
+from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
+from tfrecorder.format import detection_keys, file_names, job_directory
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.io.decode_check import DEFAULT_VALIDATION
-from tfrecorder.sources.parquet_parts import file_parts
-from tfrecorder.core.progress_bar import local_progress
-from tfrecorder.core.quiet import leaves_logging_alone
+from tfrecorder.legacy import v2_compat
+from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, ConvertOptions, normalise_output_dir
 from tfrecorder.result import ConversionResult, DataflowConversionResult
-from tfrecorder.rows.value_coercion import check_sample, is_missing
-from tfrecorder.core.schema import Schema, check_column_names, infer_arrow_schema, infer_schema
-from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
+from tfrecorder.rows import detection_encoder
 from tfrecorder.rows.table_stats import StatsCounter, TableStats
+from tfrecorder.rows.value_coercion import check_sample, is_missing
+from tfrecorder.sources.source_protocol import Table
+from tfrecorder.sources.source_registry import open_table
 
 logger = logging.getLogger("tfrecorder")
 
@@ -40,7 +37,7 @@ REMOTE_FETCH_CONCURRENCY = 16  # default when images live in an object store (te
 LOCAL_FETCH_CONCURRENCY = 1  # default for local files: reads are fast, threads would only add overhead
 
 
-def _images_remote(table: source_tables.Table, schema: Schema) -> bool:
+def _images_remote(table: Table, schema: Schema) -> bool:
     """Whether the (sampled) images live on gs:// or another object store."""
     sample = table.sample.rename(columns=str)
     uris = (str(v) for c in schema.image_columns for v in sample[c] if not is_missing(v))
@@ -54,13 +51,11 @@ def _fetch_concurrency(requested: Optional[int], images_remote: bool) -> int:
     return requested
 
 
-def _resolve_schema(table: source_tables.Table, schema: Union[Schema, Mapping[str, Any], None]) -> Schema:
-    """Infer the schema (list lengths from every row of a DataFrame, roles from Parquet's Arrow types),
-    or check an explicit one."""
-    if schema is None and table.parquet is not None:
-        return infer_arrow_schema(table.parquet.schema, table.sample)
+def _resolve_schema(table: Table, schema: Union[Schema, Mapping[str, Any], None]) -> Schema:
+    """Infer the schema (the table's kind knows how: list lengths from every row of a DataFrame, roles
+    from Parquet's Arrow types), or check an explicit one."""
     if schema is None:
-        return infer_schema(table.frame if table.frame is not None else table.sample)
+        return table.infer_schema()
     resolved = schema if isinstance(schema, Schema) else Schema(schema)
     resolved.validate_columns(table.columns)
     check_sample(resolved, table.sample)
@@ -68,19 +63,19 @@ def _resolve_schema(table: source_tables.Table, schema: Union[Schema, Mapping[st
 
 
 def _open_table(source: Union[pd.DataFrame, str, os.PathLike], schema: Union[Schema, Mapping[str, Any], None],
-                options: ConvertOptions) -> tuple[source_tables.Table, Schema, bool]:
+                options: ConvertOptions) -> tuple[Table, Schema, bool]:
     """The source as a Table (read from a sample only), its resolved Schema, and whether it is an
     object-detection table."""
-    table = open_annotations(source, options.annotation_format) or source_tables.open_table(source)
+    table = open_table(source, options.annotation_format)
     check_column_names(table.columns)
     is_detection = detection_encoder.is_detection_table(table.columns)
     resolved = (detection_encoder.detection_schema(table.columns) if is_detection
-                else _resolve_schema(table, schema if schema is not None else default_schema(table)))
+                else _resolve_schema(table, schema if schema is not None else table.default_schema()))
     _check_split_column(table, resolved)
     return table, resolved, is_detection
 
 
-def _check_split_column(table: source_tables.Table, schema: Schema) -> None:
+def _check_split_column(table: Table, schema: Schema) -> None:
     """Split cells are text (TRAIN/VALIDATION/TEST/UNASSIGNED); numbers or booleans are a table error."""
     column = schema.split_column
     if column is None or column not in table.sample:
@@ -93,37 +88,19 @@ def _check_split_column(table: source_tables.Table, schema: Schema) -> None:
         )
 
 
-def _check_frame(table: source_tables.Table, schema: Schema, split_ratios) -> None:
-    """A DataFrame is in memory, so its table-level errors are raised before any pipeline starts (a CSV's
-    are found by the pipeline, which fails with the same message). Stops at the first TRAIN row.
-
-    An annotation file is still checked here too (streamed until its first TRAIN row): the detection
-    graph has no in-pipeline table check yet."""
-    if table.kind in ("csv", "parquet"):
+def _check_in_driver(table: Table, schema: Schema, split_ratios) -> None:
+    """Table-level errors of a source the driver holds (a DataFrame, an annotation file) are raised before
+    any pipeline starts; a CSV's or Parquet's are found by the pipeline, which fails with the same
+    message. Stops at the first TRAIN row."""
+    rows = table.rows_for_driver_check()
+    if rows is None:
         return
     counter, stats = StatsCounter(schema, split_ratios), TableStats()
-    for row in table.iter_rows():
+    for row in rows:
         counter.count([row], stats)
         if stats.train_found:
             break
     stats.check()
-
-
-def _stage_rows(table: source_tables.Table, schema: Schema, work_dir: str) -> dict[str, Any]:
-    """Where and how the pipeline reads rows: the CSV itself in byte slices, an annotation file streamed
-    whole, Parquet files by row groups, or the DataFrame written as typed Parquet row groups. Returns the
-    JobConfig fields that say so."""
-    if table.parquet is not None:
-        return dict(source_kind="parquet", source_path=table.parquet.source,
-                    source_parts=table.parquet.parts)
-    if table.kind == "csv":
-        return dict(source_kind="csv", source_path=table.csv_path, source_size=table.csv_size,
-                    source_data_start=table.csv_data_start)
-    if table.frame is None:  # an annotation file
-        return dict(source_kind=table.kind, source_path=table.csv_path)
-    path = storage.join(work_dir, "rows.parquet")
-    row_groups = dataframe_staging.stage_frame(table.frame, schema, path)
-    return dict(source_kind="parquet", source_path=path, source_parts=file_parts(path, row_groups))
 
 
 @leaves_logging_alone
@@ -190,13 +167,14 @@ def convert(
     launch.check_table(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)
     concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)
-    _check_frame(table, resolved_schema, options.split_ratios)
+    _check_in_driver(table, resolved_schema, options.split_ratios)
 
     final_dir, temp_dir = job_directory.reserve_job_dir(options.output_dir, options.job_label)
     try:
         with local_progress(launch.shows_progress(options.progress), table.rows_estimate) as progress_dir:
+            rows = table.row_source(resolved_schema, storage.join(temp_dir, file_names.WORK_DIR))  # stages a DataFrame
             config = JobConfig(
-                source_kind="", source_path="", schema=resolved_schema, columns=tuple(table.columns),
+                source=rows, schema=resolved_schema, columns=tuple(table.columns),
                 base_dir=table.base_dir, final_dir=final_dir, temp_dir=temp_dir,
                 job_name=os.path.basename(final_dir), runner=launch.runner, split_ratios=options.split_ratios,
                 num_shards=options.num_shards, max_shard_bytes=options.max_shard_bytes,
@@ -206,13 +184,12 @@ def convert(
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,
                                                encoding_pool=not is_detection)
-            config = dataclasses.replace(config, **_stage_rows(table, resolved_schema, config.work_dir))
             if is_detection:
                 from beam_pipelines.graphs.detection_graph import build_detection_graph as build_graph
             else:
                 from beam_pipelines.graphs.image_graph import build_image_graph as build_graph
             submitted = launch.run(build_graph, config, beam_options, options.verbose, table.rows_estimate,
-                                   rows_estimated=table.kind == "csv")
+                                   rows_estimated=table.rows_estimated)
             if submitted is not None:
                 return DataflowConversionResult.of(submitted)
     except BaseException as exc:

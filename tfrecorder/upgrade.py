@@ -97,7 +97,7 @@ def upgrade(
 
     final_dir, temp_dir = job_directory.reserve_job_dir(output_dir, job_label or DEFAULT_JOB_LABEL)
     config = JobConfig(
-        source_kind="tfrecorder2", source_path=legacy_dir, schema=Schema.from_json(job.metadata["schema"]),
+        source=None, schema=Schema.from_json(job.metadata["schema"]),
         columns=("split", "source", "record", "image_name"), base_dir="", final_dir=final_dir, temp_dir=temp_dir,
         job_name=os.path.basename(final_dir.rstrip("/")), runner=launch.runner, split_ratios=DEFAULT_SPLIT_RATIOS,
         num_shards=num_shards, max_shard_bytes=max_shard_bytes, compression=compression, image_size=None,
@@ -113,8 +113,8 @@ def upgrade(
         parts = shard_parts(job, min(MAX_PARTS, workers))
 
         def build(pipeline, config: JobConfig) -> None:
-            build_upgrade_graph(pipeline, config, parts, job.metadata["discard_files"], job.metadata["vocabularies"],
-                                   job.compression)
+            build_upgrade_graph(pipeline, config, legacy_dir, parts, job.metadata["discard_files"],
+                                job.metadata["vocabularies"], job.compression)
 
         # rows_in is unknown until the job has read every record
         submitted = launch.run(build, config, launch.job_options(config), verbose, rows_total=0)

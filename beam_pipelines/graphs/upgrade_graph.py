@@ -120,10 +120,10 @@ def legacy_discards(file: str, legacy_dir: str):
                        f"discarded by TFRecorder 2.0: {line.rstrip()}")
 
 
-def build_upgrade_graph(pipeline: beam.Pipeline, config: JobConfig, parts: list[ShardPart],
-                           discard_files: list[str], vocabularies: Mapping[str, list[str]], compression) -> beam.PCollection:
-    """Add the upgrade graph to `pipeline`; returns the PCollection holding the final directory."""
-    legacy_dir = config.source_path
+def build_upgrade_graph(pipeline: beam.Pipeline, config: JobConfig, legacy_dir: str, parts: list[ShardPart],
+                        discard_files: list[str], vocabularies: Mapping[str, list[str]], compression) -> beam.PCollection:
+    """Add the upgrade graph of the TFRecorder 2.0 directory `legacy_dir` to `pipeline`; returns the
+    PCollection holding the final directory."""
     upgraded = (
         pipeline
         | "LegacyParts" >> beam.Create(parts)

@@ -26,7 +26,7 @@ from beam_pipelines.job_config import JobConfig
 from tfrecorder.rows.row_encoding import resolve_uri
 from tfrecorder.rows.value_coercion import is_missing
 from tfrecorder.core.schema import Schema
-from tfrecorder.sources.source_tables import Table
+from tfrecorder.sources.source_protocol import Table
 
 # What workers import from PyPI (beam_pipelines + the tfrecorder modules they use). Apache Beam and
 # google-cloud-storage come with Beam's SDK container; records are encoded by hand (see
@@ -145,9 +145,8 @@ def parse_option_flags(items: Sequence[str]) -> dict[str, Any]:
 
 def check_table_reachable(table: Table, schema: Schema) -> None:
     """Workers read the source and the images themselves, so both must be on Cloud Storage."""
-    files = table.parquet.files if table.parquet is not None else [table.csv_path or ""]
-    local = next((path for path in files if not storage.is_remote(path)), None)
-    if table.kind != "dataframe" and local is not None:
+    local = next((path for path in table.worker_files() if not storage.is_remote(path)), None)
+    if local is not None:
         raise ValueError(
             f"Dataflow workers cannot read the local file {local}: copy the source to gs:// or pass it as a "
             "DataFrame (pd.read_csv(...), pd.read_parquet(...)), which is staged for the workers automatically"

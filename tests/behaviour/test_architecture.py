@@ -246,13 +246,13 @@ def test_no_module_uses_another_modules_private_names():
 
 def test_the_private_name_check_sees_both_forms(tmp_path):
     modules = {"tfrecorder", "tfrecorder.io", "tfrecorder.io.image_probe", "tfrecorder.sources",
-               "tfrecorder.sources.source_tables", "tfrecorder.probe"}
+               "tfrecorder.sources.csv_source", "tfrecorder.probe"}
     source = tmp_path / "tfrecorder" / "probe.py"
     source.parent.mkdir()
-    source.write_text("from tfrecorder.io.image_probe import _channels, PIL_FORMATS\nfrom tfrecorder.sources import source_tables as tables\n"
+    source.write_text("from tfrecorder.io.image_probe import _channels, PIL_FORMATS\nfrom tfrecorder.sources import csv_source as tables\n"
                       "import tfrecorder.io.image_probe as im\nimport tfrecorder\n"
-                      "def f():\n    return tables._parent, im._PIL_OPEN, tfrecorder.sources.source_tables._x, tables.parent_dir, _own\n"
+                      "def f():\n    return tables._parent, im._PIL_OPEN, tfrecorder.sources.csv_source._x, tables.parent_dir, _own\n"
                       "def _own():\n    return tables.__name__\n")
     assert private_names_used(source, modules) == {
-        "tfrecorder.io.image_probe._channels", "tfrecorder.sources.source_tables._parent",
-        "tfrecorder.io.image_probe._PIL_OPEN", "tfrecorder.sources.source_tables._x"}
+        "tfrecorder.io.image_probe._channels", "tfrecorder.sources.csv_source._parent",
+        "tfrecorder.io.image_probe._PIL_OPEN", "tfrecorder.sources.csv_source._x"}

@@ -23,14 +23,8 @@ import csv
 import io
 import itertools
 import json
-import os
 from typing import Any, Iterator, Optional, Union
 
-import pandas as pd
-
-from tfrecorder.sources import parquet_files
-
-from tfrecorder.sources import source_tables
 
 from tfrecorder.core import types
 from tfrecorder.io import storage
@@ -38,7 +32,6 @@ from tfrecorder.rows.detection_encoder import BOX_COLUMNS
 from tfrecorder.core.schema import IMAGE_SUFFIXES, Schema
 from tfrecorder.core.splits import SPLITS, UNASSIGNED
 
-KIND_PREFIX = "annotations:"
 AUTOML_CLASSIFICATION, AUTOML_MULTILABEL, AUTOML_DETECTION = "automl_classification", "automl_multilabel", "automl_detection"
 VERTEX_JSONL = "vertex_jsonl"
 FORMATS = (AUTOML_CLASSIFICATION, AUTOML_MULTILABEL, AUTOML_DETECTION, VERTEX_JSONL)
@@ -50,17 +43,6 @@ _ML_USE = set(SPLITS) | {UNASSIGNED}
 
 Row = dict[str, Any]
 Parsed = Union[Row, tuple[Row, str]]
-
-
-class AnnotationTable(source_tables.Table):
-    """A Table whose rows are parsed from an annotation file (`kind` = KIND_PREFIX + format)."""
-
-    @property
-    def format(self) -> str:
-        return self.kind[len(KIND_PREFIX):]
-
-    def iter_rows(self) -> Iterator[Row]:
-        yield from (row for row in iter_rows(self.csv_path, self.format) if not isinstance(row, tuple))
 
 
 def _is_path(text: str) -> bool:
@@ -152,39 +134,8 @@ def schema_for(task: str) -> Optional[Schema]:
     return Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": label})
 
 
-def default_schema(table: source_tables.Table) -> Optional[Schema]:
-    """The schema an annotation table implies (None for other tables: infer as usual)."""
-    return schema_for(task_of(table.format, table.csv_path)) if isinstance(table, AnnotationTable) else None
-
-
 def task_of(fmt: str, path: str) -> str:
     return _jsonl_task(path) if fmt == VERTEX_JSONL else fmt
-
-
-def open_annotations(source: Any, annotation_format: Optional[str] = None) -> Optional[AnnotationTable]:
-    """An AnnotationTable if `source` is an AutoML CSV or Vertex AI JSONL file (or the format is forced)."""
-    if annotation_format is not None and annotation_format not in FORMATS:
-        raise ValueError(f"annotation_format must be one of {FORMATS}, got {annotation_format!r}")
-    if not isinstance(source, (str, os.PathLike)):
-        if annotation_format is not None:
-            raise ValueError("annotation_format applies to AutoML CSV and Vertex AI JSONL files, not to "
-                             f"{type(source).__name__} sources")
-        return None
-    path = os.fspath(source)
-    if (annotation_format is None and parquet_files.is_parquet_name(path)) or storage.is_dir(path) \
-            or not storage.exists(path):
-        return None
-    fmt = annotation_format or detect_format(path)
-    if fmt is None:
-        return None
-    if not storage.is_remote(path):
-        path = os.path.abspath(path)
-    task = task_of(fmt, path)
-    columns = columns_for(task)
-    sample_rows = [r for r in itertools.islice(iter_rows(path, fmt), source_tables.SAMPLE_ROWS) if not isinstance(r, tuple)]
-    sample = pd.DataFrame(sample_rows, columns=columns)
-    return AnnotationTable(KIND_PREFIX + fmt, columns, sample, source_tables.parent_dir(path), rows_estimate=len(sample_rows),
-                           csv_path=path)
 
 
 def iter_rows(path: str, fmt: str) -> Iterator[Parsed]:

@@ -35,7 +35,7 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 @dataclasses.dataclass(frozen=True)
-class ParquetSource:
+class ParquetFiles:
     source: str  # as given: a file, a directory or a glob
     files: tuple[str, ...]
     parts: tuple[ParquetPart, ...]  # every non-empty row group, file by file
@@ -195,7 +195,7 @@ def find_files(source: str, listed: Optional[list[str]] = None) -> tuple[list[st
     return [path], posixpath.dirname(path) if remote else os.path.dirname(path)
 
 
-def open_parquet_source(source: str, listed: Optional[list[str]] = None) -> ParquetSource:
+def open_parquet_files(source: str, listed: Optional[list[str]] = None) -> ParquetFiles:
     """Read the footers of a Parquet source's files and check they agree (see find_files)."""
     files, base_dir = find_files(source, listed)
     footers = read_footers(files)
@@ -205,10 +205,10 @@ def open_parquet_source(source: str, listed: Optional[list[str]] = None) -> Parq
     rows = sum(sum(groups) for _, groups in footers)
     if len(files) > 1:
         logger.info("Parquet source %s: %d files, %d row groups, %d rows", source, len(files), len(parts), rows)
-    return ParquetSource(source, tuple(files), parts, schema, rows, base_dir)
+    return ParquetFiles(source, tuple(files), parts, schema, rows, base_dir)
 
 
-def read_sample(source: ParquetSource, rows: int) -> pd.DataFrame:
+def read_sample(source: ParquetFiles, rows: int) -> pd.DataFrame:
     """The first `rows` rows as a DataFrame (Arrow's pandas conversion), read from the first row groups."""
     tables, count = [], 0
     for part in source.parts:

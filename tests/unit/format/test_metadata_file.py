@@ -9,10 +9,11 @@ from tfrecorder import __version__
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.format.metadata_file import JobMetadata, reason_category, record_index_note
 from tfrecorder.core.schema import Schema
+from tfrecorder.sources.csv_source import CsvRows
 
 
 def config(compression=None, extra=None) -> JobConfig:
-    return JobConfig(source_kind="csv", source_path="data.csv", schema=Schema({"image_uri": "ImageUri", "label": "StringLabel"}),
+    return JobConfig(source=CsvRows("data.csv", 100, 10), schema=Schema({"image_uri": "ImageUri", "label": "StringLabel"}),
                      columns=("image_uri", "label"), base_dir="", final_dir="out/job", temp_dir="out/.incomplete-job",
                      job_name="job", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0,
                      max_shard_bytes=1 << 20, compression=compression, image_size=None, validate="decode",

@@ -10,12 +10,13 @@ from beam_pipelines.steps.prepare_rows import PrepareRows
 from tfrecorder.core import types
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.core.schema import Schema
+from tfrecorder.sources.csv_source import CsvRows
 
 
 def _config() -> JobConfig:
     schema = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": types.StringLabel})
     return JobConfig(
-        source_kind="csv", source_path="", schema=schema, columns=("split", "image_uri", "label"),
+        source=CsvRows("t.csv", 100, 10), schema=schema, columns=("split", "image_uri", "label"),
         base_dir="", final_dir="", temp_dir="", job_name="", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1),
         num_shards=0, max_shard_bytes=1 << 20, compression=None, image_size=None, validate="header",
     )

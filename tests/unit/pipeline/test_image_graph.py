@@ -6,7 +6,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from support import imagegen
 from beam_pipelines.graphs.image_graph import build_image_graph
 from beam_pipelines.steps.progress_counters import NAMESPACE, ROWS_PROCESSED
-from tfrecorder.sources import source_tables
+from tfrecorder.sources import source_registry
 from tfrecorder.core import types
 from beam_pipelines.launches import runners
 from tfrecorder.format import job_directory
@@ -24,13 +24,12 @@ def test_rows_processed_counts_rows_written_and_discarded_at_every_step(tmp_path
     final_dir, temp_dir = job_directory.reserve_job_dir(str(tmp_path / "out"), "pipe")
     (tmp_path / "progress").mkdir()
     schema = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": types.StringLabel})
-    table = source_tables.open_table(str(csv_path))
+    table = source_registry.open_table(str(csv_path))
     config = JobConfig(
-        source_kind="csv", source_path=str(csv_path), schema=schema, columns=("split", "image_uri", "label"),
+        source=table.row_source(schema, ""), schema=schema, columns=("split", "image_uri", "label"),
         base_dir=str(tmp_path), final_dir=final_dir, temp_dir=temp_dir, job_name="pipe", runner="DirectRunner",
         split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20, compression=None, image_size=None,
-        validate="header", progress_dir=str(tmp_path / "progress"), source_size=table.csv_size,
-        source_data_start=table.csv_data_start,
+        validate="header", progress_dir=str(tmp_path / "progress"),
     )
     pipeline = runners.local_pipeline()
     build_image_graph(pipeline, config)

@@ -10,10 +10,11 @@ import pytest
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.core import types
 from tfrecorder.core.schema import Schema
+from tfrecorder.sources.csv_source import CsvRows
 
 
 def config(temp_dir: str) -> JobConfig:
-    return JobConfig(source_kind="csv", source_path="data.csv", schema=Schema({"image_uri": "ImageUri"}),
+    return JobConfig(source=CsvRows("data.csv", 100, 10), schema=Schema({"image_uri": "ImageUri"}),
                      columns=("image_uri",), base_dir="", final_dir="out/job", temp_dir=temp_dir, job_name="job",
                      runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20,
                      compression=None, image_size=None, validate="header")

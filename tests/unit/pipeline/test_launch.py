@@ -10,10 +10,11 @@ from beam_pipelines.job_config import JobConfig
 from beam_pipelines.launches.launch import DataflowLaunch, LocalLaunch, fail_job, launch_for
 from tfrecorder.errors import OutputWriteError
 from tfrecorder.core.schema import Schema
+from tfrecorder.sources.csv_source import CsvRows
 
 
 def config(temp_dir: str, schema: Schema) -> JobConfig:
-    return JobConfig(source_kind="csv", source_path="data.csv", schema=schema, columns=tuple(schema),
+    return JobConfig(source=CsvRows("data.csv", 100, 10), schema=schema, columns=tuple(schema),
                      base_dir="", final_dir=temp_dir + "-final", temp_dir=temp_dir, job_name="job",
                      runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20,
                      compression=None, image_size=None, validate="header")

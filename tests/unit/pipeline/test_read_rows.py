@@ -10,26 +10,27 @@ from apache_beam.testing.util import assert_that, equal_to
 from beam_pipelines.steps import read_rows
 from tfrecorder.sources import csv_slicing
 from tfrecorder.sources import dataframe_staging
-from tfrecorder.sources import source_tables
+from tfrecorder.sources import csv_source, source_registry
 from beam_pipelines.job_config import JobConfig
 from tfrecorder.sources.parquet_parts import file_parts
+from tfrecorder.sources.parquet_source import ParquetRows
 from tfrecorder.core.schema import Schema, infer_schema
 
 TRICKY = b'name,note,n\r\n' + (b'"a\nb","x, ""quoted""",1\r\nplain,"multi\r\nline\r\n",2\r\n'
                                 b'12" pipe,literal quote,3\r\nshort,row\r\n\r\n"c","d",4\r\n') * 40
 
 
-def config_for(path: str, **fields) -> JobConfig:
-    fields = {"source_kind": "csv", "columns": (), "schema": Schema({}), **fields}
-    return JobConfig(source_path=path, base_dir="", final_dir="", temp_dir="", job_name="t",
+def config_for(source, **fields) -> JobConfig:
+    fields = {"columns": (), "schema": Schema({}), **fields}
+    return JobConfig(source=source, base_dir="", final_dir="", temp_dir="", job_name="t",
                      runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20,
                      compression=None, image_size=None, validate="header", **fields)
 
 
 def read_with_beam(config: JobConfig) -> tuple[list, list]:
     expected_rows, expected_malformed = [], []
-    if config.source_kind == "csv":
-        for item in source_tables.iter_csv_rows(config.source_path):
+    if isinstance(config.source, csv_source.CsvRows):
+        for item in csv_source.iter_csv_rows(config.source.path):
             (expected_malformed if isinstance(item, tuple) else expected_rows).append(repr(item))
     with beam.Pipeline("DirectRunner") as pipeline:
         rows, malformed = read_rows.SourceParts(pipeline, config).branch("Rows") | read_rows.ReadRows(config)
@@ -39,9 +40,8 @@ def read_with_beam(config: JobConfig) -> tuple[list, list]:
 
 
 def csv_config(path: str) -> JobConfig:
-    table = source_tables.open_table(path)
-    return config_for(path, columns=tuple(table.columns), source_size=table.csv_size,
-                      source_data_start=table.csv_data_start)
+    table = source_registry.open_table(path)
+    return config_for(table.row_source(Schema({}), ""), columns=tuple(table.columns))
 
 
 @pytest.mark.parametrize("range_bytes", [7, 64, 1 << 20])
@@ -50,7 +50,7 @@ def test_local_csv_in_parallel_slices_matches_sequential_parse(tmp_path, monkeyp
     path = tmp_path / "t.csv"
     path.write_bytes(TRICKY)
     config = csv_config(str(path))
-    assert len(csv_slicing.byte_ranges(config.source_data_start, config.source_size)) > 1 or range_bytes > len(TRICKY)
+    assert len(config.source.scan_units()) > 1 or range_bytes > len(TRICKY)
     rows, malformed = read_with_beam(config)
     assert len(rows) == 160 and len(malformed) == 40
 
@@ -88,7 +88,7 @@ def test_staged_dataframe_is_read_by_row_groups(tmp_path, monkeypatch):
     schema = infer_schema(frame)
     row_groups = dataframe_staging.stage_frame(frame, schema, path)
     assert row_groups == 8
-    config = config_for(path, source_kind="parquet", source_parts=file_parts(path, row_groups), schema=schema)
+    config = config_for(ParquetRows(file_parts(path, row_groups)), schema=schema)
     expected = [repr({"n": n, "s": f"v{n}" if n % 3 else None}) for n in range(50)]
     with beam.Pipeline("DirectRunner") as pipeline:
         rows, _ = read_rows.SourceParts(pipeline, config).branch("Rows") | read_rows.ReadRows(config)

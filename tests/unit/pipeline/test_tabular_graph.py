@@ -20,8 +20,10 @@ import pytest
 import tfrecorder
 from beam_pipelines.graphs import tabular_graph
 from support.readers import read_job
-from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.format import file_names
+from tfrecorder.format.metadata_file import JobMetadata
+from tfrecorder.sources.csv_source import CsvRows
+from tfrecorder.sources.parquet_source import ParquetRows
 
 REPLAY = {"direct_runner_bundle_repeat": 1}
 SCHEMA = {"price": "DoubleInput"}
@@ -136,10 +138,10 @@ def test_image_tables_keep_the_row_graph():
     from beam_pipelines.job_config import JobConfig
     from tfrecorder.core.schema import Schema
 
-    base = dict(source_path="x", columns=("image_uri", "label"), base_dir="", final_dir="f", temp_dir="t",
+    base = dict(columns=("image_uri", "label"), base_dir="", final_dir="f", temp_dir="t",
                 job_name="j", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0,
                 max_shard_bytes=1, compression=None, image_size=None, validate="decode")
-    assert not tabular_graph.is_tabular(JobConfig(source_kind="csv", schema=Schema({"image_uri": "ImageUri", "label": "StringLabel"}),
+    assert not tabular_graph.is_tabular(JobConfig(source=CsvRows("x", 100, 10), schema=Schema({"image_uri": "ImageUri", "label": "StringLabel"}),
                                             **base))
-    assert tabular_graph.is_tabular(JobConfig(source_kind="parquet", schema=Schema({"x": "IntegerInput", "label": "StringLabel"}),
+    assert tabular_graph.is_tabular(JobConfig(source=ParquetRows(()), schema=Schema({"x": "IntegerInput", "label": "StringLabel"}),
                                         **base))

@@ -27,7 +27,7 @@ from tfrecorder.sources.csv_columns import CsvBatches, csv_bytes_batches
 from tfrecorder.rows.row_encoding import RowEncoder, RowError, prepare_row
 from tfrecorder.core.schema import Schema, infer_schema
 from tfrecorder.rows.table_stats import StatsCounter, TableStats
-from tfrecorder.sources.source_tables import CsvRecords
+from tfrecorder.sources.csv_source import CsvRecords
 
 RATIOS = (0.8, 0.1, 0.1)
 VOCABULARY = {"label": ["cat", "dog", "ému"]}  # "owl" is a label outside the vocabulary

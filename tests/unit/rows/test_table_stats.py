@@ -54,7 +54,7 @@ def test_csv_table_errors_found_by_the_pipeline_fail_with_the_same_message(tmp_p
 
 def test_nullable_columns_and_vocabulary_come_from_every_row_not_the_sample(tmp_path, monkeypatch):
     monkeypatch.setattr(csv_slicing, "RANGE_BYTES", 256)
-    monkeypatch.setattr(tfrecorder.sources.source_tables, "SAMPLE_BYTES", 300)  # the driver sees only the first rows
+    monkeypatch.setattr(tfrecorder.sources.csv_source, "SAMPLE_BYTES", 300)  # the driver sees only the first rows
     rows = [f"TRAIN,{i},{'abc'[i % 3]}" for i in range(200)] + ["TRAIN,,late", "TEST,5,unseen"]
     path = tmp_path / "t.csv"
     path.write_text("split,x,label\n" + "\n".join(rows) + "\n")

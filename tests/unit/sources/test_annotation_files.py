@@ -187,7 +187,7 @@ def test_annotation_format_is_checked(tmp_path):
 
 
 def test_cli_converts_annotation_files(tmp_path):
-    from test_cli import run
+    from support.cli_runs import run
 
     paths = write_images(tmp_path / "img", ["a.jpg", "b.jpg", "c.jpg", "d.jpg"])
     (tmp_path / "boxes.csv").write_text(automl_detection_csv(paths).replace(str(tmp_path) + "/", ""))  # relative paths

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfrecorder.sources.csv_columns import CsvBatches, csv_bytes_batches
-from tfrecorder.sources.source_tables import CsvRecords
+from tfrecorder.sources.csv_source import CsvRecords
 
 
 def by_records(text: str, header: list[str]) -> tuple[list, list, int]:

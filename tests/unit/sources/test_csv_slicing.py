@@ -1,5 +1,5 @@
 """Parallel CSV slices (tfrecorder.sources.csv_slicing) give exactly the rows and malformed-line reports of one
-sequential parse (source_tables.iter_csv_rows), whatever the quoting and wherever the range boundaries fall."""
+sequential parse (csv_source.iter_csv_rows), whatever the quoting and wherever the range boundaries fall."""
 from __future__ import annotations
 
 import csv
@@ -9,13 +9,14 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from beam_pipelines.steps import read_rows
 from tfrecorder.sources import csv_slicing
-from tfrecorder.sources import source_tables
+from tfrecorder.sources import csv_source
 from tfrecorder.core.schema import Schema
 from beam_pipelines.job_config import JobConfig
+from tfrecorder.sources.csv_source import CsvRows
 
 
 def sequential(path) -> list:
-    return list(source_tables.iter_csv_rows(str(path)))
+    return list(csv_source.iter_csv_rows(str(path)))
 
 
 def in_slices(path: str, range_bytes: int) -> list:
@@ -24,12 +25,12 @@ def in_slices(path: str, range_bytes: int) -> list:
         data = stream.read()
     data_start, size = csv_slicing.header_end(data, complete=True), len(data)
     header = next(csv.reader(io.StringIO(data[:data_start].decode("utf-8-sig"), newline="")))
-    config = JobConfig(source_kind="csv", source_path=path, schema=Schema({}), columns=tuple(header), base_dir="",
+    source = CsvRows(path, size, data_start)
+    config = JobConfig(source=source, schema=Schema({}), columns=tuple(header), base_dir="",
                        final_dir="", temp_dir="", job_name="t", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1),
-                       num_shards=0, max_shard_bytes=1, compression=None, image_size=None, validate="header",
-                       source_size=size, source_data_start=data_start)
+                       num_shards=0, max_shard_bytes=1, compression=None, image_size=None, validate="header")
     ranges = csv_slicing.byte_ranges(data_start, size, range_bytes)
-    scans = [read_rows.scan_range(r, path, data_start, size) for r in reversed(ranges)]
+    scans = [source.scan(r) for r in reversed(ranges)]
     slices = csv_slicing.plan_slices(scans, data_start, size)
     assert [s.index for s in slices] == list(range(len(ranges)))
     assert all(a.end == b.start for a, b in zip(slices, slices[1:]))

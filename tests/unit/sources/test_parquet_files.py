@@ -11,7 +11,7 @@ import pytest
 
 from tfrecorder.sources import parquet_files
 
-from tfrecorder.sources import source_tables
+from tfrecorder.sources import parquet_source, source_registry
 from tfrecorder.sources.parquet_parts import ParquetPart
 
 
@@ -40,7 +40,7 @@ def spark_export(tmp_path):
 
 
 def test_a_directory_is_its_parquet_files_by_row_group(spark_export):
-    source = parquet_files.open_parquet_source(str(spark_export))
+    source = parquet_files.open_parquet_files(str(spark_export))
     names = [os.path.relpath(f, spark_export) for f in source.files]
     assert names == ["more/part-00002.parquet", "part-00000.snappy.parquet", "part-00001.snappy.parquet"]
     assert source.rows == 13 and source.base_dir == str(spark_export)
@@ -78,20 +78,20 @@ def test_glob_root_stops_before_the_first_wildcard():
 
 
 def test_open_table_recognises_a_file_a_directory_and_a_glob(spark_export, monkeypatch):
-    single = source_tables.open_table(str(spark_export / "part-00000.snappy.parquet"))
-    assert single.kind == "parquet" and single.rows_estimate == 7 and single.base_dir == str(spark_export)
+    single = source_registry.open_table(str(spark_export / "part-00000.snappy.parquet"))
+    assert isinstance(single, parquet_source.ParquetTable) and single.rows_estimate == 7 and single.base_dir == str(spark_export)
     assert list(single.sample["id"]) == list(range(7)) and single.columns == ["id", "name"]
-    assert source_tables.open_table(str(spark_export)).rows_estimate == 13
+    assert source_registry.open_table(str(spark_export)).rows_estimate == 13
     monkeypatch.chdir(spark_export)
-    assert source_tables.open_table("part-*.parquet").rows_estimate == 12
-    relative = source_tables.open_table("more")  # relative sources name absolute files (workers have another cwd)
-    assert relative.parquet.files == (str(spark_export / "more" / "part-00002.parquet"),)
+    assert source_registry.open_table("part-*.parquet").rows_estimate == 12
+    relative = source_registry.open_table("more")  # relative sources name absolute files (workers have another cwd)
+    assert relative.files.files == (str(spark_export / "more" / "part-00002.parquet"),)
     assert relative.base_dir == str(spark_export / "more")
 
 
 def test_sample_reads_only_the_first_rows(spark_export, monkeypatch):
-    monkeypatch.setattr(source_tables, "SAMPLE_ROWS", 4)
-    table = source_tables.open_table(str(spark_export))
+    monkeypatch.setattr(parquet_source, "SAMPLE_ROWS", 4)
+    table = source_registry.open_table(str(spark_export))
     assert list(table.sample["id"]) == [12, 0, 1, 2]
 
 
@@ -99,7 +99,7 @@ def test_files_that_disagree_on_a_type_are_one_clear_error(tmp_path):
     write(tmp_path / "d" / "a.parquet", numbers(0, 3))
     write(tmp_path / "d" / "b.parquet", pa.table({"id": pa.array([1.5]), "name": ["x"]}))
     with pytest.raises(ValueError) as error:
-        source_tables.open_table(str(tmp_path / "d"))
+        source_registry.open_table(str(tmp_path / "d"))
     message = str(error.value)
     assert "disagree on column 'id'" in message and "int64" in message and "double" in message
     assert "b.parquet" in message and "\n" not in message
@@ -110,7 +110,7 @@ def test_files_that_disagree_on_columns_are_one_clear_error(tmp_path):
     write(tmp_path / "d" / "b.parquet", numbers(0, 3).rename_columns(["id", "title"]))
     with pytest.raises(ValueError, match=r"disagree on their columns: .*a.parquet has \['id', 'name'\], "
                                          r".*b.parquet has \['id', 'title'\]"):
-        source_tables.open_table(str(tmp_path / "d"))
+        source_registry.open_table(str(tmp_path / "d"))
 
 
 def test_pandas_index_columns_large_offsets_and_timestamp_units_are_no_disagreement(tmp_path):
@@ -118,7 +118,7 @@ def test_pandas_index_columns_large_offsets_and_timestamp_units_are_no_disagreem
     pd.DataFrame({"id": [5, 7], "name": pd.array(["x", "y"], dtype=pd.ArrowDtype(pa.large_string())),
                   "when": pd.to_datetime(["2024-01-01", "2024-01-02"]).as_unit("us")},
                  index=[4, 9]).to_parquet(tmp_path / "d" / "b.parquet")
-    table = source_tables.open_table(str(tmp_path / "d"))
+    table = source_registry.open_table(str(tmp_path / "d"))
     assert table.columns == ["id", "name", "when"] and table.rows_estimate == 5
     assert list(table.sample["name"]) == ["n0", "n1", "n2", "x", "y"]
     assert list(table.sample["when"])[-1] == pd.Timestamp("2024-01-02")
@@ -128,37 +128,37 @@ def test_nullability_and_file_metadata_may_differ(tmp_path):
     write(tmp_path / "d" / "a.parquet", numbers(0, 3).replace_schema_metadata({"writer": "a"}))
     required = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
     write(tmp_path / "d" / "b.parquet", numbers(3, 2).cast(required))
-    assert source_tables.open_table(str(tmp_path / "d")).rows_estimate == 5
+    assert source_registry.open_table(str(tmp_path / "d")).rows_estimate == 5
 
 
 def test_empty_directory_unmatched_glob_and_unreadable_file_are_refused(tmp_path):
     os.makedirs(tmp_path / "empty")
     with pytest.raises(ValueError, match="holds no Parquet files and no images"):
-        source_tables.open_table(str(tmp_path / "empty"))
+        source_registry.open_table(str(tmp_path / "empty"))
     with pytest.raises(ValueError, match="no files match"):
-        source_tables.open_table(str(tmp_path / "nothing-*.parquet"))
+        source_registry.open_table(str(tmp_path / "nothing-*.parquet"))
     write(tmp_path / "x" / "a.parquet", numbers(0, 1))
     (tmp_path / "x" / "b.parquet").write_text("csv,text")
     with pytest.raises(ValueError, match="b.parquet is not a readable Parquet file"):
-        source_tables.open_table(str(tmp_path / "x" / "*.parquet"))
+        source_registry.open_table(str(tmp_path / "x" / "*.parquet"))
     footer = bytearray((tmp_path / "x" / "a.parquet").read_bytes())
     footer[-60:-8] = b"A" * 52  # a damaged footer (pyarrow raises an OSError without errno for it)
     (tmp_path / "x" / "b.parquet").write_bytes(bytes(footer))
     with pytest.raises(ValueError, match="b.parquet is not a readable Parquet file: Couldn't deserialize"):
-        source_tables.open_table(str(tmp_path / "x"))
+        source_registry.open_table(str(tmp_path / "x"))
 
 
 def test_a_directory_of_parquet_files_only_in_hidden_folders_is_not_a_parquet_source(tmp_path):
     write(tmp_path / "d" / "_temporary" / "a.parquet", numbers(0, 1))
     with pytest.raises(ValueError, match="holds no Parquet files"):
-        source_tables.open_table(str(tmp_path / "d"))
+        source_registry.open_table(str(tmp_path / "d"))
 
 
 def test_empty_files_are_no_parts_and_all_null_columns_take_the_other_files_type(tmp_path):
     write(tmp_path / "d" / "a.parquet", numbers(0, 0))  # no rows: its "name" column has Arrow type null
     write(tmp_path / "d" / "b.parquet", numbers(0, 2))
     write(tmp_path / "d" / "c.parquet", pa.table({"id": [5], "name": pa.nulls(1)}))
-    source = parquet_files.open_parquet_source(str(tmp_path / "d"))
+    source = parquet_files.open_parquet_files(str(tmp_path / "d"))
     assert source.parts == (ParquetPart(str(tmp_path / "d" / "b.parquet"), 0),
                             ParquetPart(str(tmp_path / "d" / "c.parquet"), 0)) and source.rows == 3
     assert source.schema.field("name").type == pa.string()
@@ -169,7 +169,7 @@ def test_an_unnamed_pandas_index_is_not_a_column(tmp_path):
     frame = pd.DataFrame({"id": range(6)}).query("id % 3 != 1")  # an irregular index: stored as a column
     frame.to_parquet(tmp_path / "t.parquet")
     assert "__index_level_0__" in pq.read_schema(tmp_path / "t.parquet").names
-    table = source_tables.open_table(str(tmp_path / "t.parquet"))
+    table = source_registry.open_table(str(tmp_path / "t.parquet"))
     assert table.columns == ["id"] and list(table.sample.columns) == ["id"]
 
 
@@ -181,11 +181,11 @@ def test_gcs_directory_and_glob(gcs):
         gcs.upload(f"gs://tfr-parquet-source/t/{name}", sink.getvalue().to_pybytes())
     gcs.upload("gs://tfr-parquet-source/t/_SUCCESS", b"")
     for source in ("gs://tfr-parquet-source/t", "gs://tfr-parquet-source/t/", "gs://tfr-parquet-source/t/*.parquet"):
-        table = source_tables.open_table(source)
-        assert table.kind == "parquet" and table.rows_estimate == 6 and table.base_dir == "gs://tfr-parquet-source/t"
-        assert [(p.path.rsplit("/", 1)[1], p.row_group) for p in table.parquet.parts] == [
+        table = source_registry.open_table(source)
+        assert isinstance(table, parquet_source.ParquetTable) and table.rows_estimate == 6 and table.base_dir == "gs://tfr-parquet-source/t"
+        assert [(p.path.rsplit("/", 1)[1], p.row_group) for p in table.files.parts] == [
             ("a.parquet", 0), ("a.parquet", 1), ("b.parquet", 0)]
-    single = source_tables.open_table("gs://tfr-parquet-source/t/b.parquet")
+    single = source_registry.open_table("gs://tfr-parquet-source/t/b.parquet")
     assert list(single.sample["id"]) == [4, 5]
     with pytest.raises(ValueError, match="no files match"):
-        source_tables.open_table("gs://tfr-parquet-source/t/*.parq")
+        source_registry.open_table("gs://tfr-parquet-source/t/*.parq")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 
 from tfrecorder.core.schema import infer_schema
-from tfrecorder.sources.source_tables import read_csv_sample
+from tfrecorder.sources.csv_source import read_csv_sample
 
 CSV = (
     "i,gappy,flag,x,text,na_text,when,day,mixed_when,vec,words,not_json\n"
@@ -38,7 +38,7 @@ def test_dataflow_submit_of_a_big_gcs_csv_downloads_at_most_32_mib(gcs, monkeypa
     from google.cloud.storage import Blob
 
     import tfrecorder
-    from tfrecorder.sources import source_tables
+    from tfrecorder.sources import csv_source
 
     url = "gs://tfr-driver-reads/big.csv"
     payload = big_csv(40 * 1024 * 1024)
@@ -56,13 +56,13 @@ def test_dataflow_submit_of_a_big_gcs_csv_downloads_at_most_32_mib(gcs, monkeypa
     result = tfrecorder.convert(url, "gs://tfr-driver-reads/out", runner="DataflowRunner", project="tfrecorder-test",
                                 region="europe-west4", dataflow_options={"dry_run": True, "no_auth": True})
     assert result["state"] == "DRY_RUN"
-    assert 0 < sum(downloaded) <= source_tables.SAMPLE_BYTES, downloaded
+    assert 0 < sum(downloaded) <= csv_source.SAMPLE_BYTES, downloaded
     true_rows = len(payload) // len(BIG_LINE)
     assert result["rows_in_estimated"] and abs(result["rows_in"] - true_rows) <= true_rows * 0.01
 
 
 def test_local_csv_head_is_read_in_steps_up_to_the_sample(tmp_path, monkeypatch):
-    from tfrecorder.sources import source_tables
+    from tfrecorder.sources import csv_source, source_registry
     from tfrecorder.io import storage
 
     path = tmp_path / "big.csv"
@@ -70,14 +70,14 @@ def test_local_csv_head_is_read_in_steps_up_to_the_sample(tmp_path, monkeypatch)
     read = []
     real = storage.read_range
     monkeypatch.setattr(storage, "read_range", lambda *args: read.append(len(real(*args))) or real(*args))
-    table = source_tables.open_table(str(path))
-    assert sum(read) <= source_tables.HEAD_STEP_BYTES  # 10,000 sample rows fit in the first step
-    assert table.columns == ["split", "id", "x", "note", "label"] and len(table.sample) == source_tables.SAMPLE_ROWS
-    assert table.csv_data_start == len(b"split,id,x,note,label\n") and table.csv_size == path.stat().st_size
+    table = source_registry.open_table(str(path))
+    assert sum(read) <= csv_source.HEAD_STEP_BYTES  # 10,000 sample rows fit in the first step
+    assert table.columns == ["split", "id", "x", "note", "label"] and len(table.sample) == csv_source.SAMPLE_ROWS
+    assert table.rows.data_start == len(b"split,id,x,note,label\n") and table.rows.size == path.stat().st_size
 
 
 def test_a_gcs_image_folder_is_listed_once(gcs, monkeypatch):
-    from tfrecorder.sources import source_tables
+    from tfrecorder.sources import source_registry
     from tfrecorder.io import storage
 
     for name in ("train/cat/a.jpg", "train/dog/b.jpg", "test/cat/c.jpg"):
@@ -85,6 +85,6 @@ def test_a_gcs_image_folder_is_listed_once(gcs, monkeypatch):
     listings = []
     real = storage.list_files
     monkeypatch.setattr(storage, "list_files", lambda prefix: listings.append(prefix) or real(prefix))
-    table = source_tables.open_table("gs://tfr-driver-reads/folder")
+    table = source_registry.open_table("gs://tfr-driver-reads/folder")
     assert listings == ["gs://tfr-driver-reads/folder"]
     assert sorted(table.frame["label"]) == ["cat", "cat", "dog"] and table.rows_estimate == 3

@@ -1,9 +1,9 @@
-"""Open a conversion source (DataFrame, CSV path, Parquet files, or SPLIT/LABEL/image folder) as a `Table`.
+"""CSV files as a conversion source: the driver reads the head, workers parse byte slices in parallel.
 
-The driver reads at most the first SAMPLE_BYTES of a CSV (header, sample for schema inference, row
-estimate), and only the footers and first rows of Parquet files (tfrecorder.sources.parquet_files); the
-pipeline reads the whole source in parallel parts and computes every whole-table fact.
-Image folders are listed (once) into a small DataFrame of split,image_uri,label rows.
+The driver reads at most the first SAMPLE_BYTES of the file (header, sample for schema inference, row
+estimate). The pipeline scans byte ranges in parallel to find where records start (even when quoted
+fields hold newlines, tfrecorder.sources.csv_slicing), then parses each slice with Python's csv module
+exactly as one sequential parse would (`CsvRecords`), or column-wise with Arrow (csv_columns).
 """
 from __future__ import annotations
 
@@ -11,48 +11,20 @@ import csv
 import dataclasses
 import io
 import json
-import logging
-import os
-import posixpath
 import re
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import pandas as pd
 
-from tfrecorder.sources import csv_slicing
-
-from tfrecorder.sources import parquet_files
+from tfrecorder.core.schema import Schema
 from tfrecorder.io import storage
+from tfrecorder.sources import csv_slicing
+from tfrecorder.sources.csv_columns import csv_bytes_batches
+from tfrecorder.sources.source_protocol import RECORDS, SAMPLE_ROWS, Table, parent_dir
 
-logger = logging.getLogger("tfrecorder")
-
-SAMPLE_ROWS = 10_000
 SAMPLE_BYTES = 32 * 1024 * 1024  # the most of a CSV the driver reads (header, sample, row estimate)
 HEAD_STEP_BYTES = 1024 * 1024  # the driver reads a CSV's head in growing steps until it holds the sample
-SCAN_CHUNK_ROWS = 50_000  # DataFrame rows converted to dicts at a time by the driver scan
-
-
-@dataclasses.dataclass
-class Table:
-    kind: str  # "dataframe", "csv" or "parquet"
-    columns: list[str]
-    sample: pd.DataFrame  # rows with pandas' dtype inference, for schema inference
-    base_dir: str  # relative image paths are resolved against this
-    rows_estimate: int  # exact for a DataFrame and Parquet; for a CSV, from the records of its first SAMPLE_BYTES
-    frame: Optional[pd.DataFrame] = None
-    csv_path: Optional[str] = None
-    csv_data_start: int = 0  # byte offset of the CSV's first data record
-    csv_size: int = 0
-    parquet: Optional[parquet_files.ParquetSource] = None  # Parquet files: their parts and Arrow schema
-
-    def iter_rows(self) -> Iterator[dict[str, Any]]:
-        """Every row of the DataFrame as {column: value}, missing values as None: what the pipeline sees."""
-        start, step = 0, 1000  # small first: the driver's check stops at the first TRAIN row
-        while start < len(self.frame):
-            chunk = self.frame.iloc[start : start + step]
-            yield from chunk.astype(object).where(chunk.notna(), None).to_dict("records")
-            start, step = start + step, min(step * 4, SCAN_CHUNK_ROWS)
-
+SLICE_READ_BYTES = 4 * 1024 * 1024  # one ranged read per this much of a CSV slice
 
 _ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?$")
 
@@ -162,83 +134,66 @@ class _ByteWindow(io.RawIOBase):
         return len(data)
 
 
-SLICE_READ_BYTES = 4 * 1024 * 1024  # one ranged read per this much of a CSV slice
-
-
 def open_csv_slice(path: str, start: int, end: int) -> io.TextIOBase:
     """The text of bytes [start, end) of a CSV (whole records, see tfrecorder.sources.csv_slicing)."""
     window = io.BufferedReader(_ByteWindow(path, start, end), buffer_size=SLICE_READ_BYTES)
     return io.TextIOWrapper(window, encoding="utf-8", newline="")
 
 
-def parent_dir(path: str) -> str:
-    """The directory a table file sits in (absolute when local): where its relative image URIs are resolved."""
-    if storage.is_remote(path):
-        return posixpath.dirname(path.rstrip("/"))
-    return os.path.dirname(os.path.abspath(path))
+@dataclasses.dataclass(frozen=True)
+class CsvRows:
+    """A CSV file as workers read it: byte slices found by a parallel scan of byte ranges."""
+
+    path: str
+    size: int  # the file's size in bytes
+    data_start: int  # byte offset of the first data record
+    kind: str = "csv"
+
+    def known_parts(self) -> Optional[list[csv_slicing.Slice]]:
+        if len(self.scan_units()) <= 1:
+            return [csv_slicing.Slice(0, self.data_start, self.size)]
+        return None
+
+    def scan_units(self) -> list[csv_slicing.ByteRange]:
+        return csv_slicing.byte_ranges(self.data_start, self.size)
+
+    def scan(self, unit: csv_slicing.ByteRange) -> csv_slicing.RangeScan:
+        return csv_slicing.read_scan(lambda offset, length: storage.read_range(self.path, offset, length), unit,
+                                     self.data_start, self.size)
+
+    def plan_parts(self, scans: Sequence[csv_slicing.RangeScan]) -> list[csv_slicing.Slice]:
+        return csv_slicing.plan_slices(scans, self.data_start, self.size)
+
+    def read_part(self, part: csv_slicing.Slice, columns: Sequence[str], schema: Schema) -> Iterator[Any]:
+        records = CsvRecords(open_csv_slice(self.path, part.start, part.end), list(columns))
+        for item in records:
+            yield (part.index, *item) if isinstance(item, tuple) else item
+        yield RECORDS, (part.index, records.records)
+
+    @property
+    def reads_batches(self) -> bool:
+        return True
+
+    def read_batches(self, part: csv_slicing.Slice, columns: Sequence[str], schema: Schema,
+                     batch_rows: int) -> Iterator[Any]:
+        data = storage.read_range(self.path, part.start, part.end - part.start)  # a few MB (csv_slicing)
+        batches = csv_bytes_batches(data, list(columns), batch_rows)
+        for item in batches:
+            yield (part.index, *item) if isinstance(item, tuple) else item
+        yield RECORDS, (part.index, batches.records)
 
 
-def list_image_directory(root: str, files: Optional[list[str]] = None) -> pd.DataFrame:
-    """Rows split,image_uri,label for every image file at ROOT/SPLIT/LABEL/file (`files`: the listing
-    of root, when the caller already has it)."""
-    root = root.rstrip("/") if storage.is_remote(root) else os.path.abspath(root)
-    rows, skipped = [], 0
-    for path in files if files is not None else storage.list_files(root):
-        parts = path[len(root):].strip("/").split("/")
-        if len(parts) == 3 and not any(p.startswith(".") for p in parts):
-            rows.append({"split": parts[0], "image_uri": path, "label": parts[1]})
-        else:
-            skipped += 1
-    if skipped:
-        logger.warning("ignored %d file(s) not laid out as SPLIT/LABEL/FILE under %s", skipped, root)
-    if not rows:
-        raise ValueError(f"directory {root} holds no Parquet files and no images laid out as SPLIT/LABEL/image")
-    return pd.DataFrame(rows, columns=["split", "image_uri", "label"])
+@dataclasses.dataclass
+class CsvTable(Table):
+    """A CSV file opened from its head."""
 
+    rows: Optional[CsvRows] = None
 
-def open_table(source: Union[pd.DataFrame, str, os.PathLike]) -> Table:
-    """Recognise the source and return a Table; raise ValueError for anything unusable."""
-    if isinstance(source, pd.DataFrame):
-        columns = [str(c) for c in source.columns]
-        return Table("dataframe", columns, source.head(SAMPLE_ROWS), os.getcwd(), len(source), frame=source)
-    if not isinstance(source, (str, os.PathLike)):
-        raise ValueError(f"source must be a DataFrame, a CSV or Parquet path or an image directory, "
-                         f"not {type(source).__name__}")
-    path = os.fspath(source)
-    if storage.is_remote(path):  # one listing tells a folder (of Parquet files or images) from a missing object
-        listed = None if storage.exists(path.rstrip("/")) else storage.list_files(path)
-        if listed is not None and parquet_files.is_glob(path):
-            return _open_parquet(path)
-        if listed:
-            return _open_directory(path, listed)
-        if listed is not None:
-            raise ValueError(f"source {path} does not exist")
-    elif os.path.isdir(path):
-        return _open_directory(os.path.abspath(path), storage.list_files(os.path.abspath(path)))
-    elif not os.path.exists(path):
-        if parquet_files.is_glob(path):
-            return _open_parquet(path)
-        raise ValueError(f"source {path} does not exist")
-    return _open_parquet(path) if parquet_files.is_parquet_name(path) else _open_csv(path)
+    def worker_files(self) -> list[str]:
+        return [self.rows.path]
 
-
-def _open_directory(path: str, listed: list[str]) -> Table:
-    """A directory (its absolute path or URL, and every file under it) holding Parquet files is a
-    Parquet source; otherwise a SPLIT/LABEL image folder."""
-    if parquet_files.parquet_files_in(path.rstrip("/"), listed):
-        return _open_parquet(path, listed)
-    return _image_table(list_image_directory(path, listed))
-
-
-def _open_parquet(path: str, listed: Optional[list[str]] = None) -> Table:
-    """Footers (schema, row groups, exact row count) and the first SAMPLE_ROWS rows: nothing more is read."""
-    source = parquet_files.open_parquet_source(path, listed)
-    sample = parquet_files.read_sample(source, SAMPLE_ROWS)
-    return Table("parquet", list(source.schema.names), sample, source.base_dir, source.rows, parquet=source)
-
-
-def _image_table(frame: pd.DataFrame) -> Table:
-    return Table("dataframe", list(frame.columns), frame.head(SAMPLE_ROWS), "", len(frame), frame=frame)
+    def row_source(self, schema: Schema, work_dir: str) -> CsvRows:
+        return self.rows
 
 
 def _read_head(path: str, size: int) -> bytes:
@@ -253,7 +208,7 @@ def _read_head(path: str, size: int) -> bytes:
     return head
 
 
-def _open_csv(path: str) -> Table:
+def open_csv(path: str) -> CsvTable:
     """Header, sample and row estimate from the file's first bytes (see _read_head): nothing more is read."""
     size = storage.size(path)
     head = _read_head(path, size)
@@ -268,5 +223,5 @@ def _open_csv(path: str) -> Table:
     records = csv_slicing.record_count(head[:sample_end], data_start)
     estimate = records if complete else round(records * (size - data_start) / max(sample_end - data_start, 1))
     sample = read_csv_sample(io.BytesIO(head[:sample_end]))
-    return Table("csv", header, sample, parent_dir(path), estimate, csv_path=path, csv_data_start=data_start,
-                 csv_size=size)
+    return CsvTable(header, sample, parent_dir(path), estimate, rows_estimated=True,
+                    rows=CsvRows(path, size, data_start))

@@ -1,0 +1,84 @@
+"""tfrecorder.sources.source_registry: each kind of source recognised and opened as its own plug-in, whose
+RowSource pickles for workers and reads every row of the source through the protocol alone."""
+from __future__ import annotations
+
+import pickle
+
+import pandas as pd
+import pytest
+
+from tfrecorder.core.schema import Schema
+from tfrecorder.sources import source_registry
+from tfrecorder.sources.annotation_source import AnnotationRows, AnnotationTable
+from tfrecorder.sources.csv_source import CsvRows, CsvTable
+from tfrecorder.sources.dataframe_source import DataFrameTable
+from tfrecorder.sources.parquet_source import ParquetRows, ParquetTable
+from tfrecorder.sources.source_protocol import REASONED
+
+FRAME = pd.DataFrame({"split": ["TRAIN", "TEST", "TRAIN"], "image_uri": ["a.jpg", "b.jpg", "c.jpg"],
+                      "label": ["cat", "dog", "cat"]})
+
+
+def every_row(table, tmp_path) -> list[dict]:
+    """All rows of the source as workers read them: parts planned by the protocol (scanning if it must)."""
+    schema = table.infer_schema() if table.default_schema() is None else table.default_schema()
+    rows = pickle.loads(pickle.dumps(table.row_source(schema, str(tmp_path / "work"))))
+    parts = rows.known_parts()
+    if parts is None:
+        parts = rows.plan_parts([rows.scan(unit) for unit in rows.scan_units()])
+    found = [item for part in parts for item in rows.read_part(part, table.columns, schema)]
+    return [item for item in found if isinstance(item, dict)]
+
+
+@pytest.fixture
+def sources(tmp_path) -> dict:
+    FRAME.to_csv(tmp_path / "t.csv", index=False)
+    FRAME.to_parquet(tmp_path / "t.parquet", index=False)
+    (tmp_path / "automl.csv").write_text("TRAIN,gs://b/a.jpg,cat\nTEST,gs://b/b.jpg,dog\nTRAIN,gs://b/c.jpg,cat\n")
+    for split, label, name in (("TRAIN", "cat", "a.jpg"), ("TEST", "dog", "b.jpg")):
+        (tmp_path / "folder" / split / label).mkdir(parents=True)
+        (tmp_path / "folder" / split / label / name).write_bytes(b"x")
+    return {"csv": str(tmp_path / "t.csv"), "parquet": str(tmp_path / "t.parquet"), "frame": FRAME,
+            "annotations": str(tmp_path / "automl.csv"), "folder": str(tmp_path / "folder")}
+
+
+def test_each_kind_opens_as_its_own_table_with_its_own_row_source(sources, tmp_path):
+    expected = {"csv": (CsvTable, CsvRows), "parquet": (ParquetTable, ParquetRows), "frame": (DataFrameTable, ParquetRows),
+                "annotations": (AnnotationTable, AnnotationRows), "folder": (DataFrameTable, ParquetRows)}
+    for name, (table_kind, rows_kind) in expected.items():
+        table = source_registry.open_table(sources[name])
+        assert type(table) is table_kind, name
+        schema = table.default_schema() or table.infer_schema()
+        assert type(table.row_source(schema, str(tmp_path / name))) is rows_kind, name
+
+
+def test_every_kind_reads_the_same_rows_through_the_protocol(sources, tmp_path):
+    as_text = [{k: str(v) for k, v in row.items()} for row in FRAME.to_dict("records")]
+    for name in ("csv", "parquet", "frame"):
+        assert every_row(source_registry.open_table(sources[name]), tmp_path / name) == as_text, name
+    annotation_rows = every_row(source_registry.open_table(sources["annotations"]), tmp_path / "a")
+    assert [(r["split"], r["label"]) for r in annotation_rows] == [("TRAIN", "cat"), ("TEST", "dog"), ("TRAIN", "cat")]
+    folder_rows = every_row(source_registry.open_table(sources["folder"]), tmp_path / "f")
+    assert sorted((r["split"], r["label"]) for r in folder_rows) == [("TEST", "dog"), ("TRAIN", "cat")]
+
+
+def test_a_forced_annotation_format_wins_and_a_bad_line_is_reasoned(tmp_path):
+    path = tmp_path / "plain.csv"
+    path.write_text("TRAIN,gs://b/a.jpg,cat\nTRAIN,gs://b/b.jpg,cat,dog\n")  # two labels: not single-label
+    table = source_registry.open_table(str(path), annotation_format="automl_classification")
+    rows = table.row_source(table.default_schema(), "")
+    assert any(isinstance(item, tuple) and item[0] == REASONED for item in rows.read_part(0, table.columns, Schema({})))
+
+
+@pytest.mark.parametrize("source, message", [(42, "source must be a DataFrame"), ("/no/such/file.csv", "does not exist")])
+def test_unusable_sources_are_one_value_error(source, message):
+    with pytest.raises(ValueError, match=message):
+        source_registry.open_table(source)
+
+
+def test_only_a_dataframe_is_checked_in_the_driver_and_only_files_are_read_by_workers(sources):
+    frame = source_registry.open_table(sources["frame"])
+    csv = source_registry.open_table(sources["csv"])
+    assert frame.rows_for_driver_check() is not None and frame.worker_files() == []
+    assert csv.rows_for_driver_check() is None and csv.worker_files() == [sources["csv"]]
+    assert csv.rows_estimated and not frame.rows_estimated

@@ -1,0 +1,59 @@
+"""A pandas DataFrame as a conversion source: checked in the driver, staged as Parquet for the workers.
+
+A DataFrame is in memory, so its schema is inferred from every row and its table-level errors are
+raised before any pipeline starts (`rows_for_driver_check`). Workers cannot see the driver's memory:
+the frame is staged as typed Parquet row groups under the job's scratch directory (dataframe_staging)
+and read back as a Parquet source.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Iterator, Optional
+
+import pandas as pd
+
+from tfrecorder.core.schema import Schema, infer_schema
+from tfrecorder.io import storage
+from tfrecorder.sources import dataframe_staging
+from tfrecorder.sources.parquet_parts import file_parts
+from tfrecorder.sources.parquet_source import ParquetRows
+from tfrecorder.sources.source_protocol import SAMPLE_ROWS, Table
+
+SCAN_CHUNK_ROWS = 50_000  # DataFrame rows converted to dicts at a time by the driver scan
+STAGED_FILE = "rows.parquet"  # under the job's scratch directory
+
+
+@dataclasses.dataclass
+class DataFrameTable(Table):
+    """A DataFrame, held by the driver until it is staged."""
+
+    frame: Optional[pd.DataFrame] = None
+
+    def infer_schema(self) -> Schema:
+        return infer_schema(self.frame)
+
+    def rows_for_driver_check(self) -> Iterator[dict[str, Any]]:
+        """Every row as {column: value}, missing values as None: what the pipeline sees. Small chunks
+        first: the driver's check stops at the first TRAIN row."""
+        start, step = 0, 1000
+        while start < len(self.frame):
+            chunk = self.frame.iloc[start : start + step]
+            yield from chunk.astype(object).where(chunk.notna(), None).to_dict("records")
+            start, step = start + step, min(step * 4, SCAN_CHUNK_ROWS)
+
+    def row_source(self, schema: Schema, work_dir: str) -> ParquetRows:
+        path = storage.join(work_dir, STAGED_FILE)
+        row_groups = dataframe_staging.stage_frame(self.frame, schema, path)
+        return ParquetRows(file_parts(path, row_groups))
+
+
+def frame_table(frame: pd.DataFrame, base_dir: str) -> DataFrameTable:
+    """A DataFrame as a Table whose relative image paths resolve against `base_dir`."""
+    columns = [str(c) for c in frame.columns]
+    return DataFrameTable(columns, frame.head(SAMPLE_ROWS), base_dir, len(frame), frame=frame)
+
+
+def open_dataframe(frame: pd.DataFrame) -> DataFrameTable:
+    """A caller's DataFrame: relative image paths resolve against the working directory."""
+    return frame_table(frame, os.getcwd())

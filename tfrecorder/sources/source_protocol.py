@@ -1,0 +1,97 @@
+"""What every source kind provides: a `Table` the driver opens from a sample, and a `RowSource` workers read.
+
+A source kind is one module of this package (csv_source, parquet_source, dataframe_source,
+image_folder_source, annotation_source) registered in `source_registry`. The driver opens the source
+as a Table (columns, a sample for schema inference, a row estimate: never the whole source), and the
+Table hands the pipeline a RowSource: a small frozen value, pickled to every worker, that says how the
+source is cut into parts and how one part reads into rows. The pipeline's read stage
+(beam_pipelines.steps.read_rows) knows only this protocol, never a kind.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import posixpath
+from typing import Any, Iterator, Optional, Protocol, Sequence
+
+import pandas as pd
+
+from tfrecorder.core.schema import Schema, infer_schema
+from tfrecorder.io import storage
+
+SAMPLE_ROWS = 10_000  # rows the driver reads for schema inference
+RECORDS = "records"  # (RECORDS, (part index, records in it)): numbers malformed CSV lines once every part is read
+REASONED = "reasoned"  # (REASONED, (row, reason)): a line the source itself could not read, its line number in the reason
+
+
+class RowSource(Protocol):
+    """How workers read a source, part by part (picklable: no open files, no DataFrames).
+
+    `read_part` yields each row as {column: value} and, besides rows, tuples the read stage routes:
+    (part index, row, record in part, field count) for a malformed CSV line, (RECORDS, (index, count))
+    once per CSV part, and (REASONED, (row, reason)) for a line the source could not parse.
+    """
+
+    kind: str  # for messages and metadata only: never compared to choose behaviour
+
+    def known_parts(self) -> Optional[Sequence[Any]]:
+        """The parts, when known without reading the source; None when they come from a parallel scan."""
+
+    def scan_units(self) -> Sequence[Any]:
+        """What the parallel scan reads independently (when `known_parts()` is None)."""
+
+    def scan(self, unit: Any) -> Any:
+        """The scan of one unit."""
+
+    def plan_parts(self, scans: Sequence[Any]) -> list[Any]:
+        """The parts, from every unit's scan."""
+
+    def read_part(self, part: Any, columns: Sequence[str], schema: Schema) -> Iterator[Any]:
+        """Rows of one part (and the tuples described above)."""
+
+    @property
+    def reads_batches(self) -> bool:
+        """Whether `read_batches` reads a part as Arrow record batches (the columnar graph's input)."""
+
+    def read_batches(self, part: Any, columns: Sequence[str], schema: Schema, batch_rows: int) -> Iterator[Any]:
+        """Arrow batches of one part; for a CSV part also the malformed-line and RECORDS tuples of read_part."""
+
+
+@dataclasses.dataclass
+class Table:
+    """A source as the driver sees it: its columns, a sample, where relative image paths resolve, and a
+    row estimate (exact for a DataFrame and Parquet). Each kind subclasses it."""
+
+    columns: list[str]
+    sample: pd.DataFrame  # rows with pandas' dtype inference, for schema inference
+    base_dir: str  # relative image paths are resolved against this
+    rows_estimate: int
+    rows_estimated: bool = False  # True when rows_estimate is an extrapolation (a CSV's head)
+
+    def infer_schema(self) -> Schema:
+        """The schema inferred when none is given (a DataFrame uses every row, Parquet its Arrow types)."""
+        return infer_schema(self.sample)
+
+    def default_schema(self) -> Optional[Schema]:
+        """The schema the source itself implies (annotation files), else None: infer or take the caller's."""
+        return None
+
+    def rows_for_driver_check(self) -> Optional[Iterator[dict[str, Any]]]:
+        """Rows the driver checks before the pipeline starts (a DataFrame is in memory); None when the
+        pipeline's own table check covers the source."""
+        return None
+
+    def worker_files(self) -> list[str]:
+        """The files workers read (a DataFrame has none: it is staged under the job directory)."""
+        return []
+
+    def row_source(self, schema: Schema, work_dir: str) -> RowSource:
+        """The RowSource the pipeline reads (a DataFrame is staged under `work_dir` first)."""
+        raise NotImplementedError
+
+
+def parent_dir(path: str) -> str:
+    """The directory a table file sits in (absolute when local): where its relative image URIs are resolved."""
+    if storage.is_remote(path):
+        return posixpath.dirname(path.rstrip("/"))
+    return os.path.dirname(os.path.abspath(path))

@@ -1,0 +1,62 @@
+"""Which source kind a `convert()` source is: the one place a source is recognised and opened.
+
+Kinds are tried in order: annotation files (recognised from their content, or forced by
+`annotation_format`), a DataFrame, then a path — a directory of Parquet files or a SPLIT/LABEL image
+folder, a glob of Parquet files, a Parquet file by its name, else a CSV file. Adding a kind means one
+module with its Table and RowSource (see source_protocol) and one line here.
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional, Union
+
+import pandas as pd
+
+from tfrecorder.io import storage
+from tfrecorder.sources import parquet_files
+from tfrecorder.sources.annotation_source import open_annotations
+from tfrecorder.sources.csv_source import open_csv
+from tfrecorder.sources.dataframe_source import open_dataframe
+from tfrecorder.sources.image_folder_source import open_image_folder
+from tfrecorder.sources.parquet_source import open_parquet
+from tfrecorder.sources.source_protocol import Table
+
+
+def open_table(source: Union[pd.DataFrame, str, os.PathLike], annotation_format: Optional[str] = None) -> Table:
+    """Recognise the source and open it as a Table from a sample; raise ValueError for anything unusable."""
+    annotations = open_annotations(source, annotation_format)
+    if annotations is not None:
+        return annotations
+    if isinstance(source, pd.DataFrame):
+        return open_dataframe(source)
+    if not isinstance(source, (str, os.PathLike)):
+        raise ValueError(f"source must be a DataFrame, a CSV or Parquet path or an image directory, "
+                         f"not {type(source).__name__}")
+    return _open_path(os.fspath(source))
+
+
+def _open_path(path: str) -> Table:
+    if storage.is_remote(path):  # one listing tells a folder (of Parquet files or images) from a missing object
+        listed = None if storage.exists(path.rstrip("/")) else storage.list_files(path)
+        if listed is not None and parquet_files.is_glob(path):
+            return open_parquet(path)
+        if listed:
+            return _open_directory(path, listed)
+        if listed is not None:
+            raise ValueError(f"source {path} does not exist")
+    elif os.path.isdir(path):
+        return _open_directory(os.path.abspath(path), storage.list_files(os.path.abspath(path)))
+    elif not os.path.exists(path):
+        if parquet_files.is_glob(path):
+            return open_parquet(path)
+        raise ValueError(f"source {path} does not exist")
+    return open_parquet(path) if parquet_files.is_parquet_name(path) else open_csv(path)
+
+
+def _open_directory(path: str, listed: list[str]) -> Table:
+    """A directory (its absolute path or URL, and every file under it) holding Parquet files is a
+    Parquet source; otherwise a SPLIT/LABEL image folder."""
+    if parquet_files.parquet_files_in(path.rstrip("/"), listed):
+        return open_parquet(path, listed)
+    return open_image_folder(path, listed)
+
