@@ -23,7 +23,7 @@ from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.io.decode_check import DEFAULT_VALIDATION
 from tfrecorder.legacy import v2_compat
-from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, ConvertOptions, normalise_output_dir
+from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, ConvertOptions, OutputLocation
 from tfrecorder.result import ConversionResult, DataflowConversionResult
 from tfrecorder.rows import detection_encoder
 from tfrecorder.rows.table_stats import StatsCounter, TableStats
@@ -156,10 +156,10 @@ def convert(
     started = time.monotonic()
     if legacy_options:
         source, schema = v2_compat.legacy_arguments(source, schema, legacy_options)
-    output_dir = normalise_output_dir(output_dir)
-    launch = launch_for(runner, output_dir, project, region, job_label, dataflow_options, tfrecorder_wheel)
+    output = OutputLocation.of(output_dir)  # normalised once; the launch constrains it, the options check it
+    launch = launch_for(runner, output, project, region, job_label, dataflow_options, tfrecorder_wheel)
     options = ConvertOptions.check(
-        output_dir, job_label=job_label, num_shards=num_shards, max_shard_bytes=max_shard_bytes,
+        output, job_label=job_label, num_shards=num_shards, max_shard_bytes=max_shard_bytes,
         compression=compression, image_size=image_size, validate=validate, split_ratios=split_ratios,
         fetch_concurrency=fetch_concurrency, box_units=box_units, annotation_format=annotation_format,
         verbose=verbose, progress=progress)

@@ -18,7 +18,7 @@ import re
 import time
 from typing import Any, Mapping, Optional
 
-from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, check_output_dir, check_shard_options, normalise_output_dir
+from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, OutputLocation, check_shard_options
 from tfrecorder.format import job_directory
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.format.finished_job import JobInfo
@@ -85,14 +85,14 @@ def upgrade(
     from beam_pipelines.launches.launch import DataflowLaunch, fail_job, launch_for
 
     started = time.monotonic()
-    legacy_dir, output_dir = os.fspath(legacy_dir), normalise_output_dir(output_dir)
-    launch = launch_for(runner, output_dir, project, region, job_label, dataflow_options, tfrecorder_wheel)
+    legacy_dir, output = os.fspath(legacy_dir), OutputLocation.of(output_dir)
+    launch = launch_for(runner, output, project, region, job_label, dataflow_options, tfrecorder_wheel)
     on_dataflow = isinstance(launch, DataflowLaunch)
     if on_dataflow and not legacy_dir.startswith("gs://"):
         raise ValueError(f"Dataflow workers cannot read the local directory {legacy_dir}: copy it to gs:// first")
     check_shard_options(num_shards, max_shard_bytes, compression, None, "header")
     job = _read_legacy(legacy_dir)
-    check_output_dir(output_dir)
+    output_dir = output.checked().path
     input_bytes = sum(info["bytes"] for info in job.metadata["splits"].values())
 
     final_dir, temp_dir = job_directory.reserve_job_dir(output_dir, job_label or DEFAULT_JOB_LABEL)

@@ -26,6 +26,7 @@ from beam_pipelines.job_config import JobConfig
 from tfrecorder.rows.row_encoding import resolve_uri
 from tfrecorder.rows.value_coercion import is_missing
 from tfrecorder.core.schema import Schema
+from tfrecorder.options.conversion_options import OutputLocation
 from tfrecorder.sources.source_protocol import Table
 
 # What workers import from PyPI (beam_pipelines + the tfrecorder modules they use). Apache Beam and
@@ -50,7 +51,6 @@ CONSOLE_URL = "https://console.cloud.google.com/dataflow/jobs/{region}/{job_id}?
 # Dataflow job names.
 _PROJECT = re.compile(r"([a-z][-a-z0-9.]*[a-z0-9]:)?[a-z][-a-z0-9]{4,28}[a-z0-9]")
 _REGION = re.compile(r"[a-z]+(-[a-z]+)+[0-9]+")
-_GCS_URL = re.compile(r"gs://[a-z0-9][-a-z0-9_.]{1,220}[a-z0-9](/.*)?")
 _JOB_NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
 # A job label keeps its meaning when sanitised: letters, digits and separators, starting with a letter.
 _JOB_LABEL = re.compile(r"[A-Za-z][-A-Za-z0-9_. ]{0,39}")
@@ -69,7 +69,7 @@ class DataflowRequest:
 
 
 def check_request(
-    output_dir: str,
+    output: OutputLocation,
     project: Optional[str],
     region: Optional[str],
     job_label: Optional[str],
@@ -85,8 +85,7 @@ def check_request(
         raise ValueError("runner='DataflowRunner' needs region= (a Dataflow region such as 'us-central1')")
     if not _REGION.fullmatch(str(region)):
         raise ValueError(f"region {region!r} is not a valid Google Cloud region (like 'us-central1')")
-    if not _GCS_URL.fullmatch(output_dir):
-        raise ValueError(f"runner='DataflowRunner' writes to Cloud Storage: output_dir must be gs://bucket/..., got {output_dir!r}")
+    output.require_gcs("runner='DataflowRunner'")
     if job_label is not None and not _JOB_LABEL.fullmatch(str(job_label)):
         raise ValueError(
             f"job_label {job_label!r} cannot name a Dataflow job: use up to 40 letters, digits, '-', '_', '.' "
@@ -101,7 +100,7 @@ def check_request(
             raise ValueError(f"tfrecorder_wheel {tfrecorder_wheel} does not exist")
     if options.get("no_auth"):
         runners.connect_anonymously()  # before the driver's first Cloud Storage access
-    return DataflowRequest(str(project), str(region), output_dir, options, tfrecorder_wheel)
+    return DataflowRequest(str(project), str(region), output.path, options, tfrecorder_wheel)
 
 
 def _check_dataflow_options(dataflow_options: Optional[Mapping[str, Any]], project: str, region: str) -> dict[str, Any]:

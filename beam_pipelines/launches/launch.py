@@ -20,6 +20,7 @@ from tfrecorder.errors import translate_pipeline_error
 from tfrecorder.format import job_directory
 from tfrecorder.io import storage, tensorflow_kernels
 from tfrecorder.io.decode_check import DECODE
+from tfrecorder.options.conversion_options import OutputLocation
 from tfrecorder.core.progress_bar import should_show
 from tfrecorder.core.quiet import quiet_libraries
 from tfrecorder.core.schema import Schema
@@ -105,13 +106,14 @@ class DataflowLaunch:
 Launch = Union[LocalLaunch, DataflowLaunch]
 
 
-def launch_for(runner: str, output_dir: str, project: Optional[str], region: Optional[str],
+def launch_for(runner: str, output: OutputLocation, project: Optional[str], region: Optional[str],
                job_label: Optional[str], dataflow_options: Optional[Mapping[str, Any]],
                tfrecorder_wheel: Optional[str]) -> Launch:
-    """The launch for `runner`, its request checked (ValueError) before anything is written or staged."""
+    """The launch for `runner`, its request checked (ValueError) before anything is written or staged; a
+    launch constrains where `output` may be (Dataflow: Cloud Storage only)."""
     runners.check_runner(runner)
     if runner == DataflowLaunch.runner:
-        return DataflowLaunch(dataflow_job.check_request(output_dir, project, region, job_label, dataflow_options,
+        return DataflowLaunch(dataflow_job.check_request(output, project, region, job_label, dataflow_options,
                                                      tfrecorder_wheel))
     return LocalLaunch(dataflow_options)
 

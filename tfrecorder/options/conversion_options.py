@@ -2,13 +2,15 @@
 
 `ConvertOptions.check` raises one ValueError per bad option (the CLI's exit 2) and ends with the only
 I/O, a real write under `output_dir`; the driver then reads every option from the value it returns.
-`output_dir` is normalised once, by `normalise_output_dir`, before the launch and the options see it.
-upgrade() shares the shard options and the output directory checks.
+`output_dir` becomes one `OutputLocation` before anything else: normalised once, constrained by the
+launch (Dataflow writes only to Cloud Storage), checked writable once, and passed down as that value.
+upgrade() shares the shard options and the output location.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import Optional, Sequence, Union
 
 from tfrecorder.rows import detection_encoder
@@ -37,6 +39,32 @@ def check_output_dir(output_dir: str) -> str:
         raise ValueError("output_dir must not be empty")
     storage.check_writable_dir(output_dir)
     return output_dir
+
+
+_GCS_URL = re.compile(r"gs://[a-z0-9][-a-z0-9_.]{1,220}[a-z0-9](/.*)?")
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputLocation:
+    """Where job directories are written: normalised once (an absolute local path, or a URL without a
+    trailing '/'); `checked()` says it is writable, `require_gcs` applies a launch's constraint."""
+
+    path: str
+
+    @classmethod
+    def of(cls, output_dir: Union[str, os.PathLike]) -> "OutputLocation":
+        """The normalised location (pure: nothing is checked or created)."""
+        return cls(normalise_output_dir(output_dir))
+
+    def require_gcs(self, who: str) -> None:
+        """Refuse (ValueError) a location that is not a gs:// URL, for a launch that writes only there."""
+        if not _GCS_URL.fullmatch(self.path):
+            raise ValueError(f"{who} writes to Cloud Storage: output_dir must be gs://bucket/..., got {self.path!r}")
+
+    def checked(self) -> "OutputLocation":
+        """This location, once a real write has shown files can be created in it (ValueError otherwise)."""
+        check_output_dir(self.path)
+        return self
 
 
 def check_shard_options(num_shards: int, max_shard_bytes: int, compression: Optional[str],
@@ -85,14 +113,14 @@ class ConvertOptions:
     progress: bool
 
     @classmethod
-    def check(cls, output_dir: str, *, job_label: Optional[str], num_shards: int, max_shard_bytes: int,
+    def check(cls, output: OutputLocation, *, job_label: Optional[str], num_shards: int, max_shard_bytes: int,
               compression: Optional[str], image_size: Optional[Sequence[int]], validate: str,
               split_ratios: Sequence[float], fetch_concurrency: Optional[int], box_units: str,
               annotation_format: Optional[str], verbose: bool, progress: bool) -> "ConvertOptions":
-        """The checked options (ValueError naming the first bad one); `output_dir` as normalise_output_dir gives it."""
+        """The checked options (ValueError naming the first bad one), the output location's write check last."""
         image_size = check_shard_options(num_shards, max_shard_bytes, compression, image_size, validate)
         ratios = validate_split_ratios(split_ratios)
         box_units = detection_encoder.check_box_units(box_units)
         fetch_concurrency = check_fetch_concurrency(fetch_concurrency)
-        return cls(check_output_dir(output_dir), job_label, num_shards, max_shard_bytes, compression, image_size,
+        return cls(output.checked().path, job_label, num_shards, max_shard_bytes, compression, image_size,
                    validate, ratios, fetch_concurrency, box_units, annotation_format, verbose, progress)

@@ -9,7 +9,7 @@ the common paths.
 The contract is the row path's, exactly: values arrive as the row path sees them (the driver-staged
 Parquet of a DataFrame, a Parquet file, or CSV text), and anything a vectorised path does not
 recognise is handed, value by value, to the row path's own functions (`prepare_row`'s checks,
-`input_feature`), so reasons and values can only agree. Distinct text values are converted once
+`row_encoding.input_feature`), so reasons and values can only agree. Distinct text values are converted once
 (splits, labels, booleans, categories), which keeps even those paths cheap.
 """
 from __future__ import annotations
@@ -29,8 +29,8 @@ from tfrecorder.format.column_wire import (ValueLists, binary_rows, bytes_list_e
                                            map_entries, packed_numbers)
 from tfrecorder.format.example_encoder import Feature, value_list_bytes
 from tfrecorder.errors import RowError
-from tfrecorder.rows.row_encoding import empty_image_uri, split_key
-from tfrecorder.rows.value_coercion import INT64_MAX, input_feature, is_missing, multi_label_names, to_int
+from tfrecorder.rows.row_encoding import empty_image_uri, input_feature, split_key
+from tfrecorder.rows.value_coercion import INT64_MAX, is_missing, multi_label_names, to_int
 from tfrecorder.core.schema import Schema
 
 SPLITS = splits.SPLITS  # split codes index this: 0 TRAIN, 1 VALIDATION, 2 TEST

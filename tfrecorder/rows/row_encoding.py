@@ -19,7 +19,7 @@ from tfrecorder.format.example_encoder import Feature, example_pieces
 from tfrecorder.format.feature_spec import IMAGE_FEATURES, image_feature_prefix
 from tfrecorder.io import decode_check
 from tfrecorder.io import image_probe
-from tfrecorder.rows.value_coercion import input_feature, is_missing, multi_label_names, to_int
+from tfrecorder.rows.value_coercion import input_values, is_missing, multi_label_names, to_int
 from tfrecorder.core.schema import Schema
 
 ImageReader = Callable[[str], bytes]
@@ -81,6 +81,12 @@ def probe_read_image(uri: str, data: bytes, validate: str, decoded: Optional[Dec
 
 _IMAGE, _STRING_LABEL, _MULTI_LABEL, _INPUT = "image", "string label", "multi label", "input"
 _KINDS = {types.ImageUri: _IMAGE, types.StringLabel: _STRING_LABEL, types.MultiLabel: _MULTI_LABEL}
+
+
+def input_feature(role: types.ColumnType, value: Any, column: str) -> Feature:
+    """The Feature of one present input or integer-label value (RowError if it does not fit): every
+    Feature of a row is built in this module, from the values tfrecorder.rows.value_coercion checks."""
+    return Feature(role.feature_dtype, input_values(role, value, column))
 
 
 class RowEncoder:

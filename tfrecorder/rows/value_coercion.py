@@ -1,8 +1,9 @@
 """Table values → feature values: what each role accepts, checked and coerced, testable without Beam.
 
-Input values arrive as python values (DataFrames staged as Parquet) or as text (CSV); `input_feature`
-turns either into the Feature its role declares (tfrecorder.format.feature_spec describes the result
-in metadata.json) or raises `RowError(reason)`. `check_sample` applies the same rules to the first
+Input values arrive as python values (DataFrames staged as Parquet) or as text (CSV); `input_values`
+turns either into the values of the feature its role declares (tfrecorder.format.feature_spec
+describes the result in metadata.json; tfrecorder.rows.row_encoding builds the Feature) or raises
+`RowError(reason)`. `check_sample` applies the same rules to the first
 values of each column before any work starts, so a wrong explicit schema is one ValueError.
 """
 from __future__ import annotations
@@ -17,7 +18,6 @@ import pandas as pd
 
 from tfrecorder.core import types
 from tfrecorder.errors import RowError
-from tfrecorder.format.example_encoder import Feature
 from tfrecorder.core.schema import SAMPLE_VALUES, Schema
 
 
@@ -128,14 +128,15 @@ def _scalar(role: types.ColumnType, value: Any, column: str) -> Any:
     return to_int(value, column)
 
 
-def input_feature(role: types.ColumnType, value: Any, column: str) -> Feature:
-    """The Feature of one present (not missing) input or integer-label value; RowError if it does not fit."""
+def input_values(role: types.ColumnType, value: Any, column: str) -> list:
+    """The feature values (of `role.feature_dtype`) of one present (not missing) input or integer-label
+    value; RowError if it does not fit."""
     if role.element is not None:
         items = _to_values(value, column, role.length)
         if any(v is None for v in items):
             raise RowError(f"missing list element: column {column!r} has {value!r}")
-        return Feature(role.feature_dtype, [_scalar(role.element, v, column) for v in items])
-    return Feature(role.feature_dtype, (_scalar(role, value, column),))
+        return [_scalar(role.element, v, column) for v in items]
+    return [_scalar(role, value, column)]
 
 
 def check_sample(schema: Schema, sample: pd.DataFrame) -> None:
@@ -149,6 +150,6 @@ def check_sample(schema: Schema, sample: pd.DataFrame) -> None:
         values = [v for v in sample[column].astype(object).tolist() if not is_missing(v)][:SAMPLE_VALUES]
         for value in values:
             try:
-                input_feature(role, value, column)
+                input_values(role, value, column)
             except RowError as exc:
                 raise ValueError(f"column {column!r} is declared {role.name} but holds {value!r}: {exc}") from None

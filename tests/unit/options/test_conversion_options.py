@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tfrecorder.options.conversion_options import ConvertOptions, check_fetch_concurrency, normalise_output_dir
+from tfrecorder.options.conversion_options import ConvertOptions, OutputLocation, check_fetch_concurrency, normalise_output_dir
 
 GOOD = dict(job_label=None, num_shards=0, max_shard_bytes=1 << 20, compression=None, image_size=[32, 48],
             validate="header", split_ratios=(0.8, 0.1, 0.1), fetch_concurrency=None, box_units="relative",
@@ -22,7 +22,7 @@ def test_output_dir_is_normalised_once_to_one_form(tmp_path, monkeypatch):
 
 
 def test_checked_options_are_one_frozen_value(tmp_path):
-    options = ConvertOptions.check(str(tmp_path / "out"), **GOOD)
+    options = ConvertOptions.check(OutputLocation.of(tmp_path / "out"), **GOOD)
     assert options.image_size == (32, 48) and options.output_dir == str(tmp_path / "out")
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.num_shards = 2
@@ -40,7 +40,7 @@ def test_checked_options_are_one_frozen_value(tmp_path):
 def test_a_bad_option_is_one_value_error_before_the_output_is_touched(tmp_path, change, message):
     target = tmp_path / "never-created"
     with pytest.raises(ValueError, match=message):
-        ConvertOptions.check(str(target), **{**GOOD, **change})
+        ConvertOptions.check(OutputLocation.of(target), **{**GOOD, **change})
     assert not target.exists()
 
 
@@ -48,7 +48,7 @@ def test_output_dir_must_be_a_directory(tmp_path):
     path = tmp_path / "file"
     path.write_text("x")
     with pytest.raises(ValueError, match=f"output_dir {path} cannot be a directory: {path} is a file"):
-        ConvertOptions.check(str(path), **GOOD)
+        ConvertOptions.check(OutputLocation.of(path), **GOOD)
     with pytest.raises(ValueError, match="must not be empty"):
-        ConvertOptions.check("", **GOOD)
+        ConvertOptions.check(OutputLocation.of(""), **GOOD)
     assert check_fetch_concurrency(8) == 8 and check_fetch_concurrency(None) is None

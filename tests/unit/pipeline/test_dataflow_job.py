@@ -137,7 +137,7 @@ def test_dry_run_graph_keeps_image_bytes_out_of_group_by_keys(emulator, image_ro
     assert any(n.startswith("SpreadRows/") for n in group_by_keys)
     assert any(n.startswith("SpreadShards/") for n in group_by_keys)  # shards assembled on every worker
     for name in group_by_keys:
-        assert name.startswith(("SpreadRows/", "SpreadShards/", "StatsSpreadSlices/", "RowsSpreadSlices/")) \
+        assert name.startswith(("SpreadRows/", "SpreadShards/", "StatsSpreadParts/", "RowsSpreadParts/")) \
             or "/CombinePerKey/" in name or "/MaybeReshuffle/" in name, name
     # Rows are reshuffled between reading and fetching images: EncodeAndWrite ← SpreadRows ← Prepare.
     encode = next(t for n, t in transforms.items() if n.startswith("EncodeAndWrite/") and not t.subtransforms)
@@ -407,7 +407,7 @@ def test_parquet_source_parts_are_in_the_job(emulator, tmp_path):
     proto = beam_runner_api_pb2.Pipeline.FromString(emulator.download(next(u for u in staged if u.endswith("pipeline.pb"))))
     expected = [ParquetPart(f"gs://{BUCKET}/table/part-0.parquet", group) for group in range(3)]
     expected.append(ParquetPart(f"gs://{BUCKET}/table/part-1.parquet", 0))
-    assert _created_values(proto, "RowsRowGroups") == _created_values(proto, "StatsRowGroups") == expected
+    assert _created_values(proto, "RowsParts") == _created_values(proto, "StatsParts") == expected
 
 
 def test_local_parquet_files_are_refused_for_dataflow(emulator, tmp_path):

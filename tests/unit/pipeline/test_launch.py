@@ -7,6 +7,7 @@ import os
 import pytest
 
 from beam_pipelines.job_config import JobConfig
+from tfrecorder.options.conversion_options import OutputLocation
 from beam_pipelines.launches.launch import DataflowLaunch, LocalLaunch, fail_job, launch_for
 from tfrecorder.errors import OutputWriteError
 from tfrecorder.core.schema import Schema
@@ -21,13 +22,13 @@ def config(temp_dir: str, schema: Schema) -> JobConfig:
 
 
 def test_the_runner_picks_the_launch_and_its_checks_run_before_anything_is_written(tmp_path):
-    local = launch_for("DirectRunner", str(tmp_path), None, None, None, {"direct_num_workers": 1}, None)
+    local = launch_for("DirectRunner", OutputLocation.of(str(tmp_path)), None, None, None, {"direct_num_workers": 1}, None)
     assert isinstance(local, LocalLaunch) and local.beam_options == {"direct_num_workers": 1}
     with pytest.raises(ValueError, match="unknown runner 'Spark'"):
-        launch_for("Spark", str(tmp_path), None, None, None, None, None)
+        launch_for("Spark", OutputLocation.of(str(tmp_path)), None, None, None, None, None)
     with pytest.raises(ValueError, match="needs project="):
-        launch_for("DataflowRunner", "gs://bucket/out", None, "us-central1", None, None, None)
-    remote = launch_for("DataflowRunner", "gs://bucket/out", "my-project", "us-central1", "daily run", None, None)
+        launch_for("DataflowRunner", OutputLocation.of("gs://bucket/out"), None, "us-central1", None, None, None)
+    remote = launch_for("DataflowRunner", OutputLocation.of("gs://bucket/out"), "my-project", "us-central1", "daily run", None, None)
     assert isinstance(remote, DataflowLaunch) and remote.request.output_dir == "gs://bucket/out"
     assert not remote.shows_progress(True)
     options = remote.job_options(config("gs://bucket/out/.incomplete-job", Schema({"x": "IntegerInput"})))

@@ -284,7 +284,7 @@ def arrow_batches(draw) -> tuple[pa.RecordBatch, Schema]:
 @given(arrow_batches())
 def test_parquet_arrow_types_encode_as_the_row_path_does(found):
     """A user's Parquet batch, conformed as the pipeline reads it (tfrecorder.sources.parquet_values.conform_batch)."""
-    from beam_pipelines.steps.read_rows import rows_of_batch
+    from tfrecorder.sources.parquet_source import rows_of_batch
     from tfrecorder.sources.parquet_values import conform_batch
 
     batch, schema = found

@@ -9,7 +9,8 @@ from tfrecorder import Schema
 
 from tfrecorder.core import types
 from tfrecorder.errors import RowError
-from tfrecorder.rows.value_coercion import check_sample, input_feature, is_missing, multi_label_names, to_int
+from tfrecorder.rows.row_encoding import input_feature
+from tfrecorder.rows.value_coercion import check_sample, is_missing, multi_label_names, to_int
 
 
 def test_naive_datetimes_are_utc_and_aware_ones_are_converted():
