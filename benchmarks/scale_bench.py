@@ -192,6 +192,8 @@ def _serve(*args: str) -> tuple[subprocess.Popen, str]:
 def publish(quick: bool) -> list[Figure]:
     from support.gcs_proxy import FaultProxy
     from tfrecorder.format import job_directory
+    from tfrecorder.format.metadata_file import JobMetadata
+    from tfrecorder.format import file_names
     from tfrecorder.io import storage
 
     emulator, host = _serve(str(ROOT / "tests" / "support" / "gcs_emulator.py"))
@@ -210,8 +212,8 @@ def publish(quick: bool) -> list[Figure]:
             names = [f"train-{i:05d}-of-{shards:05d}.tfrecord" for i in range(shards)]
             for name in names:
                 storage.write_bytes(f"{temp}/{name}", b"x" * 64)
-            storage.write_bytes(f"{temp}/{job_directory.DISCARD_FILE}", b"reason\r\n")
-            job_directory.write_metadata(temp, {"bench": True})
+            storage.write_bytes(f"{temp}/{file_names.DISCARD_FILE}", b"reason\r\n")
+            JobMetadata({"bench": True}).write(temp)
             proxy.clear()
             started = time.perf_counter()
             job_directory.finalize(temp, final)

@@ -19,7 +19,8 @@ from tfrecorder.core.progress_bar import local_progress
 from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.core.schema import Schema, check_column_names
 from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
-from tfrecorder.format import file_names, job_directory
+from tfrecorder.format import detection_keys, file_names, job_directory
+from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.io.decode_check import DEFAULT_VALIDATION
 from tfrecorder.legacy import v2_compat
@@ -184,7 +185,7 @@ def convert(
                 num_shards=options.num_shards, max_shard_bytes=options.max_shard_bytes,
                 compression=options.compression, image_size=options.image_size, validate=options.validate,
                 fetch_concurrency=concurrency, progress_dir=progress_dir,
-                extra_metadata={"task": detection_encoder.TASK, "box_units": options.box_units} if is_detection else {},
+                extra_metadata={"task": detection_keys.TASK, "box_units": options.box_units} if is_detection else {},
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,
                                                encoding_pool=not is_detection)
@@ -198,5 +199,5 @@ def convert(
                 return DataflowConversionResult.of(submitted)
     except BaseException as exc:
         fail_job(exc, temp_dir, final_dir, options.output_dir)
-    metadata = job_directory.read_metadata(final_dir)
+    metadata = JobMetadata.read(final_dir).document
     return ConversionResult.from_metadata(final_dir, launch.runner, metadata, time.monotonic() - started)

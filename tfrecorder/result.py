@@ -141,10 +141,10 @@ class DataflowConversionResult(ConversionResult):
             delay = min(delay * 2, poll_seconds)
         if state != "DONE":
             raise DataflowJobError(f"Dataflow job {self['job_id']} ended {state}; its logs: {self['console_url']}")
-        from tfrecorder.format import job_directory
+        from tfrecorder.format.metadata_file import JobMetadata
 
         final = ConversionResult.from_metadata(self["tfrecord_dir"], self["job_id"],
-                                               job_directory.read_metadata(self["tfrecord_dir"]),
+                                               JobMetadata.read(self["tfrecord_dir"]).document,
                                                time.monotonic() - self._submitted)
         self._fields.update(final)
         self._fields["rows_in_estimated"] = False

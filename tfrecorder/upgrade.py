@@ -19,6 +19,7 @@ import time
 from typing import Any, Mapping, Optional
 
 from tfrecorder.format import job_directory
+from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.format.finished_job import JobInfo
 from tfrecorder.io import storage
 from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, OutputLocation, check_shard_options
@@ -122,5 +123,5 @@ def upgrade(
             return DataflowConversionResult.of(submitted, input_bytes=input_bytes)
     except BaseException as exc:
         fail_job(exc, temp_dir, final_dir, output_dir, own_error=_corrupt_shard_error(exc))
-    metadata = job_directory.read_metadata(final_dir)
+    metadata = JobMetadata.read(final_dir).document
     return ConversionResult.from_metadata(final_dir, launch.runner, metadata, time.monotonic() - started)

@@ -7,9 +7,8 @@ does not list are reported too. All reads go through tfrecorder.io.storage, so g
 """
 from __future__ import annotations
 
-from tfrecorder.format.file_names import DISCARD_FILE, METADATA_FILE, SHARD_LIKE
+from tfrecorder.format.file_names import DISCARD_FILE, METADATA_FILE, ShardName, is_index_file
 from tfrecorder.format.finished_job import JobInfo
-from tfrecorder.format.record_index import INDEX_DIR
 from tfrecorder.io import storage
 from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.reading.shard_checks import ExampleChecker, ShardReport, VerifyReport, check_shard
@@ -44,7 +43,7 @@ def verify(tfrecord_dir: str) -> VerifyReport:
         problems.append(f"{total} readable records in all, metadata.json says {job.metadata['records_written']}")
     for name in _extra_shard_files(job, listed):
         extra = ShardReport(name, None, None)
-        kind = "index" if name.startswith(INDEX_DIR + "/") else "shard"
+        kind = "index" if is_index_file(name) else "shard"
         extra.problems.append(f"{kind} file not listed in metadata.json")
         shards.append(extra)
     return VerifyReport(job.tfrecord_dir, shards, problems)
@@ -54,4 +53,4 @@ def _extra_shard_files(job: JobInfo, listed: set[str]) -> list[str]:
     base = job.tfrecord_dir.rstrip("/").rstrip("\\")
     names = [path[len(base) + 1:].replace("\\", "/") for path in storage.list_files(base)]
     known = listed | {METADATA_FILE, DISCARD_FILE}
-    return [name for name in names if name not in known and SHARD_LIKE.search(name)]
+    return [name for name in names if name not in known and ShardName.looks_like(name)]

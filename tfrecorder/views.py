@@ -11,7 +11,7 @@ import io
 import itertools
 from typing import Any, Mapping
 
-from tfrecorder.rows import detection_encoder
+from tfrecorder.format import detection_keys
 from tfrecorder.reading.detection_drawing import detection_boxes
 from tfrecorder.reading.detection_dataset import is_detection_job
 from tfrecorder.format.example_decoder import parse_example
@@ -45,7 +45,7 @@ def thumbnails_html(tfrecord_dir: str, count: int = THUMBNAILS) -> str:
     if not (job.image_prefixes or detection_job) or not job.splits:
         return ""
     split = "TRAIN" if "TRAIN" in job.splits else job.splits[0]
-    prefix = detection_encoder.ENCODED if detection_job else job.image_prefixes[0]
+    prefix = detection_keys.ENCODED if detection_job else job.image_prefixes[0]
     cells = []
     for record in itertools.islice(job.iter_records(split), count):
         example = parse_example(record)

@@ -23,13 +23,14 @@ from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import EncodeAndWritePieces
 from beam_pipelines.steps.progress_counters import RowsDone
 from beam_pipelines.steps.fetch_images import reader_for
+from tfrecorder.format import detection_keys
 from tfrecorder.rows import detection_encoder
 from tfrecorder.core import splits
 from tfrecorder.format import file_names
 from tfrecorder.format import job_directory
 from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
-from tfrecorder.format.metadata_file import build_metadata
+from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.rows.row_encoding import RowError
 from tfrecorder.core.schema import SPLIT_COLUMN
 
@@ -98,7 +99,7 @@ class EncodeImages(EncodeAndWritePieces):
     def _detection_encoder(self, vocabularies) -> detection_encoder.DetectionEncoder:
         if self._encoder is None:
             self._encoder = detection_encoder.DetectionEncoder(
-                detection_encoder.label_ids(vocabularies.get("label", [])), base_dir=self.config.base_dir,
+                detection_keys.label_ids(vocabularies.get("label", [])), base_dir=self.config.base_dir,
                 box_units=_box_units(self.config), image_size=self.config.image_size,
                 validate=self.config.validate)
         return self._encoder
@@ -168,15 +169,15 @@ def finalize_detection_job(_, config: JobConfig, shards, vocabularies, rows_in, 
     """
     if not job_directory.is_published(config.final_dir):
         vocabulary = list(vocabularies.get("label", []))
-        metadata = build_metadata(config, shards, {"label": vocabulary}, rows_in, discard_reasons, {},
-                                  rows_written=rows_written)
-        metadata.update(detection_encoder.detection_metadata(vocabulary, _box_units(config)))
-        metadata["input_schema"], metadata["schema"] = metadata["schema"], {}
-        metadata["features"] = detection_encoder.feature_spec()
+        metadata = JobMetadata.build(config, shards, {"label": vocabulary}, rows_in, discard_reasons, {},
+                                     rows_written=rows_written)
+        metadata = metadata.updated(**detection_keys.detection_metadata(vocabulary, _box_units(config)),
+                                    input_schema=metadata.document["schema"], schema={},
+                                    features=detection_keys.feature_spec())
         storage.write_bytes(storage.join(config.temp_dir, file_names.LABEL_MAP_FILE),
-                            detection_encoder.label_map_pbtxt(vocabulary).encode("utf-8"))
+                            detection_keys.label_map_pbtxt(vocabulary).encode("utf-8"))
         for scratch in config.scratch_dirs:
             storage.delete_tree(scratch)
-        job_directory.write_metadata(config.temp_dir, metadata)
+        metadata.write(config.temp_dir)
     job_directory.finalize(config.temp_dir, config.final_dir)
     yield config.final_dir

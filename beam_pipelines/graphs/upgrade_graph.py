@@ -31,7 +31,8 @@ from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format.legacy.v2_records import upgrade_record
 from tfrecorder.rows.row_encoding import RowError
-from tfrecorder.format.framing import CorruptRecordError, read_records
+from tfrecorder.errors import CorruptRecordError
+from tfrecorder.format.framing import read_records
 
 READ = "read"
 DISCARD_COLUMNS = ("split", "source", "record", "image_name")

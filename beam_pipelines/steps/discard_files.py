@@ -24,7 +24,7 @@ import apache_beam as beam
 
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.bundle_outputs import in_global_window
-from tfrecorder.format import job_directory
+from tfrecorder.format import file_names
 from tfrecorder.format.file_names import discard_part_name
 from tfrecorder.io import storage
 from tfrecorder.format.metadata_file import reason_category
@@ -163,5 +163,5 @@ class WriteDiscardParts(beam.DoFn):
 
 def write_discards(parts: list[DiscardPart], config: JobConfig) -> dict[str, int]:
     """Write discarded.csv (original columns + reason) from the committed parts; returns counts per reason."""
-    write_discard_file(parts, config.columns, storage.join(config.temp_dir, job_directory.DISCARD_FILE))
+    write_discard_file(parts, config.columns, storage.join(config.temp_dir, file_names.DISCARD_FILE))
     return reason_counts(parts)

@@ -6,7 +6,7 @@ import dataclasses
 
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format import job_directory, tfds_files
-from tfrecorder.format.metadata_file import build_metadata
+from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.rows.table_stats import TableStats
 
@@ -20,12 +20,12 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
         unknown: collections.Counter = collections.Counter()
         for piece in pieces:
             unknown[piece.split] += piece.unknown_labels
-        metadata = build_metadata(config, shards, vocabularies, rows_in, discard_reasons, unknown,
-                                  images=image_kinds or {})
+        metadata = JobMetadata.build(config, shards, vocabularies, rows_in, discard_reasons, unknown,
+                                     images=image_kinds or {})
         for scratch in config.scratch_dirs:
             storage.delete_tree(scratch)
-        tfds_files.write_tfds_files(config.temp_dir, metadata)  # issue 15: before metadata.json, the completion marker
-        job_directory.write_metadata(config.temp_dir, metadata)
+        tfds_files.write_tfds_files(config.temp_dir, metadata.document)  # issue 15: before metadata.json, the completion marker
+        metadata.write(config.temp_dir)
     job_directory.finalize(config.temp_dir, config.final_dir)
     yield config.final_dir
 

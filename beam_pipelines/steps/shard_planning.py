@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable
 
-from tfrecorder.format.file_names import OFFSETS_SUFFIX, shard_file_name
+from tfrecorder.format.file_names import OFFSETS_SUFFIX, ShardName
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +68,7 @@ class ShardPlan:
         return sum(r.records for r in self.ranges)
 
     def file_name(self, compression: str | None) -> str:
-        return shard_file_name(self.split, self.index, self.count, compression)
+        return ShardName(self.split, self.index, self.count, compression).file_name
 
 
 def _pack_by_bytes(pieces: list[Piece], max_shard_bytes: int) -> list[list[PieceRange]]:

@@ -20,6 +20,8 @@ from google.api_core import exceptions as api_exceptions
 import tfrecorder
 from support.readers import read_job
 from tfrecorder.format import job_directory
+from tfrecorder.format.metadata_file import JobMetadata
+from tfrecorder.format import file_names
 from tfrecorder.io import gcs, storage
 from tfrecorder.sample_data import make_sample_dataset
 
@@ -38,7 +40,7 @@ def by_uri(job: dict) -> dict[str, dict]:
 
 
 def discards(directory: str) -> list[dict]:
-    with open(os.path.join(directory, job_directory.DISCARD_FILE), newline="") as stream:
+    with open(os.path.join(directory, file_names.DISCARD_FILE), newline="") as stream:
         return list(csv.DictReader(stream))
 
 
@@ -104,7 +106,7 @@ def test_gs_csv_with_gs_images_converts_to_gs_output(gs_to_gs, gs_images, tf):
         assert example["image"] == gs_images[url]
         decoded = tf.io.decode_image(example["image"], expand_animations=False)
         assert (example["image_height"], example["image_width"], example["image_channels"]) == tuple(decoded.shape)
-    metadata = json.loads(Path(local, job_directory.METADATA_FILE).read_text())
+    metadata = json.loads(Path(local, file_names.METADATA_FILE).read_text())
     assert [s["file"] for s in metadata["splits"]["TRAIN"]["shards"]] == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
 
 
@@ -126,7 +128,7 @@ def test_gs_job_directory_holds_only_finished_files(gcs, gs_to_gs):
     assert names == {"metadata.json", "discarded.csv", "dataset_info.json", "features.json", "label.labels.txt",
                      *shards, *(f"index/{shard}.index" for shard in shards)}
     assert gcs.list("gs://tfr-out/jobs/.incomplete-") == []
-    assert job_directory.read_metadata(result["tfrecord_dir"])["records_written"] == 59
+    assert JobMetadata.read(result["tfrecord_dir"]).document["records_written"] == 59
 
 
 def test_mixed_local_and_gs_images_from_a_dataframe(gs_images, sample, tmp_path):
@@ -208,9 +210,9 @@ def test_storage_reads_gzip_metadata_and_listings_on_gs(gcs):
     with storage.open_read(f"{job}/data.bin.gz") as raw, gzip.GzipFile(fileobj=raw) as stream:
         assert stream.read() == payload
     with pytest.raises(ValueError, match="not a finished"):
-        job_directory.read_metadata(job)
-    job_directory.write_metadata(job, {"rows_in": 3})
-    assert job_directory.read_metadata(job) == {"rows_in": 3}
+        JobMetadata.read(job).document
+    JobMetadata({"rows_in": 3}).write(job)
+    assert JobMetadata.read(job).document == {"rows_in": 3}
     assert storage.list_files(job) == [f"{job}/data.bin.gz", f"{job}/metadata.json"]
     assert storage.is_dir(job) and storage.is_dir(job + "/") and not storage.is_dir(f"{job}/metadata.json")
     assert storage.size(f"{job}/metadata.json") == len(json.dumps({"rows_in": 3}, indent=2))
@@ -226,11 +228,11 @@ def test_finalize_on_gs_moves_everything_and_metadata_last(gcs):
     other, _ = job_directory.reserve_job_dir("gs://tfr-store/jobs", "same")
     assert final != other and temp == final.rsplit("/", 1)[0] + "/.incomplete-" + final.rsplit("/", 1)[1]
     storage.write_bytes(f"{temp}/train-00000-of-00001.tfrecord", b"records")
-    job_directory.write_metadata(temp, {"done": True})
+    JobMetadata({"done": True}).write(temp)
     job_directory.finalize(temp, final)
     assert storage.list_files(temp) == []
     assert storage.read_bytes(f"{final}/train-00000-of-00001.tfrecord") == b"records"
-    assert job_directory.read_metadata(final) == {"done": True}
+    assert JobMetadata.read(final).document == {"done": True}
     storage.delete_tree(final)
     assert storage.list_files(final) == []
 
@@ -239,21 +241,21 @@ def test_publishing_on_gs_is_parallel_constant_requests_per_shard_metadata_last_
     gcs.bucket("tfr-publish")
     final, temp = job_directory.reserve_job_dir("gs://tfr-publish/jobs", "pub")
     shards = [f"train-{i:05d}-of-00060.tfrecord" for i in range(60)]
-    for name in [*shards, job_directory.DISCARD_FILE]:
+    for name in [*shards, file_names.DISCARD_FILE]:
         gcs.upload(f"{temp}/{name}", name.encode())
-    gcs.upload(f"{temp}/{job_directory.METADATA_FILE}", b"{}")
+    gcs.upload(f"{temp}/{file_names.METADATA_FILE}", b"{}")
     proxy.clear()
     proxy.delay_seconds = 0.02
     job_directory.finalize(temp, final)
     objects = len(shards) + 2
     assert sum(proxy.requests.values()) <= 2 * objects + 8  # one copy and one delete per object, a few listings
     copies = proxy.answered("/rewriteTo/")
-    assert len(copies) == objects and copies[-1][0].split("?")[0].endswith(f"/{job_directory.METADATA_FILE}")
+    assert len(copies) == objects and copies[-1][0].split("?")[0].endswith(f"/{file_names.METADATA_FILE}")
     assert copies[-1][1] >= max(end for _path, _start, end in copies[:-1])  # metadata.json after all the rest
     assert proxy.peak_in_flight("/rewriteTo/") > 4  # in parallel
     assert gcs.list(temp + "/") == []
     assert sorted(url.rsplit("/", 1)[1] for url in gcs.list(final + "/")) == sorted(
-        [*shards, job_directory.DISCARD_FILE, job_directory.METADATA_FILE])
+        [*shards, file_names.DISCARD_FILE, file_names.METADATA_FILE])
     job_directory.finalize(temp, final)  # a retried finalize finds the job published and only cleans up
     assert gcs.download(f"{final}/{shards[7]}") == shards[7].encode()
 
@@ -265,7 +267,7 @@ def test_a_failed_run_removes_its_temporary_objects_and_a_half_published_directo
         gcs.upload(f"{temp}/_pieces/train-1.part", b"piece")
         gcs.upload(f"{final}/train-00000-of-00001.tfrecord", b"copied before the failure")
         if published:
-            gcs.upload(f"{final}/{job_directory.METADATA_FILE}", b"{}")
+            gcs.upload(f"{final}/{file_names.METADATA_FILE}", b"{}")
         job_directory.abandon(temp, final)
         assert gcs.list(temp + "/") == []
         assert len(gcs.list(final + "/")) == (2 if published else 0)

@@ -12,7 +12,7 @@ import pytest
 
 import tfrecorder
 from support.readers import read_job
-from tfrecorder.format import job_directory
+from tfrecorder.format import file_names
 from tfrecorder.io import gcs
 from tfrecorder.errors import StorageReadError
 from tfrecorder.sample_data import make_sample_dataset
@@ -68,7 +68,7 @@ def test_a_404_is_a_missing_file_discard(proxy, images, short_retries, tmp_path)
     proxy.fail(gone[len("gs://tfr-outage/"):], 404, times=10**6)
     result = tfrecorder.convert(table(images), tmp_path, progress=False)
     assert (result["written"], result["discarded"]) == ({"TRAIN": 3}, 1)
-    with open(os.path.join(result["tfrecord_dir"], job_directory.DISCARD_FILE), newline="") as stream:
+    with open(os.path.join(result["tfrecord_dir"], file_names.DISCARD_FILE), newline="") as stream:
         assert [(r["image_uri"], r["reason"]) for r in csv.DictReader(stream)] == [(gone, f"missing file: {gone}")]
 
 

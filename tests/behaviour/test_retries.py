@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import tfrecorder
-from tfrecorder.format import job_directory
+from tfrecorder.format import file_names
 from tfrecorder.io import storage
 from tfrecorder.sample_data import make_sample_dataset
 from support.replay import REPLAY, snapshot
@@ -80,9 +80,9 @@ def test_replaying_every_bundle_gives_the_same_job(case, table, csv_source, tmp_
 
 def test_replayed_discard_file_lists_each_discarded_row_once(table, csv_source, tmp_path):
     result = tfrecorder.convert(csv_source, tmp_path, progress=False, dataflow_options=REPLAY)
-    lines = Path(result["tfrecord_dir"], job_directory.DISCARD_FILE).read_text().splitlines()
+    lines = Path(result["tfrecord_dir"], file_names.DISCARD_FILE).read_text().splitlines()
     assert len(lines) == 1 + 4
-    assert json.loads(Path(result["tfrecord_dir"], job_directory.METADATA_FILE).read_text())["discard_reasons"] == {
+    assert json.loads(Path(result["tfrecord_dir"], file_names.METADATA_FILE).read_text())["discard_reasons"] == {
         "missing file": 2, "unknown split": 1, "malformed CSV row": 1}
 
 

@@ -5,7 +5,8 @@ import gzip
 import os
 from pathlib import Path
 
-from tfrecorder.format import job_directory
+from tfrecorder.format.metadata_file import JobMetadata
+from tfrecorder.format import file_names
 from tfrecorder.format.framing import read_records
 
 REPLAY = {"direct_runner_bundle_repeat": 1}
@@ -24,10 +25,10 @@ def shard_records(job: str, metadata: dict) -> dict[str, list[list[bytes]]]:
 
 
 def snapshot(job: str) -> dict:
-    metadata = job_directory.read_metadata(job)
+    metadata = JobMetadata.read(job).document
     return {
         "files": sorted(os.listdir(job)),
         "records": shard_records(job, metadata),
         "metadata": {k: v for k, v in metadata.items() if k not in ("job_name", "created_utc")},
-        "discarded": Path(job, job_directory.DISCARD_FILE).read_bytes(),
+        "discarded": Path(job, file_names.DISCARD_FILE).read_bytes(),
     }

@@ -44,7 +44,8 @@ def float_feature(*values: float) -> Feature:
 _SMALL_VARINTS = [bytes((i,)) for i in range(128)]
 
 
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
+    """The protobuf varint of an int64 (negatives as 10-byte two's complement)."""
     if 0 <= value < 128:
         return _SMALL_VARINTS[value]
     if value < 0:
@@ -57,36 +58,40 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-_TAG_1_LEN = b"\x0a"  # field 1, wire type 2
-_TAG_2_LEN = b"\x12"  # field 2, wire type 2
-_TAG_3_LEN = b"\x1a"  # field 3, wire type 2
-_LIST_TAGS = {"bytes": _TAG_1_LEN, "float": _TAG_2_LEN, "int64": _TAG_3_LEN}  # Feature's oneof fields
+TAG_1_LEN = b"\x0a"  # field 1, wire type 2
+TAG_2_LEN = b"\x12"  # field 2, wire type 2
+TAG_3_LEN = b"\x1a"  # field 3, wire type 2
+LIST_TAGS = {"bytes": TAG_1_LEN, "float": TAG_2_LEN, "int64": TAG_3_LEN}  # Feature's oneof fields
 
 
-def feature_value_pieces(feature: Feature) -> tuple[list, int]:
+def _value_list_pieces(feature: Feature) -> tuple[list, int]:
     """The serialised value list of one Feature as pieces (values are not copied) and its length.
 
     BytesList/FloatList/Int64List: field 1 holds the values (bytes: one field each; numbers: packed).
-    Also used by tfrecorder.rows.columnar_encoder, which encodes a column's value lists without whole Examples.
     """
     if feature.kind == "bytes":
         pieces: list = []
         size = 0
         for value in feature.values:
             length = len(value)
-            prefix = _varint(length)
-            pieces += (_TAG_1_LEN, prefix, value)
+            prefix = varint(length)
+            pieces += (TAG_1_LEN, prefix, value)
             size += 1 + len(prefix) + length
         return pieces, size
     if feature.kind == "float":
         with np.errstate(over="ignore"):  # beyond float32's range is ±inf, as tf.train.Example stores it
             packed = np.asarray(feature.values, dtype="<f4").tobytes()
     else:
-        packed = b"".join([_varint(int(v)) for v in feature.values])
+        packed = b"".join([varint(int(v)) for v in feature.values])
     if not packed:
         return [], 0
-    prefix = _varint(len(packed))
-    return [_TAG_1_LEN, prefix, packed], 1 + len(prefix) + len(packed)
+    prefix = varint(len(packed))
+    return [TAG_1_LEN, prefix, packed], 1 + len(prefix) + len(packed)
+
+
+def value_list_bytes(feature: Feature) -> bytes:
+    """The serialised value list of one Feature (what tfrecorder.format.column_wire frames per row)."""
+    return b"".join(_value_list_pieces(feature)[0])
 
 
 _ENTRIES: dict[tuple, tuple[tuple, int]] = {}  # (name, kind, values) → serialised map entry, for small values
@@ -109,16 +114,16 @@ def _entry_key(name: str, feature: Feature):
 
 def _entry(name: str, feature: Feature) -> tuple[tuple, int]:
     """One serialised features-map entry as pieces (values not copied) and its size."""
-    values, values_size = feature_value_pieces(feature)
-    values_prefix = _varint(values_size)
+    values, values_size = _value_list_pieces(feature)
+    values_prefix = varint(values_size)
     feature_size = 1 + len(values_prefix) + values_size  # Feature { <list> = 1|2|3 }
-    feature_prefix = _varint(feature_size)
+    feature_prefix = varint(feature_size)
     name_bytes = name.encode("utf-8")
-    name_prefix = _varint(len(name_bytes))
+    name_prefix = varint(len(name_bytes))
     entry_size = 1 + len(name_prefix) + len(name_bytes) + 1 + len(feature_prefix) + feature_size
-    entry_prefix = _varint(entry_size)
-    return ((_TAG_1_LEN, entry_prefix, _TAG_1_LEN, name_prefix, name_bytes, _TAG_2_LEN, feature_prefix,
-             _LIST_TAGS[feature.kind], values_prefix, *values), 1 + len(entry_prefix) + entry_size)
+    entry_prefix = varint(entry_size)
+    return ((TAG_1_LEN, entry_prefix, TAG_1_LEN, name_prefix, name_bytes, TAG_2_LEN, feature_prefix,
+             LIST_TAGS[feature.kind], values_prefix, *values), 1 + len(entry_prefix) + entry_size)
 
 
 def example_pieces(features: Mapping[str, Feature]) -> list:
@@ -138,7 +143,7 @@ def example_pieces(features: Mapping[str, Feature]) -> list:
                 _ENTRIES[key] = (b"".join(found[0]),), found[1]
         entries += found[0]
         entries_size += found[1]
-    return [_TAG_1_LEN, _varint(entries_size), *entries]  # Example { Features features = 1 { map = 1 } }
+    return [TAG_1_LEN, varint(entries_size), *entries]  # Example { Features features = 1 { map = 1 } }
 
 
 def encode_example(features: Mapping[str, Feature]) -> bytes:

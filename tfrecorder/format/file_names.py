@@ -1,4 +1,4 @@
-"""Every file name of a job directory, and its recognition: the naming half of the on-disk contract.
+"""Every file name of a job directory, built and recognised by the same values: the naming half of the on-disk contract.
 
 A published job directory `<job_label>-<UTC timestamp>[-N]/` holds `metadata.json` (the completion
 marker), shards `<split>-NNNNN-of-NNNNN.tfrecord[.gz]`, `index/<shard>.index` (tfrecorder.format.
@@ -9,6 +9,9 @@ files), removed before it is published. A Dataflow job keeps Beam's temp and sta
 """
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
+import posixpath
 import re
 import uuid
 from typing import Optional
@@ -22,14 +25,102 @@ OFFSETS_SUFFIX = ".offsets"  # a piece's sidecar: each record's end offset
 DATAFLOW_STAGING_DIR = ".tfrecorder-dataflow"  # under output_dir: Beam's temp and staging files
 LABEL_MAP_FILE = "label_map.pbtxt"  # detection jobs: the TF Object Detection API's label map
 
+INDEX_DIR = "index"  # record index sidecars: index/<shard file>.index (tfrecorder.format.record_index)
+INDEX_SUFFIX = ".index"
+DEFAULT_JOB_LABEL = "tfrecorder"
+
 # What a reader treats as a shard even when metadata.json does not list it (verify reports strays).
-SHARD_LIKE = re.compile(r"\.tfrecord(\.gz)?$|-\d+-of-\d+")
+_SHARD_LIKE = re.compile(r"\.tfrecord(\.gz)?$|-\d+-of-\d+")
+# A shard name exactly (TFRecorder 2.0 named its shards the same way, and its directories are read by it).
+_SHARD = re.compile(r"^(train|validation|test)-(\d{5,})-of-(\d{5,})\.tfrecord(\.gz)?$")
+_STAMP = "%Y%m%d-%H%M%S"
+_JOB = re.compile(r"^([a-z](?:[a-z0-9-]*[a-z0-9])?)-([0-9]{8}-[0-9]{6})(?:-([0-9a-f]+))?$")
 
 
-def shard_file_name(split: str, index: int, count: int, compression: Optional[str]) -> str:
-    """`train-00000-of-00004.tfrecord`, `.tfrecord.gz` when gzip-compressed."""
-    suffix = ".tfrecord.gz" if compression == "gzip" else ".tfrecord"
-    return f"{split.lower()}-{index:05d}-of-{count:05d}{suffix}"
+@dataclasses.dataclass(frozen=True)
+class ShardName:
+    """A shard file, `train-00000-of-00004.tfrecord` (`.tfrecord.gz` when gzip-compressed): built and parsed."""
+
+    split: str  # upper-case: TRAIN, VALIDATION, TEST
+    index: int
+    count: int
+    compression: Optional[str] = None  # "gzip" or None
+
+    @property
+    def file_name(self) -> str:
+        suffix = ".tfrecord.gz" if self.compression == "gzip" else ".tfrecord"
+        return f"{self.split.lower()}-{self.index:05d}-of-{self.count:05d}{suffix}"
+
+    @classmethod
+    def parse(cls, name: str) -> Optional["ShardName"]:
+        """The shard a file name names, or None for any other name."""
+        match = _SHARD.match(name)
+        if not match:
+            return None
+        return cls(match.group(1).upper(), int(match.group(2)), int(match.group(3)), "gzip" if match.group(4) else None)
+
+    @staticmethod
+    def looks_like(name: str) -> bool:
+        """Whether a reader treats the file as a shard even when metadata.json does not list it (or as
+        its index file): named `.tfrecord[.gz]` or `-N-of-N` (verify reports such strays)."""
+        return bool(_SHARD_LIKE.search(name))
+
+
+def index_file_name(shard_file: str) -> str:
+    """The index file of a shard, relative to the job directory: `index/train-00000-of-00004.tfrecord.index`."""
+    return posixpath.join(INDEX_DIR, posixpath.basename(shard_file) + INDEX_SUFFIX)
+
+
+def is_index_file(name: str) -> bool:
+    """Whether a name relative to the job directory is in the index directory."""
+    return name.startswith(INDEX_DIR + "/")
+
+
+def sanitize_job_label(label: Optional[str]) -> str:
+    """Lower-case letters, digits and dashes only, starting with a letter, at most 40 characters.
+
+    The label becomes a directory name and (on Dataflow) part of a job name; anything else, slashes
+    and dots included, is replaced so output can never escape output_dir.
+    """
+    text = re.sub(r"[^a-z0-9-]+", "-", str(label or DEFAULT_JOB_LABEL).lower()).strip("-")
+    text = re.sub(r"-{2,}", "-", text)
+    if not text or not text[0].isalpha():
+        text = f"job-{text}".rstrip("-")
+    return text[:40].rstrip("-")
+
+
+@dataclasses.dataclass(frozen=True)
+class JobName:
+    """A job directory's name, `<job label>-<UTC timestamp>[-<suffix>]`: built and parsed.
+
+    The suffix tells apart jobs that started in the same second: an attempt number locally, six
+    random hex digits on object stores (tfrecorder.format.job_directory.reserve_job_dir)."""
+
+    label: str
+    started: dt.datetime
+    suffix: Optional[str] = None
+
+    @classmethod
+    def new(cls, label: Optional[str], now: Optional[dt.datetime] = None) -> "JobName":
+        """A name for a job starting now, its label sanitised (`sanitize_job_label`)."""
+        return cls(sanitize_job_label(label), now or dt.datetime.now(dt.timezone.utc))
+
+    def with_suffix(self, suffix: str) -> "JobName":
+        return dataclasses.replace(self, suffix=suffix)
+
+    @property
+    def name(self) -> str:
+        stamp = f"{self.label}-{self.started.strftime(_STAMP)}"
+        return f"{stamp}-{self.suffix}" if self.suffix else stamp
+
+    @classmethod
+    def parse(cls, name: str) -> Optional["JobName"]:
+        """The job a directory name names (published, without the `.incomplete-` prefix), or None."""
+        match = _JOB.match(name)
+        if not match:
+            return None
+        started = dt.datetime.strptime(match.group(2), _STAMP).replace(tzinfo=dt.timezone.utc)
+        return cls(match.group(1), started, match.group(3))
 
 
 def piece_file_name(split: str) -> str:

@@ -11,10 +11,10 @@ import gzip
 from typing import Any, BinaryIO, Iterator, Mapping, Optional
 
 from tfrecorder.core import types
-from tfrecorder.format import job_directory
 from tfrecorder.format.legacy import v2_directory
 from tfrecorder.io import storage
 from tfrecorder.format.feature_spec import image_feature_prefix
+from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.core.schema import Schema
 from tfrecorder.format.framing import read_records
 
@@ -28,7 +28,7 @@ class JobInfo:
     def read(cls, tfrecord_dir: str) -> "JobInfo":
         tfrecord_dir = storage.user_path(tfrecord_dir, "job directory")
         try:
-            return cls(tfrecord_dir, job_directory.read_metadata(tfrecord_dir))
+            return cls(tfrecord_dir, JobMetadata.read(tfrecord_dir).document)
         except ValueError:
             if not v2_directory.is_legacy_dir(tfrecord_dir):  # TFRecorder 2.0 wrote no metadata.json
                 raise

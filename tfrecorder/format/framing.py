@@ -11,7 +11,7 @@ from typing import BinaryIO, Iterator, Sequence
 
 import google_crc32c
 
-from tfrecorder.errors import CorruptRecordError  # defined in errors; importable from here as before
+from tfrecorder.errors import CorruptRecordError
 
 _MASK_DELTA = 0xA282EAD8
 _FOOTER = struct.Struct("<I")

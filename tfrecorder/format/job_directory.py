@@ -1,4 +1,4 @@
-"""The job directory: naming, reserving, finalising, and its metadata.json.
+"""The job directory: reserving, publishing and finalising it (metadata.json last: tfrecorder.format.metadata_file).
 
 A conversion writes into a hidden temporary directory (`.incomplete-<name>`) and, as its very last
 step, publishes it as `output_dir/<job_label>-<UTC timestamp>[-N]/`. A locally finished directory
@@ -8,35 +8,11 @@ anything under an `.incomplete-` prefix is the leftover of a failed or cancelled
 """
 from __future__ import annotations
 
-import datetime as dt
-import json
 import os
-import re
-from typing import Any, Optional
+from typing import Optional
 
-from tfrecorder.format.file_names import DISCARD_FILE, METADATA_FILE, TEMP_PREFIX  # jobdir.METADATA_FILE etc. as before
+from tfrecorder.format.file_names import METADATA_FILE, TEMP_PREFIX, JobName
 from tfrecorder.io import storage
-
-DEFAULT_JOB_LABEL = "tfrecorder"
-FORMAT_VERSION = 1
-
-
-def sanitize_job_label(label: Optional[str]) -> str:
-    """Lower-case letters, digits and dashes only, starting with a letter, at most 40 characters.
-
-    The label becomes a directory name and (on Dataflow) part of a job name; anything else, slashes
-    and dots included, is replaced so output can never escape output_dir.
-    """
-    text = re.sub(r"[^a-z0-9-]+", "-", str(label or DEFAULT_JOB_LABEL).lower()).strip("-")
-    text = re.sub(r"-{2,}", "-", text)
-    if not text or not text[0].isalpha():
-        text = f"job-{text}".rstrip("-")
-    return text[:40].rstrip("-")
-
-
-def job_name(label: Optional[str], now: Optional[dt.datetime] = None) -> str:
-    now = now or dt.datetime.now(dt.timezone.utc)
-    return f"{sanitize_job_label(label)}-{now.strftime('%Y%m%d-%H%M%S')}"
 
 
 def temp_dir_for(final_dir: str) -> str:
@@ -51,13 +27,13 @@ def reserve_job_dir(output_dir: str, label: Optional[str]) -> tuple[str, str]:
     same second get different names. Object stores have no atomic mkdir, so remote names end in
     6 random hex digits instead.
     """
-    base = job_name(label)
+    base = JobName.new(label)
     if storage.is_remote(output_dir):
-        final_dir = storage.join(output_dir, f"{base}-{os.urandom(3).hex()}")
+        final_dir = storage.join(output_dir, base.with_suffix(os.urandom(3).hex()).name)
         return final_dir, temp_dir_for(final_dir)
     os.makedirs(output_dir, exist_ok=True)
     for attempt in range(1, 10_000):
-        name = base if attempt == 1 else f"{base}-{attempt}"
+        name = (base if attempt == 1 else base.with_suffix(str(attempt))).name
         final_dir = os.path.join(output_dir, name)
         temp_dir = temp_dir_for(final_dir)
         if os.path.exists(final_dir):
@@ -113,15 +89,3 @@ def finalize(temp_dir: str, final_dir: str) -> None:
     if not is_published(final_dir):
         publish(temp_dir, final_dir)
     remove_temp(temp_dir)
-
-
-def write_metadata(directory: str, metadata: dict[str, Any]) -> None:
-    storage.write_bytes(storage.join(directory, METADATA_FILE), json.dumps(metadata, indent=2).encode("utf-8"))
-
-
-def read_metadata(tfrecord_dir: str) -> dict[str, Any]:
-    """Load a finished job's metadata.json; a directory without one is not a finished job."""
-    path = storage.join(tfrecord_dir, METADATA_FILE)
-    if not storage.exists(path):
-        raise ValueError(f"{tfrecord_dir} is not a finished tfrecorder job directory (no {METADATA_FILE})")
-    return json.loads(storage.read_bytes(path))

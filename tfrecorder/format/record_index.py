@@ -12,21 +12,14 @@ Gzip shards get no index: there is no random access into a gzip stream.
 """
 from __future__ import annotations
 
-import posixpath
 import struct
 from typing import BinaryIO, Iterable, Iterator
 
 from tfrecorder.errors import CorruptDataError, CorruptRecordError
+from tfrecorder.format.file_names import index_file_name
 
-INDEX_DIR = "index"
-INDEX_SUFFIX = ".index"
 _HEADER = 12  # uint64 length + uint32 masked crc of the length
 _FOOTER = 4  # uint32 masked crc of the data
-
-
-def index_file_name(shard_file: str) -> str:
-    """The index file of a shard, relative to the job directory: `index/train-00000-of-00004.tfrecord.index`."""
-    return posixpath.join(INDEX_DIR, posixpath.basename(shard_file) + INDEX_SUFFIX)
 
 
 def write_index(job_dir: str, shard_file: str, entries: Iterable) -> str:

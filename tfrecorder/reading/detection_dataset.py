@@ -10,20 +10,20 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from tfrecorder.rows import detection_encoder
+from tfrecorder.format import detection_keys
 from tfrecorder.reading.dataset_images import decode_image, rebatch
 from tfrecorder.format.finished_job import JobInfo
 
 
 def is_detection_job(job: JobInfo) -> bool:
-    return job.metadata.get("task") == detection_encoder.TASK
+    return job.metadata.get("task") == detection_keys.TASK
 
 
 def _parse_spec(tf) -> dict[str, Any]:
-    scalars = {detection_encoder.ENCODED: tf.string, detection_encoder.FORMAT: tf.string, detection_encoder.HEIGHT: tf.int64,
-               detection_encoder.WIDTH: tf.int64, detection_encoder.SOURCE_ID: tf.string}
-    lists = {detection_encoder.XMIN: tf.float32, detection_encoder.YMIN: tf.float32, detection_encoder.XMAX: tf.float32,
-             detection_encoder.YMAX: tf.float32, detection_encoder.CLASS_LABEL: tf.int64, detection_encoder.CLASS_TEXT: tf.string}
+    scalars = {detection_keys.ENCODED: tf.string, detection_keys.FORMAT: tf.string, detection_keys.HEIGHT: tf.int64,
+               detection_keys.WIDTH: tf.int64, detection_keys.SOURCE_ID: tf.string}
+    lists = {detection_keys.XMIN: tf.float32, detection_keys.YMIN: tf.float32, detection_keys.XMAX: tf.float32,
+             detection_keys.YMAX: tf.float32, detection_keys.CLASS_LABEL: tf.int64, detection_keys.CLASS_TEXT: tf.string}
     spec = {name: tf.io.FixedLenFeature([], dtype) for name, dtype in scalars.items()}
     spec.update({name: tf.io.VarLenFeature(dtype) for name, dtype in lists.items()})
     return spec
@@ -41,17 +41,17 @@ def detection_dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, r
         parsed = tf.io.parse_single_example(record, spec)
         dense = {name: tf.sparse.to_dense(value) if isinstance(value, tf.SparseTensor) else value
                  for name, value in parsed.items()}
-        boxes = tf.stack([dense[detection_encoder.YMIN], dense[detection_encoder.XMIN], dense[detection_encoder.YMAX], dense[detection_encoder.XMAX]],
+        boxes = tf.stack([dense[detection_keys.YMIN], dense[detection_keys.XMIN], dense[detection_keys.YMAX], dense[detection_keys.XMAX]],
                          axis=-1)
-        image = dense[detection_encoder.ENCODED]
+        image = dense[detection_keys.ENCODED]
         if decode_images:
-            image = decode_image(image, dense[detection_encoder.FORMAT], dense[detection_encoder.HEIGHT], dense[detection_encoder.WIDTH],
+            image = decode_image(image, dense[detection_keys.FORMAT], dense[detection_keys.HEIGHT], dense[detection_keys.WIDTH],
                                  image_size, channels)
         if as_supervised:
-            return image, {"boxes": boxes, "classes": dense[detection_encoder.CLASS_LABEL]}
-        return {"image": image, "boxes": boxes, "classes": dense[detection_encoder.CLASS_LABEL],
-                "class_text": dense[detection_encoder.CLASS_TEXT], "source_id": dense[detection_encoder.SOURCE_ID],
-                "image_height": dense[detection_encoder.HEIGHT], "image_width": dense[detection_encoder.WIDTH]}
+            return image, {"boxes": boxes, "classes": dense[detection_keys.CLASS_LABEL]}
+        return {"image": image, "boxes": boxes, "classes": dense[detection_keys.CLASS_LABEL],
+                "class_text": dense[detection_keys.CLASS_TEXT], "source_id": dense[detection_keys.SOURCE_ID],
+                "image_height": dense[detection_keys.HEIGHT], "image_width": dense[detection_keys.WIDTH]}
 
     files = job.shard_paths(split)
     paths = tf.data.Dataset.from_tensor_slices(files)

@@ -9,7 +9,7 @@ import io
 import json
 from typing import Any
 
-from tfrecorder.rows import detection_encoder
+from tfrecorder.format import detection_keys
 from tfrecorder.io import storage
 
 EXTENSIONS = {"jpeg": "jpg", "png": "png", "gif": "gif", "bmp": "bmp", "webp": "webp"}
@@ -47,8 +47,8 @@ def draw_boxes(data: bytes, boxes: list[tuple[float, float, float, float]], name
 
 def detection_boxes(example: dict) -> tuple[list[tuple[float, float, float, float]], list[str]]:
     """A parsed detection Example's boxes ([ymin, xmin, ymax, xmax]) and class names."""
-    keys = (detection_encoder.YMIN, detection_encoder.XMIN, detection_encoder.YMAX, detection_encoder.XMAX)
-    return list(zip(*(example.get(k, []) for k in keys))), [_text(t) for t in example.get(detection_encoder.CLASS_TEXT, [])]
+    keys = (detection_keys.YMIN, detection_keys.XMIN, detection_keys.YMAX, detection_keys.XMAX)
+    return list(zip(*(example.get(k, []) for k in keys))), [_text(t) for t in example.get(detection_keys.CLASS_TEXT, [])]
 
 
 def detection_rows_and_tiles(examples: list[dict], output_dir: str, thumbnail: int
@@ -56,8 +56,8 @@ def detection_rows_and_tiles(examples: list[dict], output_dir: str, thumbnail: i
     """records.csv rows and contact-sheet tiles (boxes drawn) of parsed detection Examples; writes the images."""
     rows, tiles = [], []
     for index, example in enumerate(examples):
-        data = _first(example, detection_encoder.ENCODED)
-        image_format = _text(_first(example, detection_encoder.FORMAT, b""))
+        data = _first(example, detection_keys.ENCODED)
+        image_format = _text(_first(example, detection_keys.FORMAT, b""))
         boxes, names = detection_boxes(example)
         row: dict[str, Any] = {"record": index}
         if data is not None:
@@ -70,12 +70,12 @@ def detection_rows_and_tiles(examples: list[dict], output_dir: str, thumbnail: i
             except (OSError, ValueError):
                 tiles.append((data, caption))
         row.update({
-            "source_id": _text(_first(example, detection_encoder.SOURCE_ID, b"")),
-            "filename": _text(_first(example, detection_encoder.FILENAME, b"")),
-            "height": _first(example, detection_encoder.HEIGHT, ""),
-            "width": _first(example, detection_encoder.WIDTH, ""),
+            "source_id": _text(_first(example, detection_keys.SOURCE_ID, b"")),
+            "filename": _text(_first(example, detection_keys.FILENAME, b"")),
+            "height": _first(example, detection_keys.HEIGHT, ""),
+            "width": _first(example, detection_keys.WIDTH, ""),
             "boxes_ymin_xmin_ymax_xmax": json.dumps([[round(v, 6) for v in box] for box in boxes]),
-            "classes": json.dumps(list(example.get(detection_encoder.CLASS_LABEL, []))),
+            "classes": json.dumps(list(example.get(detection_keys.CLASS_LABEL, []))),
             "class_names": json.dumps(names),
         })
         rows.append(row)

@@ -1,10 +1,10 @@
 """Image-free rows → tf.train.Example bytes a whole Arrow batch at a time (the columnar twin of rows.row_encoding).
 
 `prepare_batch` gives every row of a batch its split (or the reason it is discarded), `TableEncoder.encode`
-turns the batch into serialized Examples. Each column is checked, converted and written as its
-Feature wire bytes column-wise (NumPy / Arrow compute), and the records are assembled per batch by
-concatenating each row's map entries (tfrecorder.format.example_encoder's format, features in sorted name
-order), so no Python code runs per row on the common paths.
+turns the batch into serialized Examples. Each column is checked and converted column-wise (NumPy /
+Arrow compute) into value lists that tfrecorder.format.column_wire frames as map entries and joins
+into records (tfrecorder.format.example_encoder's bytes exactly), so no Python code runs per row on
+the common paths.
 
 The contract is the row path's, exactly: values arrive as the row path sees them (the driver-staged
 Parquet of a DataFrame, a Parquet file, or CSV text), and anything a vectorised path does not
@@ -25,7 +25,9 @@ import pyarrow.compute as pc
 from tfrecorder.core import splits
 
 from tfrecorder.core import types
-from tfrecorder.format.example_encoder import Feature, feature_value_pieces
+from tfrecorder.format.column_wire import (ValueLists, binary_rows, bytes_list_entries, entry_key, example_records,
+                                           map_entries, packed_numbers)
+from tfrecorder.format.example_encoder import Feature, value_list_bytes
 from tfrecorder.errors import RowError
 from tfrecorder.rows.row_encoding import empty_image_uri, input_feature, split_key
 from tfrecorder.rows.value_coercion import INT64_MAX, is_missing, multi_label_names, to_int
@@ -34,9 +36,6 @@ from tfrecorder.core.schema import Schema
 SPLITS = splits.SPLITS  # split codes index this: 0 TRAIN, 1 VALIDATION, 2 TEST
 DISCARDED = -1
 _CODE = {name: code for code, name in enumerate(SPLITS)}
-_EMPTY = pa.scalar(b"", pa.large_binary())
-_LEN_TAG = 0x0A  # field 1, wire type 2 (a length-delimited field 1)
-_LIST_TAGS = {"bytes": 0x0A, "float": 0x12, "int64": 0x1A}  # Feature's oneof fields
 
 # Text (CSV) that Arrow parses exactly as Python's int() / float() / pandas.Timestamp() would.
 _INT_TEXT = r"^-?[0-9]{1,18}$"
@@ -166,96 +165,6 @@ def _discard_rows(prepared: Prepared, reasons: list, indices: np.ndarray) -> Non
             prepared.discard(row, reasons[indices[row]])
 
 
-# ---------------------------------------------------------------- wire bytes, column-wise
-
-def varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Protobuf varints of int64 values (negatives as 10-byte two's complement): a row of bytes per
-    value (left-aligned) and each one's length."""
-    unsigned = np.ascontiguousarray(values).astype(np.int64, copy=False).view(np.uint64)
-    lengths = np.ones(len(unsigned), dtype=np.int64)
-    rest = unsigned >> np.uint64(7)
-    while rest.any():
-        lengths += rest > 0
-        rest >>= np.uint64(7)
-    width = int(lengths.max()) if len(lengths) else 1
-    matrix = np.empty((len(unsigned), width), dtype=np.uint8)
-    for k in range(width):
-        byte = ((unsigned >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-        matrix[:, k] = byte | np.where(k < lengths - 1, 0x80, 0).astype(np.uint8)
-    return matrix, lengths
-
-
-def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Protobuf varints of int64 values, back to back: (bytes, length of each)."""
-    matrix, lengths = varint_matrix(values)
-    return matrix[np.arange(matrix.shape[1]) < lengths[:, None]], lengths
-
-
-def concat_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[pa.LargeBinaryArray, np.ndarray]:
-    """Row-wise concatenation of parts given as (matrix of left-aligned bytes per row, or one row for a
-    constant; length per row): the rows as an Arrow array, and their lengths. Rows are grouped by their
-    parts' lengths (a handful of layouts: varints are 1-3 bytes here), each group copied as one block."""
-    rows = len(parts[0][1])
-    total = np.zeros(rows, dtype=np.int64)
-    layout = np.zeros(rows, dtype=np.int64)
-    for matrix, lengths in parts:
-        total += lengths
-        # per-row parts (varints, float32s) are at most 10 bytes; constants are there or not
-        layout = layout * 11 + (lengths if matrix.shape[0] == rows and matrix.shape[1] <= 10 else 10 * (lengths > 0))
-    kinds, first, inverse = np.unique(layout, return_index=True, return_inverse=True)
-    order = np.argsort(inverse, kind="stable") if len(kinds) > 1 else None
-    bounds = np.searchsorted(inverse[order] if order is not None else inverse, np.arange(len(kinds) + 1))
-    blocks = []
-    for kind, row in enumerate(first.tolist()):
-        members = order[bounds[kind]:bounds[kind + 1]] if order is not None else slice(None)
-        count = int(bounds[kind + 1] - bounds[kind])
-        columns = [matrix[members, :int(lengths[row])] if matrix.shape[0] == rows
-                   else np.broadcast_to(matrix[:, :int(lengths[row])], (count, int(lengths[row])))
-                   for matrix, lengths in parts]
-        blocks.append(np.concatenate(columns, axis=1).reshape(-1))
-    flat = np.concatenate(blocks) if blocks else np.empty(0, dtype=np.uint8)
-    if order is None:
-        return _binary(flat, total), total
-    return _binary(flat, total[order]).take(pa.array(np.argsort(order))), total
-
-
-def _constant(data: bytes, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return np.frombuffer(data, dtype=np.uint8)[None, :], np.where(present, len(data), 0)
-
-
-def _binary(flat: np.ndarray, lengths: np.ndarray, present: Optional[np.ndarray] = None) -> pa.LargeBinaryArray:
-    """Rows of `flat` bytes cut by `lengths`, as an Arrow array (null where not `present`)."""
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    validity = None
-    nulls = 0
-    if present is not None and not present.all():
-        validity = pa.array(present, pa.bool_()).buffers()[1]
-        nulls = int((~present).sum())
-    return pa.Array.from_buffers(pa.large_binary(), len(lengths),
-                                 [validity, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(flat))],
-                                 null_count=nulls)
-
-
-def _bytes_values(values: pa.Array) -> pa.LargeBinaryArray:
-    """Value list entries of bytes values: field 1, its length, the bytes (one entry per value)."""
-    values = values.cast(pa.large_binary())
-    lengths = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    matrix, prefix = varint_matrix(lengths)
-    ones = np.ones(len(lengths), dtype=bool)
-    prefixes, _ = concat_parts([_constant(bytes((_LEN_TAG,)), ones), (matrix, prefix)])
-    return pc.binary_join_element_wise(prefixes, values, _EMPTY)
-
-
-def _numbers(values: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    """(packed bytes, length per value) of numbers written as `kind` ("float": float32, "int64": varints)."""
-    if kind == "float":
-        with np.errstate(over="ignore", invalid="ignore"):
-            packed = values.astype("<f4").view(np.uint8)
-        return packed, np.full(len(values), 4, dtype=np.int64)
-    return varints(values)
-
-
 def _row_sums(lengths: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     cumulative = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=cumulative[1:])
@@ -264,33 +173,10 @@ def _row_sums(lengths: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 @dataclasses.dataclass
 class Column:
-    """One feature's value list per row (rows not `present` leave the feature out) and the rows it discards.
+    """One feature's value lists (tfrecorder.format.column_wire) and the rows its values discard."""
 
-    `tail` is either a matrix of left-aligned bytes with `lengths` (fixed-layout numbers) or an Arrow
-    array; `packed` says whether the tail is numbers packed into the list's field 1 (written after its
-    tag and length, nothing for an empty list: `single` then says whether it is one bytes value that
-    needs the same header), otherwise the tail is the whole value list.
-    """
-
-    present: np.ndarray
-    lengths: np.ndarray
-    tail: Any
+    values: ValueLists
     errors: dict[int, str]
-    packed: bool = True
-    single: bool = False
-
-    @classmethod
-    def of_values(cls, values: pa.Array, errors: dict[int, str], packed: bool = False,
-                  single: bool = False) -> "Column":
-        """A column whose tails are an Arrow array (null: the feature is left out)."""
-        values = values.cast(pa.large_binary())
-        present = values.is_valid().to_numpy(zero_copy_only=False)
-        lengths = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        return cls(present, lengths, values, errors, packed, single)
-
-
-def _feature_bytes(feature: Feature) -> bytes:
-    return b"".join(feature_value_pieces(feature)[0])
 
 
 def _fallback(array: pa.Array, column: str, role: types.ColumnType) -> Column:
@@ -301,7 +187,7 @@ def _fallback(array: pa.Array, column: str, role: types.ColumnType) -> Column:
         if is_missing(value):
             return None
         try:
-            return _feature_bytes(input_feature(role, value, column))
+            return value_list_bytes(input_feature(role, value, column))
         except RowError as exc:
             return exc
 
@@ -310,7 +196,7 @@ def _fallback(array: pa.Array, column: str, role: types.ColumnType) -> Column:
         if isinstance(result, RowError):
             errors[row] = str(result)
             out[row] = None
-    return Column.of_values(pa.array(out, pa.large_binary()), errors)
+    return Column(ValueLists.of_values(pa.array(out, pa.large_binary())), errors)
 
 
 def _scalar_numbers(array: pa.Array, role: types.ColumnType) -> Optional[tuple[np.ndarray, np.ndarray]]:
@@ -423,18 +309,18 @@ def _list_column(array: pa.Array, column: str, role: types.ColumnType) -> Option
             errors[row] = str(exc)
     keep = present & ~bad
     if element == types.StringInput:
-        entries = _bytes_values(flat.fill_null(""))
+        entries = bytes_list_entries(flat.fill_null(""))
         sizes = pc.binary_length(entries).to_numpy(zero_copy_only=False).astype(np.int64)
         buffer = entries.buffers()[2]
         data = np.frombuffer(buffer, dtype=np.uint8) if buffer is not None else np.empty(0, np.uint8)
         row_bytes = _row_sums(sizes, offsets)
-        return Column.of_values(_binary(data[:int(sizes.sum())], row_bytes, keep), errors)
+        return Column(ValueLists.of_values(binary_rows(data[:int(sizes.sum())], row_bytes, keep)), errors)
     numbers = flat.cast(pa.float64()).fill_null(0).to_numpy() if element != types.IntegerInput else \
         flat.cast(pa.int64()).fill_null(0).to_numpy()
     if element == types.DoubleInput:
         numbers = numbers.view(np.int64)
-    packed, sizes = _numbers(numbers, role.feature_dtype)
-    return Column.of_values(_binary(packed, _row_sums(sizes, offsets), keep), errors, packed=True)
+    packed, sizes = packed_numbers(numbers, role.feature_dtype)
+    return Column(ValueLists.of_values(binary_rows(packed, _row_sums(sizes, offsets), keep), packed=True), errors)
 
 
 def _labels(array: pa.Array, index: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -452,19 +338,14 @@ class TableEncoder:
             raise ValueError("the columnar encoder writes image-free rows only")
         self.schema = schema
         self.label_index = {col: {label: i for i, label in enumerate(v)} for col, v in vocabularies.items()}
-        self.keys = {column: self._key(column) for column in schema}
-
-    @staticmethod
-    def _key(column: str) -> bytes:
-        name = column.encode("utf-8")
-        return bytes((_LEN_TAG,)) + bytes(varints(np.array([len(name)]))[0]) + name
+        self.keys = {column: entry_key(column) for column in schema}
 
     def column(self, array: pa.Array, column: str, unknown: np.ndarray) -> Column:
         role = self.schema[column]
         if role == types.StringLabel:
             found, missing = _labels(array, self.label_index.get(column, {}))
             unknown += missing
-            return _number_column(found, np.ones(len(found), dtype=bool), "int64")
+            return Column(ValueLists.one_number(found, np.ones(len(found), dtype=bool), "int64"), {})
         if role == types.MultiLabel:
             known = self.label_index.get(column, {})
             out, errors = [], {}
@@ -476,45 +357,18 @@ class TableEncoder:
                     out.append(None)
                     continue
                 unknown[row] += sum(name not in known for name in names)
-                out.append(_feature_bytes(Feature("int64", [known[n] for n in names if n in known])))
-            return Column.of_values(pa.array(out, pa.large_binary()), errors)
+                out.append(value_list_bytes(Feature("int64", [known[n] for n in names if n in known])))
+            return Column(ValueLists.of_values(pa.array(out, pa.large_binary())), errors)
         if role.is_list:
             return _list_column(array, column, role) or _fallback(array, column, role)
         if role == types.StringInput:
             if not _is_bytes(array):
                 return _fallback(array, column, role)
-            return Column.of_values(array, {}, packed=True, single=True)
+            return Column(ValueLists.of_values(array, packed=True, single=True), {})
         numbers = _scalar_numbers(array, role)
         if numbers is None:
             return _fallback(array, column, role)
-        return _number_column(numbers[0], numbers[1], role.feature_dtype)
-
-    def _entry(self, column: str, found: Column) -> tuple[pa.LargeBinaryArray, np.ndarray]:
-        """Map entries `name → Feature{<list kind>: values}` (empty where the feature is left out) and
-        their lengths."""
-        present, tail_sizes = found.present, found.lengths * found.present
-        header = present & ((tail_sizes > 0) | found.single) if found.packed else None
-        value_sizes = tail_sizes
-        parts = []
-        if header is not None:  # field 1 of the value list, holding the packed numbers (or the one value)
-            tail_matrix, tail_prefix = varint_matrix(tail_sizes)
-            value_sizes = np.where(header, 1 + tail_prefix + tail_sizes, 0)
-            parts = [_constant(bytes((_LEN_TAG,)), header), (tail_matrix, tail_prefix * header)]
-        value_matrix, value_prefix = varint_matrix(value_sizes)
-        feature_sizes = 1 + value_prefix + value_sizes
-        feature_matrix, feature_prefix = varint_matrix(feature_sizes)
-        key = self.keys[column] + b"\x12"
-        entry_matrix, entry_prefix = varint_matrix(len(key) + feature_prefix + feature_sizes)
-        parts = [_constant(bytes((_LEN_TAG,)), present), (entry_matrix, entry_prefix * present),
-                 _constant(key, present), (feature_matrix, feature_prefix * present),
-                 _constant(bytes((_LIST_TAGS[self.schema[column].feature_dtype],)), present),
-                 (value_matrix, value_prefix * present)] + parts
-        if isinstance(found.tail, np.ndarray):  # numbers of a fixed layout: the whole entry in one copy
-            return concat_parts(parts + [(found.tail, tail_sizes)])
-        prefixes, lengths = concat_parts(parts)
-        entries = pc.binary_join_element_wise(prefixes, found.tail, _EMPTY,
-                                              null_handling="replace", null_replacement="")
-        return entries, lengths + tail_sizes
+        return Column(ValueLists.one_number(numbers[0], numbers[1], role.feature_dtype), {})
 
     def encode(self, batch: pa.RecordBatch, prepared: Prepared) -> EncodedBatch:
         """The Examples of the rows `prepared` kept; rows an input value discards are added to `prepared`."""
@@ -527,25 +381,13 @@ class TableEncoder:
             found = self.column(batch.column(column), column, unknown)
             for row, reason in sorted(found.errors.items()):
                 prepared.discard(row, reason)
-            entries[column], lengths = self._entry(column, found)
+            entries[column], lengths = map_entries(self.keys[column], self.schema[column].feature_dtype, found.values)
             sizes += lengths
-        matrix, prefix = varint_matrix(sizes)
-        head, _ = concat_parts([_constant(bytes((_LEN_TAG,)), np.ones(rows, dtype=bool)), (matrix, prefix)])
-        records = pc.binary_join_element_wise(head, *(entries[name] for name in sorted(entries)), _EMPTY)
+        records = example_records([entries[name] for name in sorted(entries)], sizes)
         keep = np.flatnonzero(prepared.codes != DISCARDED)
         if len(keep) < rows:
             records = records.take(pa.array(keep))
         return EncodedBatch(records, prepared.codes[keep], unknown[keep], sorted(prepared.reasons.items()))
-
-
-def _number_column(values: np.ndarray, present: np.ndarray, kind: str) -> Column:
-    """One number per row (int64 values, or float64 written as float32), packed, as a byte matrix."""
-    if kind == "float":
-        with np.errstate(over="ignore", invalid="ignore"):
-            matrix = values.astype("<f4").view(np.uint8).reshape(len(values), 4)
-        return Column(present, np.full(len(values), 4, dtype=np.int64), matrix, {})
-    matrix, lengths = varint_matrix(values)
-    return Column(present, lengths, matrix, {})
 
 
 def count_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float], stats) -> None:

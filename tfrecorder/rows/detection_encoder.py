@@ -5,12 +5,8 @@ DataFrame or parsed from an AutoML CSV / Vertex AI JSONL file (tfrecorder.source
 label and four coordinates are all empty says "this image has no boxes". The logic here is pure (no
 Beam): `check_box_row` checks one row, `merge_image_rows` decides an image's split from its rows, and
 `DetectionEncoder.encode` reads the image and serialises the Example. The Beam wiring is in
-beam_pipelines/graphs/detection_graph.py.
-
-Written keys (what the OD API's and Model Garden's TfExampleDecoder read, unchanged):
-image/encoded, image/format, image/height, image/width, image/filename, image/source_id,
-image/object/bbox/{xmin,ymin,xmax,ymax} (normalised floats), image/object/class/text,
-image/object/class/label (ids from 1, as in label_map.pbtxt).
+beam_pipelines/graphs/detection_graph.py. The keys written, and label_map.pbtxt, are the format
+layer's (tfrecorder.format.detection_keys).
 """
 from __future__ import annotations
 
@@ -24,22 +20,17 @@ from tfrecorder.core import splits
 from tfrecorder.core import types
 from tfrecorder.io import decode_check
 from tfrecorder.io import image_probe
+from tfrecorder.format.detection_keys import (CLASS_LABEL, CLASS_TEXT, ENCODED, FILENAME, FORMAT, HEIGHT, SOURCE_ID, WIDTH,
+                                              XMAX, XMIN, YMAX, YMIN)
 from tfrecorder.format.example_encoder import Feature, encode_example
-from tfrecorder.format.file_names import LABEL_MAP_FILE
 from tfrecorder.rows.row_encoding import DecodeLookup, ImageReader, RowError, probe_read_image, resolve_uri
 from tfrecorder.rows.value_coercion import is_missing
 from tfrecorder.core.schema import IMAGE_COLUMN, LABEL_COLUMN, SPLIT_COLUMN, Schema
 
-TASK = "detection"
 BOX_COLUMNS = ("xmin", "ymin", "xmax", "ymax")
 BOX_UNITS = ("relative", "pixels")
 TOLERANCE = 1e-6  # relative coordinates this far outside [0, 1] are rounding noise and are clamped
 CONFLICTING_SPLITS = "conflicting splits"
-
-ENCODED, FORMAT, HEIGHT, WIDTH = "image/encoded", "image/format", "image/height", "image/width"
-FILENAME, SOURCE_ID = "image/filename", "image/source_id"
-XMIN, YMIN, XMAX, YMAX = (f"image/object/bbox/{c}" for c in BOX_COLUMNS)
-CLASS_TEXT, CLASS_LABEL = "image/object/class/text", "image/object/class/label"
 
 
 def is_detection_table(columns: Iterable[str]) -> bool:
@@ -221,38 +212,3 @@ class DetectionEncoder:
                            f"pixels, image is {width}x{height}")
         return Box(box.label, box.xmin / width, box.ymin / height, min(box.xmax / width, 1.0),
                    min(box.ymax / height, 1.0))
-
-
-def label_ids(vocabulary: Sequence[str]) -> dict[str, int]:
-    """Label name → id, ids from 1 in the vocabulary's (sorted) order; 0 is the OD API's background."""
-    return {name: index for index, name in enumerate(vocabulary, start=1)}
-
-
-def label_map_pbtxt(vocabulary: Sequence[str]) -> str:
-    """The OD API's label_map.pbtxt text: `item { id: 1 name: 'cat' }` per label."""
-    def quoted(name: str) -> str:
-        return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-    return "".join(f"item {{\n  id: {i}\n  name: {quoted(name)}\n}}\n" for name, i in label_ids(vocabulary).items())
-
-
-def feature_spec() -> dict[str, dict[str, Any]]:
-    """metadata.json "features" of a detection job (the same shape as every other job's)."""
-    scalar = {ENCODED: "string", FORMAT: "string", HEIGHT: "int64", WIDTH: "int64", FILENAME: "string",
-              SOURCE_ID: "string"}
-    lists = {XMIN: "float32", YMIN: "float32", XMAX: "float32", YMAX: "float32", CLASS_TEXT: "string",
-             CLASS_LABEL: "int64"}
-    spec = {name: {"dtype": dtype, "shape": [], "allow_missing": False} for name, dtype in scalar.items()}
-    spec.update({name: {"dtype": dtype, "shape": None, "allow_missing": False} for name, dtype in lists.items()})
-    return spec
-
-
-def detection_metadata(vocabulary: Sequence[str], box_units: str) -> dict[str, Any]:
-    """The detection-specific part of metadata.json: task, id mapping, where the boxes live."""
-    return {
-        "task": TASK,
-        "label_map": {str(i): name for name, i in label_ids(vocabulary).items()},
-        "label_map_file": LABEL_MAP_FILE,
-        "detection": {"image": ENCODED, "boxes": [YMIN, XMIN, YMAX, XMAX], "class_label": CLASS_LABEL,
-                      "class_text": CLASS_TEXT, "box_units_in": box_units, "box_order": "ymin,xmin,ymax,xmax"},
-    }

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tfrecorder.format.framing import (WRITTEN_AS_IS, CorruptRecordError, read_records, write_record, write_record_crc,
+from tfrecorder.errors import CorruptRecordError
+from tfrecorder.format.framing import (WRITTEN_AS_IS, frame_records, read_records, write_record, write_record_crc,
                                         write_record_pieces)
 
 RECORDS = [b"", b"a", b"x" * 70_000, bytes(range(256))]
@@ -78,3 +81,15 @@ def test_damage_is_detected(damage, message):
     data = damage(framed([b"hello world" * 3, b"second"]))
     with pytest.raises(CorruptRecordError, match=message):
         list(read_records(io.BytesIO(data)))
+
+
+@given(st.lists(st.binary(max_size=300), max_size=30), st.integers(0, 3))
+def test_frame_records_frames_as_write_record(records, skip):
+    array = pa.array(records, pa.large_binary()).slice(min(skip, len(records)))
+    framed, ends = frame_records(array)
+    expected = io.BytesIO()
+    for record in records[min(skip, len(records)):]:
+        write_record(expected, record)
+    assert bytes(framed) == expected.getvalue()
+    assert list(ends) == list(np.cumsum([len(r) + 16 for r in records[min(skip, len(records)):]]))
+    assert list(read_records(io.BytesIO(bytes(framed)))) == records[min(skip, len(records)):]

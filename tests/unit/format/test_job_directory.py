@@ -5,14 +5,7 @@ import os
 import pytest
 
 from tfrecorder.format import job_directory
-
-
-@pytest.mark.parametrize("label, expected", [
-    ("My Job", "my-job"), ("../../etc/passwd", "etc-passwd"), ("a/b\\c", "a-b-c"), ("", "tfrecorder"),
-    (None, "tfrecorder"), ("123", "job-123"), ("x" * 80, "x" * 40), ("ünï", "n"), ("ü", "job"),
-])
-def test_labels_are_sanitised(label, expected):
-    assert job_directory.sanitize_job_label(label) == expected
+from tfrecorder.format.metadata_file import JobMetadata
 
 
 def test_reservation_gives_distinct_directories(tmp_path):
@@ -27,8 +20,8 @@ def test_reservation_gives_distinct_directories(tmp_path):
 def test_finalize_renames_and_metadata_marks_completion(tmp_path):
     final, temp = job_directory.reserve_job_dir(str(tmp_path), "job")
     with pytest.raises(ValueError, match="not a finished"):
-        job_directory.read_metadata(temp)
-    job_directory.write_metadata(temp, {"rows_in": 3})
+        JobMetadata.read(temp).document
+    JobMetadata({"rows_in": 3}).write(temp)
     job_directory.finalize(temp, final)
     assert not os.path.exists(temp)
-    assert job_directory.read_metadata(final) == {"rows_in": 3}
+    assert JobMetadata.read(final).document == {"rows_in": 3}

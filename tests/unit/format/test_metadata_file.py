@@ -1,11 +1,13 @@
-"""tfrecorder.format.metadata_file: the metadata.json document of a finished job, built from counts (pure)."""
+"""tfrecorder.format.metadata_file: the metadata.json document of a finished job, built from counts, written and read back."""
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from tfrecorder import __version__
 from tfrecorder.options.job_config import JobConfig
-from tfrecorder.format.metadata_file import build_metadata, reason_category, record_index_note
+from tfrecorder.format.metadata_file import JobMetadata, reason_category, record_index_note
 from tfrecorder.core.schema import Schema
 from tfrecorder.sources.csv_source import CsvRows
 
@@ -16,6 +18,10 @@ def config(compression=None, extra=None) -> JobConfig:
                      job_name="job", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0,
                      max_shard_bytes=1 << 20, compression=compression, image_size=None, validate="decode",
                      extra_metadata=extra or {})
+
+
+def build_metadata(*args, **kwargs) -> dict:
+    return dict(JobMetadata.build(*args, **kwargs).document)
 
 
 SHARDS = [{"split": "TRAIN", "index": 1, "file": "train-00001-of-00002.tfrecord", "records": 2, "bytes": 20,
@@ -60,3 +66,20 @@ def test_image_kinds_are_recorded_only_when_given():
     kinds = {"image": {"format": ["jpeg"], "channels": [3]}}
     assert build_metadata(config(), [], {}, 0, {}, {}, images=kinds)["images"] == kinds
     assert "images" not in build_metadata(config(), [], {}, 0, {}, {})
+
+
+def test_metadata_is_written_as_indented_json_and_reads_back(tmp_path):
+    metadata = JobMetadata.build(config(), SHARDS, {"label": ["cat", "dog"]}, rows_in=6, discard_reasons={},
+                                 unknown_labels={})
+    with pytest.raises(ValueError, match="not a finished tfrecorder job directory \\(no metadata.json\\)"):
+        JobMetadata.read(str(tmp_path))
+    metadata.write(str(tmp_path))
+    assert (tmp_path / "metadata.json").read_bytes() == json.dumps(metadata.document, indent=2).encode("utf-8")
+    assert JobMetadata.read(str(tmp_path)) == metadata == JobMetadata.from_json(metadata.to_json())
+
+
+def test_updated_entries_keep_their_place_and_new_ones_go_last():
+    metadata = JobMetadata.build(config(extra={"task": "x"}), [], {}, 0, {}, {})
+    updated = metadata.updated(task="detection", schema={}, label_map={"1": "cat"})
+    assert list(updated.document) == [*metadata.document, "label_map"]
+    assert updated.document["task"] == "detection" and metadata.document["task"] == "x"

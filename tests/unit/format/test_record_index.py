@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tfrecorder.errors import CorruptDataError
-from tfrecorder.format.record_index import format_index, index_file_name, parse_index, scan_index, write_index
+from tfrecorder.format.file_names import index_file_name
+from tfrecorder.format.record_index import format_index, parse_index, scan_index, write_index
 from tfrecorder.format.framing import write_record
 
 

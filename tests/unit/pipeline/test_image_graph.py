@@ -10,6 +10,7 @@ from tfrecorder.sources import source_registry
 from tfrecorder.core import types
 from beam_pipelines.launches import runners
 from tfrecorder.format import job_directory
+from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.core.progress_bar import rows_reported
 from tfrecorder.core.schema import Schema
@@ -37,5 +38,5 @@ def test_rows_processed_counts_rows_written_and_discarded_at_every_step(tmp_path
     counters = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE).with_name(ROWS_PROCESSED))["counters"]
     assert {c.key.step.split("/")[0]: c.committed for c in counters} == {"Prepare": 2, "EncodeAndWrite": 2}
     assert sum(c.committed for c in counters) == 4 == rows_reported(str(tmp_path / "progress"))
-    metadata = job_directory.read_metadata(final_dir)
+    metadata = JobMetadata.read(final_dir).document
     assert metadata["records_written"] == 1 and metadata["discarded"] == 3

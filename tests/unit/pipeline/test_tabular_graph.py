@@ -20,7 +20,8 @@ import pytest
 import tfrecorder
 from beam_pipelines.graphs import tabular_graph
 from support.readers import read_job
-from tfrecorder.format import job_directory
+from tfrecorder.format import file_names
+from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.sources.csv_source import CsvRows
 from tfrecorder.sources.parquet_source import ParquetRows
 
@@ -70,13 +71,13 @@ def _schema(source):
 
 def job_view(job: str) -> dict:
     """What a user sees of a job, independent of record order within a split."""
-    metadata = job_directory.read_metadata(job)
+    metadata = JobMetadata.read(job).document
     metadata = {k: v for k, v in metadata.items() if k not in ("job_name", "created_utc", "elapsed_seconds")}
     metadata["splits"] = {split: {k: v for k, v in info.items() if k != "shards"}  # pieces may cut differently
                           for split, info in metadata["splits"].items()}
     records = {split: Counter(json.dumps(r, sort_keys=True, default=repr) for r in found)
                for split, found in read_job(job).items()}
-    with open(os.path.join(job, job_directory.DISCARD_FILE), newline="") as stream:
+    with open(os.path.join(job, file_names.DISCARD_FILE), newline="") as stream:
         discarded = Counter(tuple(row) for row in csv.reader(stream))
     return {"metadata": metadata, "records": records, "discarded": discarded}
 
@@ -118,7 +119,7 @@ def test_small_csv_slices_and_pieces_roll_over(tmp_path, monkeypatch):
     columnar_job = convert(str(path), tmp_path / "columnar", False, monkeypatch, max_shard_bytes=20_000)
     row_job = convert(str(path), tmp_path / "rows", True, monkeypatch, max_shard_bytes=20_000)
     assert job_view(columnar_job) == job_view(row_job)
-    metadata = job_directory.read_metadata(columnar_job)
+    metadata = JobMetadata.read(columnar_job).document
     assert len(metadata["splits"]["TRAIN"]["shards"]) > 3
     source = tfrecorder.data_source(columnar_job, "train")  # index files locate every record
     assert len(source) == metadata["splits"]["TRAIN"]["records"] and source[len(source) - 1]["id"] is not None

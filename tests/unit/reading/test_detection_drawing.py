@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image
 
 import tfrecorder
-from tfrecorder.rows import detection_encoder
+from tfrecorder.format import detection_keys
 from tfrecorder.reading.detection_drawing import COLOURS, detection_boxes, detection_rows_and_tiles, draw_boxes
 from tfrecorder.sample_data import encode_image, photo_array
 
@@ -55,8 +55,8 @@ def test_draw_boxes_scales_to_the_thumbnail_and_colours_each_box():
 
 
 def test_detection_boxes_are_ymin_xmin_ymax_xmax_with_names():
-    example = {detection_encoder.XMIN: [0.1, 0.5], detection_encoder.YMIN: [0.2, 0.6], detection_encoder.XMAX: [0.3, 0.7],
-               detection_encoder.YMAX: [0.4, 0.8], detection_encoder.CLASS_TEXT: [b"cat", "d\xc3\xb6g".encode("latin-1")]}
+    example = {detection_keys.XMIN: [0.1, 0.5], detection_keys.YMIN: [0.2, 0.6], detection_keys.XMAX: [0.3, 0.7],
+               detection_keys.YMAX: [0.4, 0.8], detection_keys.CLASS_TEXT: [b"cat", "d\xc3\xb6g".encode("latin-1")]}
     boxes, names = detection_boxes(example)
     assert boxes == [(0.2, 0.1, 0.4, 0.3), (0.6, 0.5, 0.8, 0.7)] and names == ["cat", "dög"]
     assert detection_boxes({}) == ([], [])
@@ -65,10 +65,10 @@ def test_detection_boxes_are_ymin_xmin_ymax_xmax_with_names():
 def test_rows_and_tiles_write_original_bytes_and_keep_undrawable_images(tmp_path):
     jpeg = encode_image(Image.fromarray(photo_array(30, 30, 1)), "JPEG")
     examples = [
-        {detection_encoder.ENCODED: [jpeg], detection_encoder.FORMAT: [b"jpeg"], detection_encoder.SOURCE_ID: [b"a.jpg"],
-         detection_encoder.HEIGHT: [30], detection_encoder.WIDTH: [30], detection_encoder.XMIN: [0.1], detection_encoder.YMIN: [0.1],
-         detection_encoder.XMAX: [0.9], detection_encoder.YMAX: [0.9], detection_encoder.CLASS_TEXT: [b"cat"], detection_encoder.CLASS_LABEL: [1]},
-        {detection_encoder.ENCODED: [b"not an image"], detection_encoder.FORMAT: [b"tiff"], detection_encoder.SOURCE_ID: [b"b"]},
+        {detection_keys.ENCODED: [jpeg], detection_keys.FORMAT: [b"jpeg"], detection_keys.SOURCE_ID: [b"a.jpg"],
+         detection_keys.HEIGHT: [30], detection_keys.WIDTH: [30], detection_keys.XMIN: [0.1], detection_keys.YMIN: [0.1],
+         detection_keys.XMAX: [0.9], detection_keys.YMAX: [0.9], detection_keys.CLASS_TEXT: [b"cat"], detection_keys.CLASS_LABEL: [1]},
+        {detection_keys.ENCODED: [b"not an image"], detection_keys.FORMAT: [b"tiff"], detection_keys.SOURCE_ID: [b"b"]},
     ]
     rows, tiles = detection_rows_and_tiles(examples, str(tmp_path), thumbnail=64)
     assert [row["image_file"] for row in rows] == ["0000_image.jpg", "0001_image.bin"]

@@ -24,12 +24,10 @@ from tfrecorder.rows import columnar_encoder
 
 from tfrecorder.sources import dataframe_staging
 from tfrecorder.sources.csv_columns import CsvBatches, csv_bytes_batches
-from tfrecorder.format.example_encoder import encode_example, int64_feature
 from tfrecorder.rows.row_encoding import RowEncoder, RowError, prepare_row
 from tfrecorder.core.schema import Schema, infer_schema
 from tfrecorder.rows.table_stats import StatsCounter, TableStats
 from tfrecorder.sources.csv_source import CsvRecords
-from tfrecorder.format.framing import frame_records, read_records, write_record
 
 RATIOS = (0.8, 0.1, 0.1)
 VOCABULARY = {"label": ["cat", "dog", "ému"]}  # "owl" is a label outside the vocabulary
@@ -229,30 +227,6 @@ def test_image_tables_prepare_and_count_as_the_row_path_does(lines, batch_rows):
     for batch in batches:
         columnar_encoder.count_batch(batch, IMAGE_SCHEMA, RATIOS, by_batches)
     assert by_batches == by_rows
-
-
-# ------------------------------------------------------------------ wire format pieces
-
-@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=50))
-def test_varints_match_the_row_encoder(values):
-    flat, lengths = columnar_encoder.varints(np.array(values, dtype=np.int64))
-    expected = [encode_example({"x": int64_feature(v)}) for v in values]  # the varint is the record's tail
-    assert [len(e) for e in expected] == [len(encode_example({"x": int64_feature(0)})) - 1 + n for n in lengths]
-    ends = np.cumsum(lengths)
-    for value, end, length, record in zip(values, ends, lengths, expected):
-        assert bytes(flat[end - length:end]) == record[-length:], value
-
-
-@given(st.lists(st.binary(max_size=300), max_size=30), st.integers(0, 3))
-def test_frame_records_frames_as_write_record(records, skip):
-    array = pa.array(records, pa.large_binary()).slice(min(skip, len(records)))
-    framed, ends = frame_records(array)
-    expected = io.BytesIO()
-    for record in records[min(skip, len(records)):]:
-        write_record(expected, record)
-    assert bytes(framed) == expected.getvalue()
-    assert list(ends) == list(np.cumsum([len(r) + 16 for r in records[min(skip, len(records)):]]))
-    assert list(read_records(io.BytesIO(bytes(framed)))) == records[min(skip, len(records)):]
 
 
 def test_float64_bits_and_utc_nanoseconds_are_stored_as_the_contract_says():

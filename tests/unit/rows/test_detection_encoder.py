@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import tfrecorder
+from tfrecorder.format import detection_keys
 from tfrecorder.rows import detection_encoder
 from tfrecorder.rows.row_encoding import RowError
 from support.boxes import box_table
@@ -54,11 +55,6 @@ def test_conflicting_splits_and_unassigned_images_hash_on_the_uri():
     assert assigned == {"TRAIN", "VALIDATION", "TEST"}
 
 
-def test_label_map_ids_start_at_one_in_vocabulary_order():
-    text = detection_encoder.label_map_pbtxt(["cat", "dog's"])
-    assert text == "item {\n  id: 1\n  name: 'cat'\n}\nitem {\n  id: 2\n  name: 'dog\\'s'\n}\n"
-
-
 # --- end to end ---------------------------------------------------------------------------------------
 
 def test_detection_job_writes_od_api_records(detection_job, photos, tf):
@@ -82,8 +78,9 @@ def test_detection_job_writes_od_api_records(detection_job, photos, tf):
 
 def test_detection_job_label_map_metadata_and_accounting(detection_job):
     tfrecord_dir = Path(detection_job["tfrecord_dir"])
-    assert (tfrecord_dir / "label_map.pbtxt").read_text() == \
-        "item {\n  id: 1\n  name: 'cat'\n}\nitem {\n  id: 2\n  name: 'dog'\n}\n"
+    label_map = (tfrecord_dir / "label_map.pbtxt").read_text()
+    assert label_map == "item {\n  id: 1\n  name: 'cat'\n}\nitem {\n  id: 2\n  name: 'dog'\n}\n"
+    assert detection_keys.parse_label_map(label_map) == {1: "cat", 2: "dog"}
     metadata = json.loads((tfrecord_dir / "metadata.json").read_text())
     assert metadata["task"] == "detection"
     assert metadata["label_map"] == {"1": "cat", "2": "dog"} and metadata["vocabularies"] == {"label": ["cat", "dog"]}

@@ -18,7 +18,7 @@ from support import jobbuilder
 import tfrecorder
 from support.readers import read_job
 from tfrecorder.format.example_encoder import bytes_feature, float_feature, int64_feature
-from tfrecorder.format.framing import CorruptRecordError
+from tfrecorder.errors import CorruptRecordError
 from support.paths import REPO
 
 ROOT = REPO

@@ -21,6 +21,7 @@ import re
 from typing import Any, Optional
 
 from tfrecorder.core import types
+from tfrecorder.format.file_names import ShardName
 from tfrecorder.io import storage
 from tfrecorder.core.splits import SPLITS
 
@@ -31,7 +32,6 @@ DISCARD_PREFIX = "discarded-data"
 IMAGE_FEATURES = ("image", "image_height", "image_width", "image_channels")
 IMAGE_COLUMN = "image_uri"  # the column an upgraded job stores the image under (feature prefix "image")
 SPLIT_FEATURE = "split"
-_SHARD = re.compile(r"^(train|validation|test)-(\d{5,})-of-(\d{5,})\.tfrecord(\.gz)?$")
 _DISCARDS = re.compile(r"^discarded-data-\d{5,}-of-\d{5,}$")
 _VOCABULARY = re.compile(r"^vocab_compute_and_apply_vocabulary(_(\d+))?_vocabulary$")
 _DTYPES = {"BYTES": ("string", types.StringInput), "INT": ("int64", types.IntegerInput),
@@ -126,13 +126,13 @@ def parse_schema(text: str) -> dict[str, dict[str, Any]]:
 def _shards(tfrecord_dir: str, names: list[str]) -> tuple[dict[str, list[dict]], Optional[str], list[str]]:
     """(split → shard entries, compression, problems) from the shard file names."""
     by_split: dict[str, list[tuple[int, int, str]]] = {}
-    suffixes = set()
+    compressions = set()
     for name in names:
-        match = _SHARD.match(name)
-        if match:
-            by_split.setdefault(match.group(1).upper(), []).append((int(match.group(2)), int(match.group(3)), name))
-            suffixes.add(match.group(4) or "")
-    if len(suffixes) > 1:
+        shard = ShardName.parse(name)
+        if shard:
+            by_split.setdefault(shard.split, []).append((shard.index, shard.count, name))
+            compressions.add(shard.compression)
+    if len(compressions) > 1:
         raise ValueError(f"{tfrecord_dir} mixes gzip (.tfrecord.gz) and uncompressed (.tfrecord) shards")
     problems = []
     splits = {}
@@ -148,7 +148,7 @@ def _shards(tfrecord_dir: str, names: list[str]) -> tuple[dict[str, list[dict]],
                             + (f" (missing shard numbers {missing})" if missing else ""))
         splits[split] = [{"file": name, "records": None, "bytes": storage.size(storage.join(tfrecord_dir, name))}
                          for _index, _count, name in entries]
-    return splits, ("gzip" if suffixes == {".gz"} else None), problems
+    return splits, ("gzip" if compressions == {"gzip"} else None), problems
 
 
 def _vocabularies(tfrecord_dir: str, names: list[str], categorical: list[str],

@@ -1,0 +1,80 @@
+"""tfrecorder.format.column_wire: whole columns serialise to exactly example_encoder's bytes."""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tfrecorder.format import column_wire
+from tfrecorder.format.example_encoder import Feature, encode_example, int64_feature, value_list_bytes
+
+INT64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@given(st.lists(INT64, max_size=50))
+def test_varints_match_the_row_encoder(values):
+    flat, lengths = column_wire.varints(np.array(values, dtype=np.int64))
+    expected = [encode_example({"x": int64_feature(v)}) for v in values]  # the varint is the record's tail
+    assert [len(e) for e in expected] == [len(encode_example({"x": int64_feature(0)})) - 1 + n for n in lengths]
+    ends = np.cumsum(lengths)
+    for value, end, length, record in zip(values, ends, lengths, expected):
+        assert bytes(flat[end - length:end]) == record[-length:], value
+
+
+@given(st.lists(st.tuples(st.binary(max_size=3), INT64, st.binary(max_size=12)), min_size=1, max_size=40))
+def test_concat_parts_joins_each_row(rows):
+    heads = np.zeros((len(rows), 3), dtype=np.uint8)
+    for row, (head, _, _) in enumerate(rows):
+        heads[row, :len(head)] = np.frombuffer(head, dtype=np.uint8)
+    matrix, lengths = column_wire.varint_matrix(np.array([number for _, number, _ in rows], dtype=np.int64))
+    joined, sizes = column_wire.concat_parts([(heads, np.array([len(head) for head, _, _ in rows])),
+                                              column_wire.constant(b"\x0a\x0b", np.array([bool(tail) for *_, tail in rows])),
+                                              (matrix, lengths)])
+    expected = [head + (b"\x0a\x0b" if tail else b"") + bytes(matrix[row, :lengths[row]])
+                for row, (head, _, tail) in enumerate(rows)]
+    assert joined.to_pylist() == expected
+    assert sizes.tolist() == [len(e) for e in expected]
+
+
+def features(rows: list) -> dict:
+    return {"a_bytes": Feature("bytes", rows[0]), "b_ints": Feature("int64", rows[1]), "c_floats": Feature("float", rows[2])}
+
+
+ROWS = st.lists(st.tuples(st.lists(st.binary(max_size=20), max_size=3), st.lists(INT64, max_size=3),
+                          st.lists(st.floats(width=32), max_size=3)), min_size=1, max_size=20)
+
+
+@given(ROWS)
+def test_records_of_value_lists_equal_encode_example(rows):
+    entries, sizes = [], np.zeros(len(rows), dtype=np.int64)
+    for column, (name, kind) in enumerate([("a_bytes", "bytes"), ("b_ints", "int64"), ("c_floats", "float")]):
+        lists = pa.array([value_list_bytes(Feature(kind, row[column])) for row in rows], pa.large_binary())
+        found, lengths = column_wire.map_entries(column_wire.entry_key(name), kind, column_wire.ValueLists.of_values(lists))
+        entries.append(found)
+        sizes += lengths
+    assert column_wire.example_records(entries, sizes).to_pylist() == [encode_example(features(row)) for row in rows]
+
+
+@given(st.lists(st.one_of(st.none(), INT64), min_size=1, max_size=30), st.sampled_from(["int64", "float"]))
+def test_one_number_per_row_leaves_missing_rows_out(values, kind):
+    present = np.array([v is not None for v in values])
+    numbers = np.array([v or 0 for v in values], dtype=np.int64 if kind == "int64" else np.float64)
+    found, sizes = column_wire.map_entries(column_wire.entry_key("n"), kind,
+                                           column_wire.ValueLists.one_number(numbers, present, kind))
+    records = column_wire.example_records([found], sizes).to_pylist()
+    stored = [v if kind == "int64" or v is None else float(v) for v in values]
+    assert records == [encode_example({} if v is None else {"n": Feature(kind, [v])}) for v in stored]
+
+
+def test_a_single_empty_bytes_value_keeps_its_header():
+    lists = column_wire.ValueLists.of_values(pa.array([b"", b"x", None], pa.large_binary()), packed=True, single=True)
+    found, sizes = column_wire.map_entries(column_wire.entry_key("s"), "bytes", lists)
+    assert column_wire.example_records([found], sizes).to_pylist() == [
+        encode_example({"s": Feature("bytes", [b""])}), encode_example({"s": Feature("bytes", [b"x"])}), encode_example({})]
+
+
+@given(st.lists(st.binary(max_size=200), max_size=20))
+def test_bytes_list_entries_frame_each_value(values):
+    entries = column_wire.bytes_list_entries(pa.array(values, pa.binary()))
+    assert entries.to_pylist() == [value_list_bytes(Feature("bytes", [value])) for value in values]

@@ -1,0 +1,36 @@
+"""tfrecorder.format.detection_keys: label_map.pbtxt written and read back, the keys the OD API reads."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tfrecorder.format import detection_keys
+
+
+def test_label_map_ids_start_at_one_in_vocabulary_order():
+    text = detection_keys.label_map_pbtxt(["cat", "dog's"])
+    assert text == "item {\n  id: 1\n  name: 'cat'\n}\nitem {\n  id: 2\n  name: 'dog\\'s'\n}\n"
+
+
+@given(st.lists(st.text(min_size=1), unique=True, max_size=10))
+def test_label_map_reads_back_as_written(vocabulary):
+    text = detection_keys.label_map_pbtxt(vocabulary)
+    assert detection_keys.parse_label_map(text) == {i: name for name, i in detection_keys.label_ids(vocabulary).items()}
+
+
+def test_other_text_is_not_a_label_map():
+    with pytest.raises(ValueError, match="not a label_map.pbtxt"):
+        detection_keys.parse_label_map("item { id: 1 display_name: 'cat' }")
+
+
+def test_keys_are_the_object_detection_api_s():
+    assert [detection_keys.XMIN, detection_keys.YMIN, detection_keys.XMAX, detection_keys.YMAX] == [
+        f"image/object/bbox/{c}" for c in ("xmin", "ymin", "xmax", "ymax")]
+    assert set(detection_keys.feature_spec()) == {
+        "image/encoded", "image/format", "image/height", "image/width", "image/filename", "image/source_id",
+        "image/object/bbox/xmin", "image/object/bbox/ymin", "image/object/bbox/xmax", "image/object/bbox/ymax",
+        "image/object/class/text", "image/object/class/label"}
+    metadata = detection_keys.detection_metadata(["cat", "dog"], "pixels")
+    assert metadata["task"] == "detection" and metadata["label_map"] == {"1": "cat", "2": "dog"}
+    assert metadata["label_map_file"] == "label_map.pbtxt" and metadata["detection"]["box_units_in"] == "pixels"

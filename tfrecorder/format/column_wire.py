@@ -1,0 +1,181 @@
+"""tf.train.Example wire bytes of whole columns at once (NumPy / Arrow): varints, value lists, map entries, records.
+
+The column-wise twin of tfrecorder.format.example_encoder, sharing its tags and writing exactly its
+bytes (features in sorted name order): tfrecorder.rows.columnar_encoder decides each row's values and
+hands them here as `ValueLists`; `map_entries` frames each feature's entry per row and
+`example_records` joins a row's entries into its record. No Python code runs per row.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tfrecorder.format.example_encoder import LIST_TAGS, TAG_1_LEN, TAG_2_LEN, varint
+
+_EMPTY = pa.scalar(b"", pa.large_binary())
+
+
+def varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Protobuf varints of int64 values (negatives as 10-byte two's complement): a row of bytes per
+    value (left-aligned) and each one's length."""
+    unsigned = np.ascontiguousarray(values).astype(np.int64, copy=False).view(np.uint64)
+    lengths = np.ones(len(unsigned), dtype=np.int64)
+    rest = unsigned >> np.uint64(7)
+    while rest.any():
+        lengths += rest > 0
+        rest >>= np.uint64(7)
+    width = int(lengths.max()) if len(lengths) else 1
+    matrix = np.empty((len(unsigned), width), dtype=np.uint8)
+    for k in range(width):
+        byte = ((unsigned >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
+        matrix[:, k] = byte | np.where(k < lengths - 1, 0x80, 0).astype(np.uint8)
+    return matrix, lengths
+
+
+def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Protobuf varints of int64 values, back to back: (bytes, length of each)."""
+    matrix, lengths = varint_matrix(values)
+    return matrix[np.arange(matrix.shape[1]) < lengths[:, None]], lengths
+
+
+def binary_rows(flat: np.ndarray, lengths: np.ndarray, present: Optional[np.ndarray] = None) -> pa.LargeBinaryArray:
+    """Rows of `flat` bytes cut by `lengths`, as an Arrow array (null where not `present`)."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    validity = None
+    nulls = 0
+    if present is not None and not present.all():
+        validity = pa.array(present, pa.bool_()).buffers()[1]
+        nulls = int((~present).sum())
+    return pa.Array.from_buffers(pa.large_binary(), len(lengths),
+                                 [validity, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(flat))],
+                                 null_count=nulls)
+
+
+def concat_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[pa.LargeBinaryArray, np.ndarray]:
+    """Row-wise concatenation of parts given as (matrix of left-aligned bytes per row, or one row for a
+    constant; length per row): the rows as an Arrow array, and their lengths. Rows are grouped by their
+    parts' lengths (a handful of layouts: varints are 1-3 bytes here), each group copied as one block."""
+    rows = len(parts[0][1])
+    total = np.zeros(rows, dtype=np.int64)
+    layout = np.zeros(rows, dtype=np.int64)
+    for matrix, lengths in parts:
+        total += lengths
+        # per-row parts (varints, float32s) are at most 10 bytes; constants are there or not
+        layout = layout * 11 + (lengths if matrix.shape[0] == rows and matrix.shape[1] <= 10 else 10 * (lengths > 0))
+    kinds, first, inverse = np.unique(layout, return_index=True, return_inverse=True)
+    order = np.argsort(inverse, kind="stable") if len(kinds) > 1 else None
+    bounds = np.searchsorted(inverse[order] if order is not None else inverse, np.arange(len(kinds) + 1))
+    blocks = []
+    for kind, row in enumerate(first.tolist()):
+        members = order[bounds[kind]:bounds[kind + 1]] if order is not None else slice(None)
+        count = int(bounds[kind + 1] - bounds[kind])
+        columns = [matrix[members, :int(lengths[row])] if matrix.shape[0] == rows
+                   else np.broadcast_to(matrix[:, :int(lengths[row])], (count, int(lengths[row])))
+                   for matrix, lengths in parts]
+        blocks.append(np.concatenate(columns, axis=1).reshape(-1))
+    flat = np.concatenate(blocks) if blocks else np.empty(0, dtype=np.uint8)
+    if order is None:
+        return binary_rows(flat, total), total
+    return binary_rows(flat, total[order]).take(pa.array(np.argsort(order))), total
+
+
+def constant(data: bytes, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A `concat_parts` part: the same bytes in every `present` row, nothing elsewhere."""
+    return np.frombuffer(data, dtype=np.uint8)[None, :], np.where(present, len(data), 0)
+
+
+def bytes_list_entries(values: pa.Array) -> pa.LargeBinaryArray:
+    """BytesList entries of bytes values: field 1, its length, the bytes (one entry per value)."""
+    values = values.cast(pa.large_binary())
+    lengths = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    matrix, prefix = varint_matrix(lengths)
+    prefixes, _ = concat_parts([constant(TAG_1_LEN, np.ones(len(lengths), dtype=bool)), (matrix, prefix)])
+    return pc.binary_join_element_wise(prefixes, values, _EMPTY)
+
+
+def packed_numbers(values: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """(packed bytes, length per value) of numbers written as `kind` ("float": float32, "int64": varints)."""
+    if kind == "float":
+        with np.errstate(over="ignore", invalid="ignore"):
+            packed = values.astype("<f4").view(np.uint8)
+        return packed, np.full(len(values), 4, dtype=np.int64)
+    return varints(values)
+
+
+@dataclasses.dataclass
+class ValueLists:
+    """One feature's value list per row (rows not `present` leave the feature out).
+
+    `tail` is either a matrix of left-aligned bytes with `lengths` (fixed-layout numbers) or an Arrow
+    array; `packed` says whether the tail is numbers packed into the list's field 1 (written after its
+    tag and length, nothing for an empty list: `single` then says whether it is one bytes value that
+    needs the same header), otherwise the tail is the whole value list.
+    """
+
+    present: np.ndarray
+    lengths: np.ndarray
+    tail: Any
+    packed: bool = True
+    single: bool = False
+
+    @classmethod
+    def of_values(cls, values: pa.Array, packed: bool = False, single: bool = False) -> "ValueLists":
+        """Value lists whose tails are an Arrow array (null: the feature is left out)."""
+        values = values.cast(pa.large_binary())
+        present = values.is_valid().to_numpy(zero_copy_only=False)
+        lengths = pc.binary_length(values).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return cls(present, lengths, values, packed, single)
+
+    @classmethod
+    def one_number(cls, values: np.ndarray, present: np.ndarray, kind: str) -> "ValueLists":
+        """One number per row (int64 values, or float64 written as float32), packed, as a byte matrix."""
+        if kind == "float":
+            with np.errstate(over="ignore", invalid="ignore"):
+                matrix = values.astype("<f4").view(np.uint8).reshape(len(values), 4)
+            return cls(present, np.full(len(values), 4, dtype=np.int64), matrix)
+        matrix, lengths = varint_matrix(values)
+        return cls(present, lengths, matrix)
+
+
+def entry_key(name: str) -> bytes:
+    """The start of a features-map entry of `name`, up to its value's tag: key field, length, name, value tag."""
+    data = name.encode("utf-8")
+    return TAG_1_LEN + varint(len(data)) + data + TAG_2_LEN
+
+
+def map_entries(key: bytes, kind: str, found: ValueLists) -> tuple[pa.LargeBinaryArray, np.ndarray]:
+    """Map entries `name → Feature{<list kind>: values}` (empty where the feature is left out) and their
+    lengths; `key` is the feature's `entry_key`, `kind` its "bytes", "int64" or "float"."""
+    present, tail_sizes = found.present, found.lengths * found.present
+    header = present & ((tail_sizes > 0) | found.single) if found.packed else None
+    value_sizes = tail_sizes
+    parts = []
+    if header is not None:  # field 1 of the value list, holding the packed numbers (or the one value)
+        tail_matrix, tail_prefix = varint_matrix(tail_sizes)
+        value_sizes = np.where(header, 1 + tail_prefix + tail_sizes, 0)
+        parts = [constant(TAG_1_LEN, header), (tail_matrix, tail_prefix * header)]
+    value_matrix, value_prefix = varint_matrix(value_sizes)
+    feature_sizes = 1 + value_prefix + value_sizes
+    feature_matrix, feature_prefix = varint_matrix(feature_sizes)
+    entry_matrix, entry_prefix = varint_matrix(len(key) + feature_prefix + feature_sizes)
+    parts = [constant(TAG_1_LEN, present), (entry_matrix, entry_prefix * present),
+             constant(key, present), (feature_matrix, feature_prefix * present),
+             constant(LIST_TAGS[kind], present), (value_matrix, value_prefix * present)] + parts
+    if isinstance(found.tail, np.ndarray):  # numbers of a fixed layout: the whole entry in one copy
+        return concat_parts(parts + [(found.tail, tail_sizes)])
+    prefixes, lengths = concat_parts(parts)
+    entries = pc.binary_join_element_wise(prefixes, found.tail, _EMPTY, null_handling="replace", null_replacement="")
+    return entries, lengths + tail_sizes
+
+
+def example_records(entries: Sequence[pa.Array], sizes: np.ndarray) -> pa.LargeBinaryArray:
+    """Each row's Example: the Features message around its map entries (given in sorted feature name
+    order, `sizes` their total length per row)."""
+    matrix, prefix = varint_matrix(sizes)
+    head, _ = concat_parts([constant(TAG_1_LEN, np.ones(len(sizes), dtype=bool)), (matrix, prefix)])
+    return pc.binary_join_element_wise(head, *entries, _EMPTY)

@@ -1,0 +1,67 @@
+"""What a detection job puts on disk: the TF Object Detection API feature keys and label_map.pbtxt, both ways.
+
+Written keys (what the OD API's and Model Garden's TfExampleDecoder read, unchanged):
+image/encoded, image/format, image/height, image/width, image/filename, image/source_id,
+image/object/bbox/{xmin,ymin,xmax,ymax} (normalised floats), image/object/class/text,
+image/object/class/label (ids from 1, as in label_map.pbtxt). tfrecorder.rows.detection_encoder writes
+them; `load` and `inspect` (tfrecorder.reading) read them.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from tfrecorder.format.file_names import LABEL_MAP_FILE
+
+TASK = "detection"  # metadata.json "task" of a detection job
+
+ENCODED, FORMAT, HEIGHT, WIDTH = "image/encoded", "image/format", "image/height", "image/width"
+FILENAME, SOURCE_ID = "image/filename", "image/source_id"
+XMIN, YMIN, XMAX, YMAX = "image/object/bbox/xmin", "image/object/bbox/ymin", "image/object/bbox/xmax", "image/object/bbox/ymax"
+CLASS_TEXT, CLASS_LABEL = "image/object/class/text", "image/object/class/label"
+
+
+def label_ids(vocabulary: Sequence[str]) -> dict[str, int]:
+    """Label name → id, ids from 1 in the vocabulary's (sorted) order; 0 is the OD API's background."""
+    return {name: index for index, name in enumerate(vocabulary, start=1)}
+
+
+def label_map_pbtxt(vocabulary: Sequence[str]) -> str:
+    """The OD API's label_map.pbtxt text: `item { id: 1 name: 'cat' }` per label."""
+    def quoted(name: str) -> str:
+        return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    return "".join(f"item {{\n  id: {i}\n  name: {quoted(name)}\n}}\n" for name, i in label_ids(vocabulary).items())
+
+
+_ITEM = re.compile(r"item\s*\{\s*id:\s*(\d+)\s*name:\s*'((?:[^'\\]|\\.)*)'\s*\}")
+
+
+def parse_label_map(text: str) -> dict[int, str]:
+    """Id → label name of a label_map.pbtxt as `label_map_pbtxt` writes it; ValueError for other text."""
+    items = {int(match.group(1)): re.sub(r"\\(.)", r"\1", match.group(2)) for match in _ITEM.finditer(text)}
+    if _ITEM.sub("", text).strip():
+        raise ValueError(f"not a {LABEL_MAP_FILE} as tfrecorder writes it: {text[:80]!r}")
+    return items
+
+
+def feature_spec() -> dict[str, dict[str, Any]]:
+    """metadata.json "features" of a detection job (the same shape as every other job's)."""
+    scalar = {ENCODED: "string", FORMAT: "string", HEIGHT: "int64", WIDTH: "int64", FILENAME: "string",
+              SOURCE_ID: "string"}
+    lists = {XMIN: "float32", YMIN: "float32", XMAX: "float32", YMAX: "float32", CLASS_TEXT: "string",
+             CLASS_LABEL: "int64"}
+    spec = {name: {"dtype": dtype, "shape": [], "allow_missing": False} for name, dtype in scalar.items()}
+    spec.update({name: {"dtype": dtype, "shape": None, "allow_missing": False} for name, dtype in lists.items()})
+    return spec
+
+
+def detection_metadata(vocabulary: Sequence[str], box_units: str) -> dict[str, Any]:
+    """The detection-specific part of metadata.json: task, id mapping, where the boxes live."""
+    return {
+        "task": TASK,
+        "label_map": {str(i): name for name, i in label_ids(vocabulary).items()},
+        "label_map_file": LABEL_MAP_FILE,
+        "detection": {"image": ENCODED, "boxes": [YMIN, XMIN, YMAX, XMAX], "class_label": CLASS_LABEL,
+                      "class_text": CLASS_TEXT, "box_units_in": box_units, "box_order": "ymin,xmin,ymax,xmax"},
+    }
