@@ -5,6 +5,9 @@ step, publishes it as `output_dir/<job_label>-<UTC timestamp>[-N]/`. A locally f
 appears by one atomic rename; on object stores the files are copied in parallel, `metadata.json` last:
 it is what marks a directory complete. Readers (`load`, `verify`) refuse directories without it, and
 anything under an `.incomplete-` prefix is the leftover of a failed or cancelled job.
+
+A job directory's own files are not trusted to name paths elsewhere: `job_file` resolves every file
+name metadata.json (or a TFRecorder 2.0 listing) gives, and refuses one that leaves the directory.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import os
 import re
 from typing import Any, Optional
 
+from tfrecorder.errors import CorruptDataError
 from tfrecorder.format.file_names import DISCARD_FILE, METADATA_FILE, TEMP_PREFIX  # jobdir.METADATA_FILE etc. as before
 from tfrecorder.io import storage
 
@@ -125,3 +129,24 @@ def read_metadata(tfrecord_dir: str) -> dict[str, Any]:
     if not storage.exists(path):
         raise ValueError(f"{tfrecord_dir} is not a finished tfrecorder job directory (no {METADATA_FILE})")
     return json.loads(storage.read_bytes(path))
+
+
+def job_file(tfrecord_dir: str, name: Any) -> str:
+    """The path of `name`, a file of the job directory named as metadata.json names its files (relative,
+    '/'-separated: `train-00000-of-00004.tfrecord`, `index/train-00000-of-00004.tfrecord.index`).
+
+    CorruptDataError for a name that could lead anywhere else: absolute, with a `..`, `.` or empty
+    part, a drive or URL (`:`), a backslash, or (local directories) a symbolic link resolving outside
+    the directory. A damaged or hostile job directory thus makes its readers read nothing outside it.
+    """
+    parts = name.split("/") if isinstance(name, str) else [""]
+    if any(part in ("", ".", "..") or "\\" in part or ":" in part or "\0" in part for part in parts):
+        raise CorruptDataError(f"{tfrecord_dir}: {METADATA_FILE} names the file {name!r}, which is not a relative "
+                               "path inside the job directory; nothing outside it is read")
+    path = storage.join(tfrecord_dir, *parts)
+    if not storage.is_remote(path):
+        root = os.path.realpath(tfrecord_dir)
+        if os.path.commonpath([root, os.path.realpath(path)]) != root:
+            raise CorruptDataError(f"{tfrecord_dir}: {name} is a symbolic link to {os.path.realpath(path)}, outside "
+                                   "the job directory; nothing outside it is read")
+    return path
