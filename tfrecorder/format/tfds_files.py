@@ -3,7 +3,8 @@
 Pure Python (TFDS is not imported at conversion time): from metadata.json this writes
 - `dataset_info.json`: name (the job name in snake_case), version 1.0.0, file format "tfrecord", and per
   split its shard lengths, bytes and the file-name template `{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}`,
-  which is exactly the shard names the job already has (`train-00000-of-00004.tfrecord`);
+  which is exactly the shard names the job already has (`train-00000-of-00004.tfrecord`); for a job
+  with one label, the supervised keys `as_supervised=True` pairs (`supervised_keys`);
 - `features.json`: the FeaturesDict TFDS parses the records with;
 - `<label>.labels.txt`: the class names of each string label (its vocabulary), one per line.
 
@@ -113,6 +114,33 @@ def tfds_features(metadata: Mapping[str, Any]) -> tuple[dict, dict[str, list[str
     return {"pythonClassName": _DICT, "featuresDict": {"features": features}}, labels
 
 
+def supervised_keys(metadata: Mapping[str, Any]) -> Optional[tuple[Any, str]]:
+    """What TFDS's `as_supervised=True` pairs, for a job with exactly one label among the TFDS features:
+    (first image, label) when the job has images, as `load(as_supervised=True)` pairs them; else
+    ({feature: feature} of every other TFDS feature, label). None when there is no such pair (no label,
+    several labels, nothing but the label): TFDS then refuses as_supervised with its own message."""
+    features = tfds_features(metadata)[0]["featuresDict"]["features"]
+    schema = Schema.from_json(metadata.get("schema", {}))
+    labels = [column for column in schema.label_columns if column in features]
+    if len(labels) != 1:
+        return None
+    images = [prefix for column in schema.image_columns if (prefix := image_feature_prefix(column)) in features]
+    if images:
+        return images[0], labels[0]
+    inputs = {name: name for name in features if name != labels[0]}
+    return (inputs, labels[0]) if inputs else None
+
+
+def _supervised_keys_json(keys: tuple[Any, str]) -> dict:
+    """TFDS's SupervisedKeys proto as JSON: a tuple of nests, each a feature key or a dict of nests."""
+    def nest(value: Any) -> dict:
+        if isinstance(value, dict):
+            return {"dict": {"dict": {key: nest(item) for key, item in value.items()}}}
+        return {"featureKey": value}
+
+    return {"tuple": {"items": [nest(item) for item in keys]}}
+
+
 def dataset_info(metadata: Mapping[str, Any]) -> dict:
     """The dataset_info.json document (protobuf JSON of tfds DatasetInfo; int64 fields as strings)."""
     splits = []
@@ -123,6 +151,7 @@ def dataset_info(metadata: Mapping[str, Any]) -> dict:
             "shardLengths": [str(s["records"]) for s in info["shards"]],
             "filepathTemplate": FILE_TEMPLATE,
         })
+    keys = supervised_keys(metadata)
     return {
         "name": tfds_name(metadata.get("job_name", "")),
         "version": VERSION,
@@ -131,6 +160,7 @@ def dataset_info(metadata: Mapping[str, Any]) -> dict:
         "moduleName": "tfrecorder",
         "releaseNotes": {VERSION: "Written by tfrecorder."},
         "splits": splits,
+        **({} if keys is None else {"supervisedKeys": _supervised_keys_json(keys)}),
     }
 
 
