@@ -8,13 +8,17 @@ Beam): `check_box_row` checks one row, `merge_image_rows` decides an image's spl
 beam_pipelines/detection.py.
 
 Written keys (what the OD API's and Model Garden's TfExampleDecoder read, unchanged):
-image/encoded, image/format, image/height, image/width, image/filename, image/source_id,
-image/object/bbox/{xmin,ymin,xmax,ymax} (normalised floats), image/object/class/text,
-image/object/class/label (ids from 1, as in label_map.pbtxt).
+image/encoded, image/format, image/height, image/width, image/filename (the file name),
+image/source_id, image/object/bbox/{xmin,ymin,xmax,ymax} (normalised floats),
+image/object/class/text, image/object/class/label (ids from 1, as in label_map.pbtxt); and
+image/uri, the image URI as given. `image/source_id` is a decimal number (`source_id`): Model
+Garden's eval parsers turn it into an int64 (COCO image ids), so it is derived from the URI by a hash,
+the same in every run and retry, rather than holding the URI itself.
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import posixpath
 from typing import Any, Iterable, Mapping, Optional, Sequence
@@ -34,7 +38,7 @@ TOLERANCE = 1e-6  # relative coordinates this far outside [0, 1] are rounding no
 CONFLICTING_SPLITS = "conflicting splits"
 
 ENCODED, FORMAT, HEIGHT, WIDTH = "image/encoded", "image/format", "image/height", "image/width"
-FILENAME, SOURCE_ID = "image/filename", "image/source_id"
+FILENAME, SOURCE_ID, URI = "image/filename", "image/source_id", "image/uri"
 XMIN, YMIN, XMAX, YMAX = (f"image/object/bbox/{c}" for c in BOX_COLUMNS)
 CLASS_TEXT, CLASS_LABEL = "image/object/class/text", "image/object/class/label"
 
@@ -143,6 +147,15 @@ def image_name(uri: str) -> str:
     return posixpath.basename(uri.replace("\\", "/").rstrip("/")) or uri
 
 
+def source_id(uri: str) -> str:
+    """An image's `image/source_id`: the first 63 bits of the SHA-256 of its URI (as given, UTF-8), as
+    decimal text. A positive int64 for Model Garden's eval parsers (`tf.strings.to_number(id, tf.int64)`),
+    the same for the same URI in every run, retry and process; two of a billion images share one
+    with a chance of about 1 in 20."""
+    digest = hashlib.sha256(uri.encode("utf-8")).digest()
+    return str(int.from_bytes(digest[:8], "big") >> 1)
+
+
 class DetectionEncoder:
     """Encode the rows of one image (already checked) into a detection Example."""
 
@@ -197,7 +210,8 @@ class DetectionEncoder:
             HEIGHT: Feature("int64", (info.height,)),
             WIDTH: Feature("int64", (info.width,)),
             FILENAME: Feature("bytes", (image_name(uri).encode("utf-8"),)),
-            SOURCE_ID: Feature("bytes", (uri.encode("utf-8"),)),
+            SOURCE_ID: Feature("bytes", (source_id(uri).encode("ascii"),)),
+            URI: Feature("bytes", (uri.encode("utf-8"),)),
             XMIN: Feature("float", [b.xmin for b in kept]),
             YMIN: Feature("float", [b.ymin for b in kept]),
             XMAX: Feature("float", [b.xmax for b in kept]),
@@ -236,7 +250,7 @@ def label_map_pbtxt(vocabulary: Sequence[str]) -> str:
 def feature_spec() -> dict[str, dict[str, Any]]:
     """metadata.json "features" of a detection job (the same shape as every other job's)."""
     scalar = {ENCODED: "string", FORMAT: "string", HEIGHT: "int64", WIDTH: "int64", FILENAME: "string",
-              SOURCE_ID: "string"}
+              SOURCE_ID: "string", URI: "string"}
     lists = {XMIN: "float32", YMIN: "float32", XMAX: "float32", YMAX: "float32", CLASS_TEXT: "string",
              CLASS_LABEL: "int64"}
     spec = {name: {"dtype": dtype, "shape": [], "allow_missing": False} for name, dtype in scalar.items()}
@@ -250,6 +264,7 @@ def detection_metadata(vocabulary: Sequence[str], box_units: str) -> dict[str, A
         "task": TASK,
         "label_map": {str(i): name for name, i in label_ids(vocabulary).items()},
         "label_map_file": LABEL_MAP_FILE,
-        "detection": {"image": ENCODED, "boxes": [YMIN, XMIN, YMAX, XMAX], "class_label": CLASS_LABEL,
-                      "class_text": CLASS_TEXT, "box_units_in": box_units, "box_order": "ymin,xmin,ymax,xmax"},
+        "detection": {"image": ENCODED, "uri": URI, "source_id": SOURCE_ID, "boxes": [YMIN, XMIN, YMAX, XMAX],
+                      "class_label": CLASS_LABEL, "class_text": CLASS_TEXT, "box_units_in": box_units,
+                      "box_order": "ymin,xmin,ymax,xmax"},
     }
