@@ -168,3 +168,18 @@ def test_dataset_info_lists_every_split_by_shard_lengths_and_gzip_jobs_get_no_fi
     assert json.loads((tmp_path / tfds_files.DATASET_INFO_FILE).read_text()) == info
     assert tfds_files.write_tfds_files(str(tmp_path / "gz"), {**metadata, "compression": "gzip"}) == []
     assert not (tmp_path / "gz").exists()
+
+
+def test_a_label_column_named_like_a_path_writes_and_reads_nothing_outside_the_job(tmp_path, tf):
+    """TFDS reads `<label>.labels.txt` from the job directory: a label column named `../../evil` (or one too
+    long for a file name) keeps its classes in metadata.json only, and TFDS reads its class indices."""
+    out = tmp_path / "a" / "b"
+    long_name = "l" * 250
+    table = pd.DataFrame({"split": ["TRAIN"] * 4, "x": range(4), "../../evil": ["p", "q"] * 2, long_name: ["r"] * 4})
+    job = tfrecorder.convert(table, out, schema={"split": "SplitKey", "x": "IntegerInput", "../../evil": "StringLabel",
+                                                 long_name: "StringLabel"})["tfrecord_dir"]
+    assert sorted(p.name for p in tmp_path.rglob("*.labels.txt")) == []
+    assert sorted(os.listdir(tmp_path)) == ["a"] and os.listdir(out) == [os.path.basename(job)]
+    builder = tfds.builder_from_directory(job)
+    assert builder.info.features["../../evil"].dtype == tf.int64
+    assert sorted(int(ex["../../evil"]) for ex in tfds.as_numpy(builder.as_dataset(split="train"))) == [0, 0, 1, 1]

@@ -13,7 +13,9 @@ Mapping (what TFDS cannot express is left out of features.json; the records are 
   stored, as `load()` does; encoding format kept when the job saw one; a column holding GIF or WebP
   images stays encoded bytes, a string `Tensor`, as TFDS decodes those to 4-D frames), plus `<image>_format`,
   `_uri` as `Text` and `_height`, `_width`, `_channels` as int64 `Tensor`s;
-- string labels → `ClassLabel` (names = vocabulary); integer labels → int64 `Tensor` scalar;
+- string labels → `ClassLabel` (names = vocabulary), unless the column's name cannot name a file in
+  the job directory (TFDS reads `<name>.labels.txt` there: a `/` or `\\` in it, or too long), then an
+  int64 `Tensor` scalar, like integer labels;
 - integer, float32 and datetime (int64 ns) inputs → `Tensor` of their dtype and shape ([n] lists
   fixed, variable-length lists as shape (None,)); string inputs → `Text`, string lists → `Tensor`;
 - left out: inputs that may be missing (TFDS has no "absent" value) and DoubleInput (float64 stored as
@@ -36,6 +38,7 @@ FEATURES_FILE = "features.json"
 LABELS_SUFFIX = ".labels.txt"
 VERSION = "1.0.0"
 FILE_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}"
+MAX_FILE_NAME_BYTES = 255  # the longest file name common file systems and Cloud Storage FUSE allow
 _CLASSES = "tensorflow_datasets.core.features."
 _IMAGE = _CLASSES + "image_feature.Image"
 _TENSOR = _CLASSES + "tensor_feature.Tensor"
@@ -81,6 +84,13 @@ def _image(kinds: Mapping[str, list]) -> dict:
             "description": "encoded image bytes" + (f" ({', '.join(formats)})" if formats else "")}
 
 
+def labels_file_fits(column: str) -> bool:
+    """Whether `<column>.labels.txt` is one file name directly in the job directory, where TFDS looks for it
+    (a column named `../../x` must not make the conversion write, or TFDS read, outside it)."""
+    name = column + LABELS_SUFFIX
+    return not any(c in name for c in "/\\\0") and len(name.encode("utf-8")) <= MAX_FILE_NAME_BYTES
+
+
 def tfds_features(metadata: Mapping[str, Any]) -> tuple[dict, dict[str, list[str]]]:
     """(features.json document, {label feature: class names}) for a job's metadata.json."""
     schema = Schema.from_json(metadata.get("schema", {}))
@@ -96,6 +106,8 @@ def tfds_features(metadata: Mapping[str, Any]) -> tuple[dict, dict[str, list[str
             features[f"{prefix}_uri"] = _text("the image's source URI")
             for suffix in ("height", "width", "channels"):
                 features[f"{prefix}_{suffix}"] = _tensor("int64", [], f"stored image {suffix}")
+        elif role == types.StringLabel and not labels_file_fits(column):
+            features[column] = _tensor("int64", [], f"class index into metadata.json's vocabularies[{column!r}]")
         elif role == types.StringLabel:
             names = [str(n) for n in metadata.get("vocabularies", {}).get(column, [])]
             labels[column] = names
