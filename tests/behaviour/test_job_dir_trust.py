@@ -124,3 +124,11 @@ def test_job_file_resolves_names_inside_the_directory_only(tmp_path):
             jobdir.job_file(str(tmp_path), name)
     with pytest.raises(CorruptDataError):
         jobdir.job_file("gs://b/job", "../other-job/train-00000-of-00001.tfrecord")
+
+
+def test_a_metadata_file_linked_from_outside_is_refused(jobs):
+    ours, theirs = jobs
+    (ours / "metadata.json").unlink()
+    (ours / "metadata.json").symlink_to(theirs / "metadata.json")
+    with pytest.raises(CorruptDataError, match="outside the job directory"):
+        tfrecorder.data_source(str(ours), "train")

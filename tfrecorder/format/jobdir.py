@@ -125,7 +125,7 @@ def write_metadata(directory: str, metadata: dict[str, Any]) -> None:
 
 def read_metadata(tfrecord_dir: str) -> dict[str, Any]:
     """Load a finished job's metadata.json; a directory without one is not a finished job."""
-    path = storage.join(tfrecord_dir, METADATA_FILE)
+    path = job_file(tfrecord_dir, METADATA_FILE)
     if not storage.exists(path):
         raise ValueError(f"{tfrecord_dir} is not a finished tfrecorder job directory (no {METADATA_FILE})")
     return json.loads(storage.read_bytes(path))
