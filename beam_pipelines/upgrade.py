@@ -23,6 +23,7 @@ from apache_beam.pvalue import AsSingleton
 
 from beam_pipelines import transforms
 from beam_pipelines.pipeline import write_outputs
+from tfrecorder.format.jobdir import job_file
 from tfrecorder.io import storage
 from tfrecorder.format.example_decoder import parse_example
 from beam_pipelines.job_config import JobConfig
@@ -83,7 +84,7 @@ class UpgradeRecords(transforms.EncodeAndWritePieces):
         pass
 
     def process(self, part: ShardPart):
-        path = storage.join(self.legacy_dir, part.file)
+        path = job_file(self.legacy_dir, part.file)  # checked again here: the directory may change after the driver
         read = 0
         try:
             with open_legacy_shard(path, self.legacy_compression) as stream:
@@ -109,7 +110,7 @@ class UpgradeRecords(transforms.EncodeAndWritePieces):
 
 def legacy_discards(file: str, legacy_dir: str):
     """TFRecorder 2.0's discarded-data lines, one discarded row each, kept with their text."""
-    with io.TextIOWrapper(storage.open_read(storage.join(legacy_dir, file)), encoding="utf-8", errors="replace") as text:
+    with io.TextIOWrapper(storage.open_read(job_file(legacy_dir, file)), encoding="utf-8", errors="replace") as text:
         for number, line in enumerate(text):  # streamed: a discard file may be large
             if line.strip():
                 yield ({"split": "", "source": file, "record": number, "image_name": ""},
