@@ -13,9 +13,9 @@ Exit codes follow the hierarchy of tfrecorder.errors: 0 success (for verify: eve
 must be decoded (TensorFlowUnavailable) or a failed Dataflow job; 2 bad input
 (a ValueError: bad arguments, unusable table, not a finished job directory); 3 corrupt data: verify
 found a mismatch (missing, extra, truncated or corrupt shard, unparsable record, wrong record count)
-or inspect / load-stats met a damaged record (CorruptDataError); 4 the output could not be written (disk
-full, quota, file size limit); 130 interrupted (Ctrl-C: nothing is published). Every error is reported
-on one line.
+or inspect / load-stats met a damaged record, or a job directory names a file outside itself
+(CorruptDataError); 4 the output could not be written (disk full, quota, file size limit); 130 interrupted
+(Ctrl-C: nothing is published). Every error is reported on one line.
 """
 from __future__ import annotations
 

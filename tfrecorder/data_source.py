@@ -149,7 +149,7 @@ class DataSource:
     def _load_index(self, shard: int) -> np.ndarray:
         name = self._shards[shard].get("index_file")
         if name:
-            path = storage.join(self._job.tfrecord_dir, *name.split("/"))
+            path = self._job.path(name)
             if storage.exists(path):
                 return record_index.index_array(storage.read_bytes(path))
         with storage.open_read(self._paths[shard]) as stream:  # no index file: read the record headers once

@@ -19,14 +19,17 @@ Bad input is also every plain `ValueError` a check raises before work starts (th
 contract: "one ValueError naming the problem"); BadInputError is a ValueError so both are caught the
 same way. Row-level bad input (RowError, InvalidImage) never reaches the caller: the row goes to
 discarded.csv. CorruptDataError is deliberately *not* a ValueError: a damaged shard is not bad input.
-The classes keep their old import locations (tfrecorder.rows.row_encoding.RowError, tfrecorder.images.
+The classes keep their old import locations (tfrecorder.row_encoder.RowError, tfrecorder.images.
 InvalidImage, tfrecorder.tfrecord_format.CorruptRecordError, tfrecorder.result.DataflowJobError).
 
 Beam re-raises a worker's exception carrying the original text, the names of the steps it ran in
 and a long traceback (Ctrl-C inside a step becomes a RuntimeError too: `interruption` finds the
-KeyboardInterrupt). A whole-table problem the pipeline found (TableError) is raised again with
-exactly the text the driver would have used; out-of-space conditions deserve one clear sentence:
-what failed, where, and that nothing was published.
+KeyboardInterrupt); a worker in another process (`direct_running_mode="multi_processing"`,
+Dataflow) sends only that text, so errors are recognised by object, by class name and by the
+`Name: message` line of a traceback alike. A whole-table problem the pipeline found (TableError) is
+raised again with exactly the text the driver would have used, a storage outage as one
+StorageReadError; out-of-space conditions deserve one clear sentence: what failed, where, and that
+nothing was published.
 """
 from __future__ import annotations
 
@@ -120,27 +123,34 @@ def interruption(exc: BaseException) -> Optional[KeyboardInterrupt]:
     return None
 
 
-def _table_error(exc: BaseException) -> Optional[TableError]:
-    """The TableError in the exception's chain, with the text the check raised (Beam appends step names)."""
+def _worker_error_text(exc: BaseException, cls: type) -> Optional[str]:
+    """The message of the `cls` error behind a pipeline failure, without the step names Beam appends:
+    an exception of that class (or of one with its name) in the chain, or a `[module.]Name: message`
+    line in the text of one (a worker process's traceback, all another process sends back)."""
+    line = re.compile(rf"\b{cls.__name__}: (.+?)(?: \[while running '[^']*'\])*$", re.MULTILINE)
     for current in _chain(exc):
-        if isinstance(current, TableError):
-            return TableError(_BEAM_STEP.sub("", str(current)))
+        if isinstance(current, cls) or type(current).__name__ == cls.__name__:
+            return _BEAM_STEP.sub("", str(current))
+        match = line.search(str(current))
+        if match:
+            return match.group(1)
     return None
 
 
-_STORAGE_READ = re.compile(r"StorageReadError: \[Errno (\d+)\] (could not read .*?)(?: \[while running '[^']*'\])*$",
-                           re.MULTILINE)
+def _table_error(exc: BaseException) -> Optional[TableError]:
+    """The TableError behind a pipeline failure, with the text the check raised."""
+    text = _worker_error_text(exc, TableError)
+    return None if text is None else TableError(text)
+
+
+_ERRNO_TEXT = re.compile(r"\[Errno (\d+)\] (.*)", re.DOTALL)  # how an OSError's str() shows errno and strerror
 
 
 def _storage_read_error(exc: BaseException) -> Optional[StorageReadError]:
-    """The StorageReadError behind a pipeline failure: in the exception chain, or in Beam's re-raised text."""
-    for current in _chain(exc):
-        if isinstance(current, StorageReadError):
-            return current
-        match = _STORAGE_READ.search(str(current))
-        if match:
-            return StorageReadError(int(match.group(1)), match.group(2))
-    return None
+    """The StorageReadError behind a pipeline failure, its errno and text recovered from its message."""
+    text = _worker_error_text(exc, StorageReadError)
+    match = None if text is None else _ERRNO_TEXT.match(text)
+    return None if match is None else StorageReadError(int(match.group(1)), match.group(2))
 
 
 def _space_errno(exc: BaseException) -> Optional[int]:

@@ -26,14 +26,8 @@ def verify(tfrecord_dir: str) -> VerifyReport:
         return verify_legacy(job)
     checker = ExampleChecker(job)
     shards, problems = [], []
-    listed = set()
     for split, info in job.metadata["splits"].items():
-        split_shards = []
-        for shard in info["shards"]:
-            listed.add(shard["file"])
-            if shard.get("index_file"):
-                listed.add(shard["index_file"])
-            split_shards.append(check_shard(job, checker, split, shard))
+        split_shards = [check_shard(job, checker, split, shard) for shard in info["shards"]]
         shards.extend(split_shards)
         found = sum(s.records for s in split_shards)
         if found != info["records"]:
@@ -41,7 +35,7 @@ def verify(tfrecord_dir: str) -> VerifyReport:
     total = sum(s.records for s in shards)
     if total != job.metadata.get("records_written", total):
         problems.append(f"{total} readable records in all, metadata.json says {job.metadata['records_written']}")
-    for name in _extra_shard_files(job, listed):
+    for name in _extra_shard_files(job, set(job.listed_files)):
         extra = ShardReport(name, None, None)
         kind = "index" if is_index_file(name) else "shard"
         extra.problems.append(f"{kind} file not listed in metadata.json")

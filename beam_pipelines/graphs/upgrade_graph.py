@@ -26,6 +26,7 @@ from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import EncodeAndWritePieces
 from beam_pipelines.steps.finalize_job import finalize_job
 from beam_pipelines.steps.progress_counters import RowsDone
+from tfrecorder.format.job_directory import job_file
 from tfrecorder.io import storage
 from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.options.job_config import JobConfig
@@ -87,7 +88,7 @@ class UpgradeRecords(EncodeAndWritePieces):
         pass
 
     def process(self, part: ShardPart):
-        path = storage.join(self.legacy_dir, part.file)
+        path = job_file(self.legacy_dir, part.file)  # checked again here: the directory may change after the driver
         read = 0
         try:
             with open_legacy_shard(path, self.legacy_compression) as stream:
@@ -113,7 +114,7 @@ class UpgradeRecords(EncodeAndWritePieces):
 
 def legacy_discards(file: str, legacy_dir: str):
     """TFRecorder 2.0's discarded-data lines, one discarded row each, kept with their text."""
-    with io.TextIOWrapper(storage.open_read(storage.join(legacy_dir, file)), encoding="utf-8", errors="replace") as text:
+    with io.TextIOWrapper(storage.open_read(job_file(legacy_dir, file)), encoding="utf-8", errors="replace") as text:
         for number, line in enumerate(text):  # streamed: a discard file may be large
             if line.strip():
                 yield ({"split": "", "source": file, "record": number, "image_name": ""},

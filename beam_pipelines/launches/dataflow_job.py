@@ -109,12 +109,7 @@ def _check_dataflow_options(dataflow_options: Optional[Mapping[str, Any]], proje
     if not isinstance(dataflow_options, Mapping):
         raise ValueError(f"dataflow_options must be a dict of Beam pipeline options, got {type(dataflow_options).__name__}")
     options = {str(k): v for k, v in dataflow_options.items()}
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    known = PipelineOptions([]).get_all_options(drop_default=False)
-    unknown = sorted(k for k in options if k not in known)
-    if unknown:
-        raise ValueError(f"dataflow_options: {unknown} are not Beam/Dataflow pipeline options")
+    runners.check_option_names(options, "dataflow_options")
     for key, value in (("project", project), ("region", region), ("runner", "DataflowRunner")):
         if key in options and options[key] != value:
             raise ValueError(f"dataflow_options[{key!r}]={options[key]!r} contradicts {key}={value!r}")
@@ -130,11 +125,8 @@ def parse_option_flags(items: Sequence[str]) -> dict[str, Any]:
     """
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    known = PipelineOptions([]).get_all_options(drop_default=False)
     keys = [item.split("=", 1)[0] for item in items]
-    unknown = sorted({key for key in keys if key not in known})
-    if unknown:
-        raise ValueError(f"--dataflow_option: {unknown} are not Beam/Dataflow pipeline options")
+    runners.check_option_names(keys, "--dataflow_option")
     try:
         parsed = PipelineOptions([f"--{item}" for item in items]).get_all_options(drop_default=False)
     except SystemExit:  # Beam's argparse has already printed what was wrong

@@ -36,8 +36,8 @@ class LocalLaunch:
 
     runner = "DirectRunner"
 
-    def __init__(self, beam_options: Optional[Mapping[str, Any]]) -> None:
-        self.beam_options = beam_options  # the caller's dataflow_options, given to the local runner
+    def __init__(self, beam_options: Mapping[str, Any]) -> None:
+        self.beam_options = beam_options  # the caller's dataflow_options (checked), given to the local runner
 
     def check_table(self, table: Any, schema: Schema) -> None:
         """Local workers read whatever the driver reads: nothing more to check."""
@@ -115,7 +115,7 @@ def launch_for(runner: str, output: OutputLocation, project: Optional[str], regi
     if runner == DataflowLaunch.runner:
         return DataflowLaunch(dataflow_job.check_request(output, project, region, job_label, dataflow_options,
                                                      tfrecorder_wheel))
-    return LocalLaunch(dataflow_options)
+    return LocalLaunch(runners.check_local_options(dataflow_options))
 
 
 def fail_job(exc: BaseException, temp_dir: str, final_dir: str, output_dir: str,

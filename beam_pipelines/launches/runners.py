@@ -4,17 +4,23 @@ Locally we pin the in-process FnApiRunner: Beam's default DirectRunner first tri
 Prism runner binary from the internet. DataflowRunner pipelines get Beam's Dataflow runner; with the
 `no_auth` option, Cloud Storage is accessed anonymously too (emulators, public buckets). Both are
 PlainPipelines, built the same way inside Jupyter as in a script (beam_pipelines.launches.plain_pipeline).
+
+Option names are checked against the PipelineOptions classes Beam has registered (`check_option_names`,
+close matches named); a local run also refuses options that would choose another runner or where its
+workers run (`check_local_options`): it always runs in-process, and `runner=` is how to run elsewhere.
 """
 from __future__ import annotations
 
+import difflib
 import os
 import sys
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
 from beam_pipelines.launches.plain_pipeline import PlainPipeline
+from tfrecorder.core.quiet import leaves_logging_alone
 
 KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
 # Local jobs spread their per-row work over the cores in one of two ways (encode_processes, local_options):
@@ -32,6 +38,9 @@ POOL_START_SECONDS = 0.05
 TABULAR_ROW_SECONDS = 6e-6  # image-free rows, encoded column-wise (benchmarks/tabular_bench.py, issue 19)
 WORKER_START_SECONDS = 4.0
 _WORKER_OPTIONS = ("direct_num_workers", "direct_running_mode")
+# Beam's options classes of other runners and of portable workers: a local run would ignore them.
+_OTHER_RUNNER_OPTIONS = ("PortableOptions", "JobServerOptions", "FlinkRunnerOptions", "SparkRunnerOptions",
+                         "PrismRunnerOptions", "KafkaStreamsRunnerOptions")
 
 
 def check_runner(runner: str) -> str:
@@ -39,6 +48,52 @@ def check_runner(runner: str) -> str:
     if runner not in KNOWN_RUNNERS:
         raise ValueError(f"unknown runner {runner!r}; expected one of {list(KNOWN_RUNNERS)}")
     return runner
+
+
+@leaves_logging_alone  # every PipelineOptions() calls logging.basicConfig()
+def beam_option_names() -> set[str]:
+    """Every option name (argparse dest) of the PipelineOptions classes Beam has registered."""
+    return set(PipelineOptions([]).get_all_options(drop_default=False))
+
+
+@leaves_logging_alone
+def other_runner_option_names() -> set[str]:
+    """`runner` and the options of other runners' and portable workers' classes (job_endpoint, environment_type, ...)."""
+    options = PipelineOptions([])
+    names = {"runner"}
+    for cls in PipelineOptions.__subclasses__():
+        if cls.__name__ in _OTHER_RUNNER_OPTIONS:
+            names.update(options.view_as(cls).get_all_options(current_only=True))
+    return names
+
+
+def check_option_names(names: Iterable[str], what: str) -> None:
+    """ValueError naming every name that is no Beam pipeline option, with the options it is close to."""
+    known = beam_option_names()
+    unknown = sorted({name for name in names if name not in known})
+    if not unknown:
+        return
+    hints = [f"{name!r}: did you mean {' or '.join(map(repr, close))}?" for name in unknown
+             if (close := difflib.get_close_matches(name, known, n=3))]
+    raise ValueError(f"{what}: {unknown} are not Beam/Dataflow pipeline options" + (f" ({'; '.join(hints)})" if hints else ""))
+
+
+def check_local_options(options: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    """The caller's `dataflow_options` for a local run, checked before anything is written: ValueError for
+    a name that is no Beam option, or one that would choose another runner or where workers run (a local
+    run always uses the in-process FnApiRunner; runner='DataflowRunner' runs elsewhere)."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ValueError(f"dataflow_options must be a dict of Beam pipeline options, got {type(options).__name__}")
+    options = {str(key): value for key, value in options.items()}
+    check_option_names(options, "dataflow_options")
+    elsewhere = sorted(set(options) & other_runner_option_names())
+    if elsewhere:
+        raise ValueError(f"dataflow_options {elsewhere} would choose another runner or where its workers run; a local "
+                         f"run always uses Beam's in-process runner: choose the runner with runner= (one of "
+                         f"{list(KNOWN_RUNNERS)})")
+    return options
 
 
 class ReusedViews(PipelineOptions):

@@ -14,6 +14,7 @@ def od_api_spec(tf) -> dict:
         "image/format": tf.io.FixedLenFeature((), tf.string, default_value="jpeg"),
         "image/filename": tf.io.FixedLenFeature((), tf.string, default_value=""),
         "image/source_id": tf.io.FixedLenFeature((), tf.string),
+        "image/uri": tf.io.FixedLenFeature((), tf.string),
         "image/height": tf.io.FixedLenFeature((), tf.int64, default_value=1),
         "image/width": tf.io.FixedLenFeature((), tf.int64, default_value=1),
         "image/object/bbox/xmin": tf.io.VarLenFeature(tf.float32),
@@ -26,7 +27,7 @@ def od_api_spec(tf) -> dict:
 
 
 def read_od_records(tf, tfrecord_dir: str) -> dict[str, dict]:
-    """Every written record parsed with the OD API spec, keyed by image/source_id."""
+    """Every written record parsed with the OD API spec (+ image/uri), keyed by image/uri."""
     metadata = json.loads((Path(tfrecord_dir) / "metadata.json").read_text())
     spec = od_api_spec(tf)
     found = {}
@@ -37,7 +38,7 @@ def read_od_records(tf, tfrecord_dir: str) -> dict[str, dict]:
                 example = {k: (tf.sparse.to_dense(v).numpy() if isinstance(v, tf.SparseTensor) else v.numpy())
                            for k, v in parsed.items()}
                 example["split"] = split
-                found[example["image/source_id"].decode()] = example
+                found[example["image/uri"].decode()] = example
     return found
 
 

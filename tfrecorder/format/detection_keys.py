@@ -1,13 +1,17 @@
 """What a detection job puts on disk: the TF Object Detection API feature keys and label_map.pbtxt, both ways.
 
 Written keys (what the OD API's and Model Garden's TfExampleDecoder read, unchanged):
-image/encoded, image/format, image/height, image/width, image/filename, image/source_id,
-image/object/bbox/{xmin,ymin,xmax,ymax} (normalised floats), image/object/class/text,
-image/object/class/label (ids from 1, as in label_map.pbtxt). tfrecorder.rows.detection_encoder writes
-them; `load` and `inspect` (tfrecorder.reading) read them.
+image/encoded, image/format, image/height, image/width, image/filename (the file name),
+image/source_id, image/object/bbox/{xmin,ymin,xmax,ymax} (normalised floats),
+image/object/class/text, image/object/class/label (ids from 1, as in label_map.pbtxt); and
+image/uri, the image URI as given. `image/source_id` is a decimal number (`source_id`): Model
+Garden's eval parsers turn it into an int64 (COCO image ids), so it is derived from the URI by a hash,
+the same in every run and retry, rather than holding the URI itself. tfrecorder.rows.detection_encoder
+writes them; `load` and `inspect` (tfrecorder.reading) read them.
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any, Sequence
 
@@ -16,9 +20,18 @@ from tfrecorder.format.file_names import LABEL_MAP_FILE
 TASK = "detection"  # metadata.json "task" of a detection job
 
 ENCODED, FORMAT, HEIGHT, WIDTH = "image/encoded", "image/format", "image/height", "image/width"
-FILENAME, SOURCE_ID = "image/filename", "image/source_id"
+FILENAME, SOURCE_ID, URI = "image/filename", "image/source_id", "image/uri"
 XMIN, YMIN, XMAX, YMAX = "image/object/bbox/xmin", "image/object/bbox/ymin", "image/object/bbox/xmax", "image/object/bbox/ymax"
 CLASS_TEXT, CLASS_LABEL = "image/object/class/text", "image/object/class/label"
+
+
+def source_id(uri: str) -> str:
+    """An image's `image/source_id`: the first 63 bits of the SHA-256 of its URI (as given, UTF-8), as
+    decimal text. A positive int64 for Model Garden's eval parsers (`tf.strings.to_number(id, tf.int64)`),
+    the same for the same URI in every run, retry and process; two of a billion images share one
+    with a chance of about 1 in 20."""
+    digest = hashlib.sha256(uri.encode("utf-8")).digest()
+    return str(int.from_bytes(digest[:8], "big") >> 1)
 
 
 def label_ids(vocabulary: Sequence[str]) -> dict[str, int]:
@@ -48,7 +61,7 @@ def parse_label_map(text: str) -> dict[int, str]:
 def feature_spec() -> dict[str, dict[str, Any]]:
     """metadata.json "features" of a detection job (the same shape as every other job's)."""
     scalar = {ENCODED: "string", FORMAT: "string", HEIGHT: "int64", WIDTH: "int64", FILENAME: "string",
-              SOURCE_ID: "string"}
+              SOURCE_ID: "string", URI: "string"}
     lists = {XMIN: "float32", YMIN: "float32", XMAX: "float32", YMAX: "float32", CLASS_TEXT: "string",
              CLASS_LABEL: "int64"}
     spec = {name: {"dtype": dtype, "shape": [], "allow_missing": False} for name, dtype in scalar.items()}
@@ -62,6 +75,7 @@ def detection_metadata(vocabulary: Sequence[str], box_units: str) -> dict[str, A
         "task": TASK,
         "label_map": {str(i): name for name, i in label_ids(vocabulary).items()},
         "label_map_file": LABEL_MAP_FILE,
-        "detection": {"image": ENCODED, "boxes": [YMIN, XMIN, YMAX, XMAX], "class_label": CLASS_LABEL,
-                      "class_text": CLASS_TEXT, "box_units_in": box_units, "box_order": "ymin,xmin,ymax,xmax"},
+        "detection": {"image": ENCODED, "uri": URI, "source_id": SOURCE_ID, "boxes": [YMIN, XMIN, YMAX, XMAX],
+                      "class_label": CLASS_LABEL, "class_text": CLASS_TEXT, "box_units_in": box_units,
+                      "box_order": "ymin,xmin,ymax,xmax"},
     }

@@ -2,6 +2,10 @@
 
 One place resolves split names, shard paths, compression and which features are images or labels,
 so the three readers agree. Metadata is read through tfrecorder.io.storage, so gs:// works.
+
+Every file the metadata names (shards, index files, TFRecorder 2.0 discard files) is checked when it
+is read (`tfrecorder.format.job_directory.job_file`): a name that leaves the job directory is a
+CorruptDataError before any reader opens anything, and readers build paths through `path` only.
 """
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import gzip
 from typing import Any, BinaryIO, Iterator, Mapping, Optional
 
 from tfrecorder.core import types
+from tfrecorder.format import job_directory
 from tfrecorder.format.legacy import v2_directory
 from tfrecorder.io import storage
 from tfrecorder.format.feature_spec import image_feature_prefix
@@ -28,11 +33,30 @@ class JobInfo:
     def read(cls, tfrecord_dir: str) -> "JobInfo":
         tfrecord_dir = storage.user_path(tfrecord_dir, "job directory")
         try:
-            return cls(tfrecord_dir, JobMetadata.read(tfrecord_dir).document)
+            job = cls(tfrecord_dir, JobMetadata.read(tfrecord_dir).document)
         except ValueError:
             if not v2_directory.is_legacy_dir(tfrecord_dir):  # TFRecorder 2.0 wrote no metadata.json
                 raise
-        return cls(tfrecord_dir, v2_directory.read_metadata(tfrecord_dir))
+            job = cls(tfrecord_dir, v2_directory.read_metadata(tfrecord_dir))
+        for name in job.listed_files:
+            job.path(name)  # CorruptDataError for a file outside the directory, before anything is opened
+        return job
+
+    def path(self, name: str) -> str:
+        """The path of a file the metadata names (relative to the job directory); CorruptDataError if it
+        would lead outside the directory."""
+        return job_directory.job_file(self.tfrecord_dir, name)
+
+    @property
+    def listed_files(self) -> list[str]:
+        """Every file the metadata names: each split's shards and their index files, TFRecorder 2.0 discard files."""
+        names = []
+        for info in self.metadata["splits"].values():
+            for shard in info["shards"]:
+                names.append(shard["file"])
+                if shard.get("index_file"):
+                    names.append(shard["index_file"])
+        return names + list(self.metadata.get("discard_files", []))
 
     @property
     def legacy(self) -> bool:
@@ -57,7 +81,7 @@ class JobInfo:
 
     def shard_paths(self, split: str) -> list[str]:
         shards = self.metadata["splits"][self.split_name(split)]["shards"]
-        return [storage.join(self.tfrecord_dir, shard["file"]) for shard in shards]
+        return [self.path(shard["file"]) for shard in shards]
 
     @property
     def compression(self) -> Optional[str]:

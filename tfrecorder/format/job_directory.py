@@ -5,12 +5,16 @@ step, publishes it as `output_dir/<job_label>-<UTC timestamp>[-N]/`. A locally f
 appears by one atomic rename; on object stores the files are copied in parallel, `metadata.json` last:
 it is what marks a directory complete. Readers (`load`, `verify`) refuse directories without it, and
 anything under an `.incomplete-` prefix is the leftover of a failed or cancelled job.
+
+A job directory's own files are not trusted to name paths elsewhere: `job_file` resolves every file
+name metadata.json (or a TFRecorder 2.0 listing) gives, and refuses one that leaves the directory.
 """
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Any, Optional
 
+from tfrecorder.errors import CorruptDataError
 from tfrecorder.format.file_names import METADATA_FILE, TEMP_PREFIX, JobName
 from tfrecorder.io import storage
 
@@ -89,3 +93,35 @@ def finalize(temp_dir: str, final_dir: str) -> None:
     if not is_published(final_dir):
         publish(temp_dir, final_dir)
     remove_temp(temp_dir)
+
+
+def job_file(tfrecord_dir: str, name: Any) -> str:
+    """The path of `name`, a file of the job directory named as metadata.json names its files (relative,
+    '/'-separated: `train-00000-of-00004.tfrecord`, `index/train-00000-of-00004.tfrecord.index`).
+
+    CorruptDataError for a name that could lead anywhere else: absolute, with a `..`, `.` or empty
+    part, a drive or URL (`:`), a backslash, or (local directories) a symbolic link resolving outside
+    the directory. A damaged or hostile job directory thus makes its readers read nothing outside it.
+    """
+    parts = name.split("/") if isinstance(name, str) else [""]
+    if any(part in ("", ".", "..") or "\\" in part or ":" in part or "\0" in part for part in parts):
+        raise CorruptDataError(f"{tfrecord_dir}: {METADATA_FILE} names the file {name!r}, which is not a relative "
+                               "path inside the job directory; nothing outside it is read")
+    path = storage.join(tfrecord_dir, *parts)
+    if not storage.is_remote(path) and _through_link(tfrecord_dir, parts):
+        root, target = os.path.realpath(tfrecord_dir), os.path.realpath(path)
+        if os.path.commonpath([root, target]) != root:
+            raise CorruptDataError(f"{tfrecord_dir}: {name} is a symbolic link to {target}, outside the job "
+                                   "directory; nothing outside it is read")
+    return path
+
+
+def _through_link(directory: str, parts: list[str]) -> bool:
+    """Whether a local path below `directory` passes a symbolic link: one lstat per part, so the
+    thousands of names of a large job cost little (resolving each whole path would not)."""
+    path = directory
+    for part in parts:
+        path = os.path.join(path, part)
+        if os.path.islink(path):
+            return True
+    return False

@@ -15,6 +15,7 @@ from typing import Any, Collection, Iterable, Mapping, Optional, Protocol
 
 from tfrecorder.format.feature_spec import feature_spec
 from tfrecorder.format.file_names import INDEX_DIR, METADATA_FILE
+from tfrecorder.format.job_directory import job_file
 from tfrecorder.io import storage
 from tfrecorder.core.schema import Schema
 from tfrecorder.core.splits import SPLITS
@@ -122,7 +123,7 @@ class JobMetadata:
     @classmethod
     def read(cls, directory: str) -> "JobMetadata":
         """A finished job's metadata.json; ValueError for a directory without one (not a finished job)."""
-        path = storage.join(directory, METADATA_FILE)
+        path = job_file(directory, METADATA_FILE)  # a link to another job's metadata.json is refused
         if not storage.exists(path):
             raise ValueError(f"{directory} is not a finished tfrecorder job directory (no {METADATA_FILE})")
         return cls.from_json(storage.read_bytes(path))

@@ -3,7 +3,8 @@
 Pure Python (TFDS is not imported at conversion time): from metadata.json this writes
 - `dataset_info.json`: name (the job name in snake_case), version 1.0.0, file format "tfrecord", and per
   split its shard lengths, bytes and the file-name template `{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}`,
-  which is exactly the shard names the job already has (`train-00000-of-00004.tfrecord`);
+  which is exactly the shard names the job already has (`train-00000-of-00004.tfrecord`); for a job
+  with one label, the supervised keys `as_supervised=True` pairs (`supervised_keys`);
 - `features.json`: the FeaturesDict TFDS parses the records with;
 - `<label>.labels.txt`: the class names of each string label (its vocabulary), one per line.
 
@@ -12,7 +13,9 @@ Mapping (what TFDS cannot express is left out of features.json; the records are 
   stored, as `load()` does; encoding format kept when the job saw one; a column holding GIF or WebP
   images stays encoded bytes, a string `Tensor`, as TFDS decodes those to 4-D frames), plus `<image>_format`,
   `_uri` as `Text` and `_height`, `_width`, `_channels` as int64 `Tensor`s;
-- string labels → `ClassLabel` (names = vocabulary); integer labels → int64 `Tensor` scalar;
+- string labels → `ClassLabel` (names = vocabulary), unless the column's name cannot name a file in
+  the job directory (TFDS reads `<name>.labels.txt` there: a `/` or `\\` in it, or too long), then an
+  int64 `Tensor` scalar, like integer labels;
 - integer, float32 and datetime (int64 ns) inputs → `Tensor` of their dtype and shape ([n] lists
   fixed, variable-length lists as shape (None,)); string inputs → `Text`, string lists → `Tensor`;
 - left out: inputs that may be missing (TFDS has no "absent" value) and DoubleInput (float64 stored as
@@ -35,6 +38,7 @@ FEATURES_FILE = "features.json"
 LABELS_SUFFIX = ".labels.txt"
 VERSION = "1.0.0"
 FILE_TEMPLATE = "{SPLIT}-{SHARD_X_OF_Y}.{FILEFORMAT}"
+MAX_FILE_NAME_BYTES = 255  # the longest file name common local file systems allow (ext4, APFS, NTFS)
 _CLASSES = "tensorflow_datasets.core.features."
 _IMAGE = _CLASSES + "image_feature.Image"
 _TENSOR = _CLASSES + "tensor_feature.Tensor"
@@ -80,6 +84,13 @@ def _image(kinds: Mapping[str, list]) -> dict:
             "description": "encoded image bytes" + (f" ({', '.join(formats)})" if formats else "")}
 
 
+def labels_file_fits(column: str) -> bool:
+    """Whether `<column>.labels.txt` is one file name directly in the job directory, where TFDS looks for it
+    (a column named `../../x` must not make the conversion write, or TFDS read, outside it)."""
+    name = column + LABELS_SUFFIX
+    return not any(c in name for c in "/\\\0") and len(name.encode("utf-8")) <= MAX_FILE_NAME_BYTES
+
+
 def tfds_features(metadata: Mapping[str, Any]) -> tuple[dict, dict[str, list[str]]]:
     """(features.json document, {label feature: class names}) for a job's metadata.json."""
     schema = Schema.from_json(metadata.get("schema", {}))
@@ -95,6 +106,8 @@ def tfds_features(metadata: Mapping[str, Any]) -> tuple[dict, dict[str, list[str
             features[f"{prefix}_uri"] = _text("the image's source URI")
             for suffix in ("height", "width", "channels"):
                 features[f"{prefix}_{suffix}"] = _tensor("int64", [], f"stored image {suffix}")
+        elif role == types.StringLabel and not labels_file_fits(column):
+            features[column] = _tensor("int64", [], f"class index into metadata.json's vocabularies[{column!r}]")
         elif role == types.StringLabel:
             names = [str(n) for n in metadata.get("vocabularies", {}).get(column, [])]
             labels[column] = names
@@ -113,6 +126,33 @@ def tfds_features(metadata: Mapping[str, Any]) -> tuple[dict, dict[str, list[str
     return {"pythonClassName": _DICT, "featuresDict": {"features": features}}, labels
 
 
+def supervised_keys(metadata: Mapping[str, Any]) -> Optional[tuple[Any, str]]:
+    """What TFDS's `as_supervised=True` pairs, for a job with exactly one label among the TFDS features:
+    (first image, label) when the job has images, as `load(as_supervised=True)` pairs them; else
+    ({feature: feature} of every other TFDS feature, label). None when there is no such pair (no label,
+    several labels, nothing but the label): TFDS then refuses as_supervised with its own message."""
+    features = tfds_features(metadata)[0]["featuresDict"]["features"]
+    schema = Schema.from_json(metadata.get("schema", {}))
+    labels = [column for column in schema.label_columns if column in features]
+    if len(labels) != 1:
+        return None
+    images = [prefix for column in schema.image_columns if (prefix := image_feature_prefix(column)) in features]
+    if images:
+        return images[0], labels[0]
+    inputs = {name: name for name in features if name != labels[0]}
+    return (inputs, labels[0]) if inputs else None
+
+
+def _supervised_keys_json(keys: tuple[Any, str]) -> dict:
+    """TFDS's SupervisedKeys proto as JSON: a tuple of nests, each a feature key or a dict of nests."""
+    def nest(value: Any) -> dict:
+        if isinstance(value, dict):
+            return {"dict": {"dict": {key: nest(item) for key, item in value.items()}}}
+        return {"featureKey": value}
+
+    return {"tuple": {"items": [nest(item) for item in keys]}}
+
+
 def dataset_info(metadata: Mapping[str, Any]) -> dict:
     """The dataset_info.json document (protobuf JSON of tfds DatasetInfo; int64 fields as strings)."""
     splits = []
@@ -123,6 +163,7 @@ def dataset_info(metadata: Mapping[str, Any]) -> dict:
             "shardLengths": [str(s["records"]) for s in info["shards"]],
             "filepathTemplate": FILE_TEMPLATE,
         })
+    keys = supervised_keys(metadata)
     return {
         "name": tfds_name(metadata.get("job_name", "")),
         "version": VERSION,
@@ -131,6 +172,7 @@ def dataset_info(metadata: Mapping[str, Any]) -> dict:
         "moduleName": "tfrecorder",
         "releaseNotes": {VERSION: "Written by tfrecorder."},
         "splits": splits,
+        **({} if keys is None else {"supervisedKeys": _supervised_keys_json(keys)}),
     }
 
 

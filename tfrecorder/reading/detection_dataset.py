@@ -3,8 +3,9 @@
 Detection elements are dicts: `image` (decoded uint8 [H, W, C], or resized with `image_size`; boxes are
 normalised, so resizing keeps them valid), `boxes` float32 [N, 4] in TensorFlow's [ymin, xmin, ymax, xmax]
 order (tf.image.draw_bounding_boxes, tf.image.crop_and_resize), `classes` int64 [N] (label_map.pbtxt
-ids, from 1), `class_text`, `source_id`, `image_height`, `image_width`. Batched, `boxes` and `classes`
-are ragged. `as_supervised=True` gives (image, {"boxes", "classes"}).
+ids, from 1), `class_text`, `source_id` (decimal id text), `uri` (the image URI), `image_height`,
+`image_width`. Batched, `boxes` and `classes` are ragged. `as_supervised=True` gives (image, {"boxes",
+"classes"}). Jobs written before `image/uri` existed held the URI in `image/source_id`: their `uri` is that.
 """
 from __future__ import annotations
 
@@ -19,9 +20,14 @@ def is_detection_job(job: JobInfo) -> bool:
     return job.metadata.get("task") == detection_keys.TASK
 
 
-def _parse_spec(tf) -> dict[str, Any]:
+def uri_key(job: JobInfo) -> str:
+    """The record key holding the image URI: `image/uri`, or `image/source_id` in jobs written before it existed."""
+    return detection_keys.URI if detection_keys.URI in job.features else detection_keys.SOURCE_ID
+
+
+def _parse_spec(tf, job: JobInfo) -> dict[str, Any]:
     scalars = {detection_keys.ENCODED: tf.string, detection_keys.FORMAT: tf.string, detection_keys.HEIGHT: tf.int64,
-               detection_keys.WIDTH: tf.int64, detection_keys.SOURCE_ID: tf.string}
+               detection_keys.WIDTH: tf.int64, detection_keys.SOURCE_ID: tf.string, uri_key(job): tf.string}
     lists = {detection_keys.XMIN: tf.float32, detection_keys.YMIN: tf.float32, detection_keys.XMAX: tf.float32,
              detection_keys.YMAX: tf.float32, detection_keys.CLASS_LABEL: tf.int64, detection_keys.CLASS_TEXT: tf.string}
     spec = {name: tf.io.FixedLenFeature([], dtype) for name, dtype in scalars.items()}
@@ -35,7 +41,8 @@ def detection_dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, r
     import tensorflow as tf
 
     autotune = tf.data.AUTOTUNE
-    spec = _parse_spec(tf)
+    spec = _parse_spec(tf, job)
+    uri = uri_key(job)
 
     def parse(record):
         parsed = tf.io.parse_single_example(record, spec)
@@ -51,7 +58,7 @@ def detection_dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, r
             return image, {"boxes": boxes, "classes": dense[detection_keys.CLASS_LABEL]}
         return {"image": image, "boxes": boxes, "classes": dense[detection_keys.CLASS_LABEL],
                 "class_text": dense[detection_keys.CLASS_TEXT], "source_id": dense[detection_keys.SOURCE_ID],
-                "image_height": dense[detection_keys.HEIGHT], "image_width": dense[detection_keys.WIDTH]}
+                "uri": dense[uri], "image_height": dense[detection_keys.HEIGHT], "image_width": dense[detection_keys.WIDTH]}
 
     files = job.shard_paths(split)
     paths = tf.data.Dataset.from_tensor_slices(files)

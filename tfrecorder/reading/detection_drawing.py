@@ -70,6 +70,7 @@ def detection_rows_and_tiles(examples: list[dict], output_dir: str, thumbnail: i
             except (OSError, ValueError):
                 tiles.append((data, caption))
         row.update({
+            "uri": _text(_first(example, detection_keys.URI, None) or _first(example, detection_keys.SOURCE_ID, b"")),
             "source_id": _text(_first(example, detection_keys.SOURCE_ID, b"")),
             "filename": _text(_first(example, detection_keys.FILENAME, b"")),
             "height": _first(example, detection_keys.HEIGHT, ""),

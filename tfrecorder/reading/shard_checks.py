@@ -69,7 +69,7 @@ def check_shard(job: JobInfo, checker: "ExampleChecker", split: str, shard: dict
                  check_record: Optional[Callable[[bytes, int, list[str]], None]] = None) -> ShardReport:
     """Read one shard: framing, CRCs, parsing, count; `check_record(record, index, problems)` adds checks."""
     report = ShardReport(shard["file"], split, shard["records"])
-    path = storage.join(job.tfrecord_dir, shard["file"])
+    path = job.path(shard["file"])
     if not storage.exists(path):
         report.problems.append("missing shard file")
         return report
@@ -112,7 +112,7 @@ class _IndexCheck:
         self.offset = self.position = self.mismatches = 0
         if not self.name:
             return
-        path = storage.join(job.tfrecord_dir, *self.name.split("/"))
+        path = job.path(self.name)
         if not storage.exists(path):
             problems.append(f"index file {self.name} is missing")
             return

@@ -6,7 +6,7 @@ label and four coordinates are all empty says "this image has no boxes". The log
 Beam): `check_box_row` checks one row, `merge_image_rows` decides an image's split from its rows, and
 `DetectionEncoder.encode` reads the image and serialises the Example. The Beam wiring is in
 beam_pipelines/graphs/detection_graph.py. The keys written, and label_map.pbtxt, are the format
-layer's (tfrecorder.format.detection_keys).
+layer's (tfrecorder.format.detection_keys); so is `source_id`, the decimal id derived from an image's URI.
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from tfrecorder.core import splits
 from tfrecorder.core import types
 from tfrecorder.io import decode_check
 from tfrecorder.io import image_probe
-from tfrecorder.format.detection_keys import (CLASS_LABEL, CLASS_TEXT, ENCODED, FILENAME, FORMAT, HEIGHT, SOURCE_ID, WIDTH,
-                                              XMAX, XMIN, YMAX, YMIN)
+from tfrecorder.format.detection_keys import (CLASS_LABEL, CLASS_TEXT, ENCODED, FILENAME, FORMAT, HEIGHT, SOURCE_ID, URI,
+                                              WIDTH, XMAX, XMIN, YMAX, YMIN, source_id)
 from tfrecorder.format.example_encoder import Feature, encode_example
 from tfrecorder.rows.row_encoding import DecodeLookup, ImageReader, RowError, probe_read_image, resolve_uri
 from tfrecorder.rows.value_coercion import is_missing
@@ -191,7 +191,8 @@ class DetectionEncoder:
             HEIGHT: Feature("int64", (info.height,)),
             WIDTH: Feature("int64", (info.width,)),
             FILENAME: Feature("bytes", (image_name(uri).encode("utf-8"),)),
-            SOURCE_ID: Feature("bytes", (uri.encode("utf-8"),)),
+            SOURCE_ID: Feature("bytes", (source_id(uri).encode("ascii"),)),
+            URI: Feature("bytes", (uri.encode("utf-8"),)),
             XMIN: Feature("float", [b.xmin for b in kept]),
             YMIN: Feature("float", [b.ymin for b in kept]),
             XMAX: Feature("float", [b.xmax for b in kept]),

@@ -28,7 +28,7 @@ def test_keys_are_the_object_detection_api_s():
     assert [detection_keys.XMIN, detection_keys.YMIN, detection_keys.XMAX, detection_keys.YMAX] == [
         f"image/object/bbox/{c}" for c in ("xmin", "ymin", "xmax", "ymax")]
     assert set(detection_keys.feature_spec()) == {
-        "image/encoded", "image/format", "image/height", "image/width", "image/filename", "image/source_id",
+        "image/encoded", "image/format", "image/height", "image/width", "image/filename", "image/source_id", "image/uri",
         "image/object/bbox/xmin", "image/object/bbox/ymin", "image/object/bbox/xmax", "image/object/bbox/ymax",
         "image/object/class/text", "image/object/class/label"}
     metadata = detection_keys.detection_metadata(["cat", "dog"], "pixels")

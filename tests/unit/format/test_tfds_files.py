@@ -66,6 +66,41 @@ def test_tfds_reads_the_job_directory_as_it_is(job, tf):
     assert "score" not in builder.info.features  # float64 stored as bits: left out, the records are unchanged
 
 
+def test_as_supervised_yields_image_label_pairs_like_load(job, tf):
+    builder = tfds.builder_from_directory(job)
+    assert builder.info.supervised_keys == ("image", "label")
+    pairs = list(tfds.as_numpy(builder.as_dataset(split="train", as_supervised=True)))
+    loaded = list(tfrecorder.load(job, "train", as_supervised=True).as_numpy_iterator())
+    assert len(pairs) == len(loaded) == builder.info.splits["train"].num_examples
+    key = lambda pair: (pair[0].tobytes(), int(pair[1]))  # noqa: E731
+    assert sorted(map(key, pairs)) == sorted(map(key, loaded))
+
+
+def test_as_supervised_pairs_the_features_of_a_table_without_images_with_its_label(tmp_path, tf):
+    table = pd.DataFrame({"split": ["TRAIN", "TEST"] * 4, "size": range(8), "name": list("abcdefgh"),
+                          "vector": [json.dumps([i, i + 1]) for i in range(8)], "kind": ["x", "y"] * 4})
+    job = tfrecorder.convert(table, tmp_path, schema={"split": "SplitKey", "size": "IntegerInput", "name": "StringInput",
+                                                        "vector": "IntegerInput[2]", "kind": "StringLabel"})["tfrecord_dir"]
+    builder = tfds.builder_from_directory(job)
+    assert builder.info.supervised_keys == ({"name": "name", "size": "size", "vector": "vector"}, "kind")
+    pairs = {int(features["size"]): (features, label) for features, label in
+             tfds.as_numpy(builder.as_dataset(split="train", as_supervised=True))}
+    assert sorted(pairs) == [0, 2, 4, 6]
+    features, label = pairs[2]
+    assert (features["name"], list(features["vector"]), label) == (b"c", [2, 3], 0)
+
+
+def test_supervised_keys_only_for_one_label_with_something_to_pair(tmp_path):
+    def keys(schema, features):
+        return tfds_files.supervised_keys({"schema": schema, "features": {
+            name: {"dtype": "int64", "shape": [], "allow_missing": False} for name in features}})
+
+    assert keys({"a": "IntegerLabel", "b": "IntegerLabel", "x": "IntegerInput"}, ["a", "b", "x"]) is None
+    assert keys({"a": "IntegerLabel"}, ["a"]) is None
+    assert keys({"x": "IntegerInput"}, ["x"]) is None
+    assert keys({"a": "IntegerLabel", "x": "IntegerInput"}, ["a", "x"]) == ({"x": "x"}, "a")
+
+
 def test_split_slicing_uses_the_shard_lengths(job, tf):
     builder = tfds.builder_from_directory(job)
     train = builder.info.splits["train"].num_examples
@@ -133,3 +168,18 @@ def test_dataset_info_lists_every_split_by_shard_lengths_and_gzip_jobs_get_no_fi
     assert json.loads((tmp_path / tfds_files.DATASET_INFO_FILE).read_text()) == info
     assert tfds_files.write_tfds_files(str(tmp_path / "gz"), {**metadata, "compression": "gzip"}) == []
     assert not (tmp_path / "gz").exists()
+
+
+def test_a_label_column_named_like_a_path_writes_and_reads_nothing_outside_the_job(tmp_path, tf):
+    """TFDS reads `<label>.labels.txt` from the job directory: a label column named `../../evil` (or one too
+    long for a file name) keeps its classes in metadata.json only, and TFDS reads its class indices."""
+    out = tmp_path / "a" / "b"
+    long_name = "l" * 250
+    table = pd.DataFrame({"split": ["TRAIN"] * 4, "x": range(4), "../../evil": ["p", "q"] * 2, long_name: ["r"] * 4})
+    job = tfrecorder.convert(table, out, schema={"split": "SplitKey", "x": "IntegerInput", "../../evil": "StringLabel",
+                                                 long_name: "StringLabel"})["tfrecord_dir"]
+    assert sorted(p.name for p in tmp_path.rglob("*.labels.txt")) == []
+    assert sorted(os.listdir(tmp_path)) == ["a"] and os.listdir(out) == [os.path.basename(job)]
+    builder = tfds.builder_from_directory(job)
+    assert builder.info.features["../../evil"].dtype == tf.int64
+    assert sorted(int(ex["../../evil"]) for ex in tfds.as_numpy(builder.as_dataset(split="train"))) == [0, 0, 1, 1]

@@ -4,13 +4,15 @@ from __future__ import annotations
 import numpy as np
 
 import tfrecorder
+from tfrecorder.format import detection_keys
 from tfrecorder.reading.detection_dataset import is_detection_job, multi_hot_columns, to_multi_hot
 from tfrecorder.format.finished_job import JobInfo
 
 
 def test_load_gives_images_boxes_and_classes(detection_job, photos, tf):
     tfrecord_dir = detection_job["tfrecord_dir"]
-    [a] = [e for e in tfrecorder.load(tfrecord_dir, "train") if e["source_id"].numpy().decode() == str(photos["a.jpg"])]
+    [a] = [e for e in tfrecorder.load(tfrecord_dir, "train") if e["uri"].numpy().decode() == str(photos["a.jpg"])]
+    assert a["source_id"].numpy().decode() == detection_keys.source_id(str(photos["a.jpg"]))
     assert a["image"].dtype == tf.uint8 and tuple(a["image"].shape) == (40, 60, 3)
     assert a["boxes"].dtype == tf.float32 and a["classes"].dtype == tf.int64
     boxes = {int(c): tuple(b) for c, b in zip(a["classes"].numpy(), a["boxes"].numpy())}

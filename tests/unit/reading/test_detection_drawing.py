@@ -22,6 +22,8 @@ def test_inspect_draws_boxes_and_class_names(detection_job, tmp_path):
     rows = list(csv.DictReader(open(Path(out) / "records.csv", newline="")))
     assert len(rows) == 2
     by_name = {row["filename"]: row for row in rows}
+    assert by_name["a.jpg"]["uri"].endswith("a.jpg") and by_name["a.jpg"]["source_id"] == detection_keys.source_id(
+        by_name["a.jpg"]["uri"])
     assert sorted(json.loads(by_name["a.jpg"]["class_names"])) == ["cat", "dog"]
     assert json.loads(by_name["b.png"]["boxes_ymin_xmin_ymax_xmax"]) == [[0.5, 0.25, 1.0, 0.75]]
     written = (Path(out) / by_name["a.jpg"]["image_file"]).read_bytes()

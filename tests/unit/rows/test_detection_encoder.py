@@ -10,8 +10,9 @@ import pytest
 
 import tfrecorder
 from tfrecorder.format import detection_keys
+from tfrecorder.format.finished_job import JobInfo
 from tfrecorder.rows import detection_encoder
-from tfrecorder.rows.row_encoding import RowError
+from tfrecorder.errors import RowError
 from support.boxes import box_table
 from support.detection_records import discards_of, read_od_records
 
@@ -64,6 +65,7 @@ def test_detection_job_writes_od_api_records(detection_job, photos, tf):
     a = records[str(photos["a.jpg"])]
     assert a["split"] == "TRAIN" and a["image/height"] == 40 and a["image/width"] == 60
     assert a["image/format"] == b"jpeg" and a["image/filename"] == b"a.jpg"
+    assert a["image/source_id"] == detection_keys.source_id(str(photos["a.jpg"])).encode()
     assert a["image/encoded"] == photos["a.jpg"].read_bytes()  # original bytes
     order = np.argsort(a["image/object/class/text"])  # box order within an image follows the rows
     assert list(a["image/object/class/text"][order]) == [b"cat", b"dog"]
@@ -156,8 +158,71 @@ def test_model_garden_tf_example_decoder_reads_a_detection_job(detection_job, ph
     for record in tf.data.TFRecordDataset(str(shard)):
         out = decoder.decode(record)
         decoded[out["source_id"].numpy().decode()] = out
-    a = decoded[str(photos["a.jpg"])]
+    a = decoded[detection_keys.source_id(str(photos["a.jpg"]))]
     assert tuple(a["image"].shape) == (40, 60, 3) and int(a["height"]) == 40 and int(a["width"]) == 60
     boxes = {int(c): tuple(b) for c, b in zip(a["groundtruth_classes"].numpy(), a["groundtruth_boxes"].numpy())}
     np.testing.assert_allclose(boxes[2], [0.2, 0.1, 0.6, 0.5])  # Model Garden's [ymin, xmin, ymax, xmax]
     np.testing.assert_allclose(boxes[1], [0.0, 0.0, 1.0, 1.0])
+
+
+def model_garden_keys(tf) -> dict:
+    """The keys Model Garden's default TfExampleDecoder (official/vision/dataloaders/tf_example_decoder.py)
+    parses, as it parses them."""
+    return {
+        "image/encoded": tf.io.FixedLenFeature((), tf.string),
+        "image/height": tf.io.FixedLenFeature((), tf.int64, -1),
+        "image/width": tf.io.FixedLenFeature((), tf.int64, -1),
+        **{f"image/object/bbox/{c}": tf.io.VarLenFeature(tf.float32) for c in ("xmin", "xmax", "ymin", "ymax")},
+        "image/object/class/label": tf.io.VarLenFeature(tf.int64),
+        "image/object/area": tf.io.VarLenFeature(tf.float32),
+        "image/object/is_crowd": tf.io.VarLenFeature(tf.int64),
+        "image/source_id": tf.io.FixedLenFeature((), tf.string),
+    }
+
+
+def model_garden_process_source_id(tf, source_id):
+    """Model Garden's official/vision/dataloaders/utils.py process_source_id, which its RetinaNet and
+    Mask R-CNN eval parsers apply to the decoder's source_id (the COCO image id)."""
+    if source_id.dtype == tf.string:
+        source_id = tf.strings.to_number(source_id, tf.int64)
+    return tf.cond(tf.equal(tf.size(source_id), 0), lambda: tf.constant(-1, tf.int64), lambda: tf.identity(source_id))
+
+
+def test_source_ids_parse_as_model_gardens_eval_parsers_parse_them(detection_job, photos, tf):
+    """Every record's image/source_id is the int64 Model Garden's eval parsers make of it: distinct per
+    image, derived from the URI (kept in image/uri), the same in every run."""
+    job = JobInfo.read(detection_job["tfrecord_dir"])
+    ids = []
+    for record in (record for split in job.splits for path in job.shard_paths(split)
+                   for record in tf.data.TFRecordDataset(path)):
+        parsed = model_garden_process_source_id(tf, tf.io.parse_single_example(record, model_garden_keys(tf))[
+            "image/source_id"])
+        assert parsed.dtype == tf.int64 and int(parsed) > 0
+        ids.append(int(parsed))
+    by_uri = {uri: int(example["image/source_id"]) for uri, example in read_od_records(tf, job.tfrecord_dir).items()}
+    uris = [str(photos[name]) for name in ("a.jpg", "b.png", "c.jpg")]
+    assert sorted(ids) == sorted(by_uri.values()) and len(set(ids)) == 3
+    assert by_uri == {uri: int(detection_keys.source_id(uri)) for uri in uris}
+    # A hash of the URI's bytes, not of the process (Python's hash() would change every run):
+    assert detection_keys.source_id("gs://bucket/images/a.jpg") == "6492742613928872618"
+    assert all(0 <= int(detection_keys.source_id(f"img{i}.jpg")) < 2 ** 63 for i in range(1000))
+
+
+def test_model_garden_retinanet_and_mask_rcnn_eval_parsers_read_a_detection_job(detection_job, photos, tf):
+    """Model Garden's default TfExampleDecoder, then its RetinaNet and Mask R-CNN eval parsers, on every
+    record (when tf-models-official is importable; see the decoder test above for how to install it)."""
+    decoder_module = pytest.importorskip("official.vision.dataloaders.tf_example_decoder")
+    from official.vision.dataloaders import maskrcnn_input, retinanet_input
+
+    anchors = dict(output_size=[64, 64], min_level=3, max_level=5, num_scales=1, aspect_ratios=[1.0], anchor_size=4.0)
+    parsers = {"retinanet": retinanet_input.Parser(**anchors, dtype="float32").parse_fn(is_training=False),
+               "maskrcnn": maskrcnn_input.Parser(**anchors).parse_fn(is_training=False)}
+    decoder = decoder_module.TfExampleDecoder()
+    job = JobInfo.read(detection_job["tfrecord_dir"])
+    for name, parse in parsers.items():
+        seen = set()
+        for path in (path for split in job.splits for path in job.shard_paths(split)):
+            for record in tf.data.TFRecordDataset(path):
+                _image, labels = parse(decoder.decode(record))
+                seen.add(int(labels["groundtruths"]["source_id"]))
+        assert seen == {int(detection_keys.source_id(str(photos[n]))) for n in ("a.jpg", "b.png", "c.jpg")}, name

@@ -12,7 +12,8 @@ TFRecorder 2.0 wrote no metadata.json. Its output directory holds (see docs/comi
 Images are stored as URL-safe base64 of raw pixels (`image`), with `image_height`, `image_width`,
 `image_channels` and the file's base name `image_name`. `read_metadata()` turns all this into the
 metadata.json document `JobInfo` expects, marked with "legacy_format", with the record counts left
-unknown (None): TFRecorder 2.0 did not record them.
+unknown (None): TFRecorder 2.0 did not record them. Every file is read through
+`tfrecorder.format.job_directory.job_file`, so a symbolic link leading out of the directory is refused.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from typing import Any, Optional
 
 from tfrecorder.core import types
 from tfrecorder.format.file_names import ShardName
+from tfrecorder.format.job_directory import job_file
 from tfrecorder.io import storage
 from tfrecorder.core.splits import SPLITS
 
@@ -146,7 +148,7 @@ def _shards(tfrecord_dir: str, names: list[str]) -> tuple[dict[str, list[dict]],
         if len(counts) > 1 or missing:
             problems.append(f"{split}: shard files {sorted(n for *_, n in entries)} do not form one complete set"
                             + (f" (missing shard numbers {missing})" if missing else ""))
-        splits[split] = [{"file": name, "records": None, "bytes": storage.size(storage.join(tfrecord_dir, name))}
+        splits[split] = [{"file": name, "records": None, "bytes": storage.size(job_file(tfrecord_dir, name))}
                          for _index, _count, name in entries]
     return splits, ("gzip" if compressions == {"gzip"} else None), problems
 
@@ -156,7 +158,7 @@ def _vocabularies(tfrecord_dir: str, names: list[str], categorical: list[str],
     """Match tf.Transform vocabulary files to the categorical (StringLabel) features."""
     files = sorted((int(m.group(2) or 0), name) for name in names
                    if name.startswith(ASSETS_DIR + "/") and (m := _VOCABULARY.match(name.rsplit("/", 1)[-1])))
-    vocabularies = [storage.read_bytes(storage.join(tfrecord_dir, path)).decode("utf-8").splitlines()
+    vocabularies = [storage.read_bytes(job_file(tfrecord_dir, path)).decode("utf-8").splitlines()
                     for _n, path in files]
     found: dict[str, list[str]] = {}
     notes = []
@@ -206,7 +208,7 @@ def read_metadata(tfrecord_dir: str) -> dict[str, Any]:
     schema_file = next((n for n in SCHEMA_FILES if n in names), None)
     if schema_file is None:
         raise ValueError(f"{tfrecord_dir} is not a TFRecorder 2.0 directory (no {' or '.join(SCHEMA_FILES)})")
-    features = parse_schema(storage.read_bytes(storage.join(tfrecord_dir, schema_file)).decode("utf-8"))
+    features = parse_schema(storage.read_bytes(job_file(tfrecord_dir, schema_file)).decode("utf-8"))
     splits, compression, problems = _shards(tfrecord_dir, names)
     if not splits:
         raise ValueError(f"{tfrecord_dir} has TFRecorder 2.0's {schema_file} but no shard files "

@@ -1,0 +1,90 @@
+"""Local runs: a worker process's error is the same tfrecorder error as an in-process one, and local Beam
+options (`dataflow_options=` without runner='DataflowRunner') are checked before anything is written."""
+from __future__ import annotations
+
+import logging
+import os
+
+import pytest
+
+import tfrecorder
+from beam_pipelines.launches import runners
+from tfrecorder import errors
+
+MULTI = {"direct_running_mode": "multi_processing", "direct_num_workers": 2}
+NO_TRAIN = "no rows are assigned to TRAIN (check the split column and split_ratios)"
+
+
+@pytest.mark.parametrize("options", [None, MULTI], ids=["in-process", "multi-process"])
+def test_a_whole_table_error_is_a_table_error_in_every_running_mode(tmp_path, options):
+    source = tmp_path / "rows.csv"
+    source.write_text("x,split\n1,TEST\n2,VALIDATION\n3,TEST\n")  # a CSV's TRAIN check runs in the pipeline
+    with pytest.raises(errors.TableError) as raised:
+        tfrecorder.convert(str(source), tmp_path / "out", schema={"x": "IntegerInput", "split": "SplitKey"},
+                           dataflow_options=options, progress=False)
+    assert str(raised.value) == NO_TRAIN
+    assert os.listdir(tmp_path / "out") == []
+
+
+@pytest.mark.parametrize("options", [None, MULTI], ids=["in-process", "multi-process"])
+def test_a_storage_failure_is_a_storage_read_error_in_every_running_mode(tmp_path, image_files, options):
+    source = tmp_path / "rows.csv"
+    source.write_text(f"image_uri,label\n{image_files['rgb.jpg']},a\n/proc/self/mem,b\n")  # the kernel answers EIO
+    with pytest.raises(errors.StorageReadError) as raised:
+        tfrecorder.convert(str(source), tmp_path / "out", dataflow_options=options, progress=False)
+    assert raised.value.strerror == ("could not read /proc/self/mem: Input/output error; "
+                                     "the conversion stopped and nothing was published")
+
+
+def test_worker_errors_are_recognised_by_class_name_and_by_traceback_text():
+    class TableError(Exception):  # the same class name, as a copy of the module in another process would give
+        pass
+
+    named = errors.translate_pipeline_error(TableError(NO_TRAIN + " [while running 'CheckTable']"), "out/")
+    assert type(named) is errors.TableError and str(named) == NO_TRAIN
+    text = ("Traceback (most recent call last):\n  File \"table_stats.py\", line 55, in check\n"
+            f"tfrecorder.errors.TableError: {NO_TRAIN}\n\nDuring handling of the above exception, another exception "
+            f"occurred:\n...\nRuntimeError: tfrecorder.errors.TableError: {NO_TRAIN} [while running 'CheckTable']\n")
+    translated = errors.translate_pipeline_error(RuntimeError(text), "out/")
+    assert type(translated) is errors.TableError and str(translated) == NO_TRAIN
+    unrelated = RuntimeError("ValueError: MyTableError: not ours")
+    assert errors.translate_pipeline_error(unrelated, "out/") is unrelated
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"direct_num_worker": 2}, r"\['direct_num_worker'\] are not Beam/Dataflow pipeline options \("
+                               r"'direct_num_worker': did you mean 'direct_num_workers'"),
+    ({"runner": "PortableRunner", "no_such_option": 1}, r"\['no_such_option'\] are not Beam"),
+    ({"runner": "PortableRunner"}, r"\['runner'\] would choose another runner .* runner= "),
+    ({"job_endpoint": "localhost:8099", "environment_type": "DOCKER"},
+     r"\['environment_type', 'job_endpoint'\] would choose another runner"),
+    ({"flink_master": "localhost:8081"}, r"\['flink_master'\] would choose another runner"),
+    (["direct_num_workers"], "must be a dict"),
+])
+def test_local_beam_options_are_checked_before_anything_is_written(tmp_path, options, message):
+    source = tmp_path / "rows.csv"
+    source.write_text("x,split\n1,TRAIN\n")
+    with pytest.raises(ValueError, match=message):
+        tfrecorder.convert(str(source), tmp_path / "out", schema={"x": "IntegerInput", "split": "SplitKey"},
+                           dataflow_options=options, progress=False)
+    assert not (tmp_path / "out").exists()
+
+
+def test_beams_own_local_options_pass_unchanged():
+    options = {"direct_num_workers": 2, "direct_running_mode": "multi_threading", "direct_runner_bundle_repeat": 1,
+               "pickle_library": "cloudpickle"}
+    assert runners.check_local_options(options) == options
+    assert runners.check_local_options(None) == {}
+
+
+def test_checking_options_leaves_the_callers_logging_alone():
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers[:] = []  # a caller who has not configured logging: Beam's PipelineOptions() would
+    try:
+        runners.check_local_options({"direct_num_workers": 2})
+        with pytest.raises(ValueError):
+            runners.check_option_names(["nope"], "dataflow_options")
+        assert root.handlers == []
+    finally:
+        root.handlers[:] = saved
