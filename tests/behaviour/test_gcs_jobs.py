@@ -1,5 +1,6 @@
-"""Jobs on gs:// end to end against a real GCS emulator on loopback: sources, images, output, publishing,
-errors, retries (tfrecorder.io.gcs itself: tests/unit/io/test_gcs.py).
+"""gs:// jobs end to end against a real GCS emulator on loopback (tfrecorder.io.gcs itself: tests/unit/io/test_gcs.py).
+
+Sources, images, output, publishing, errors and retries.
 
 TensorFlow's own GCS reader cannot be pointed at an emulator, so finished jobs are downloaded with
 google-cloud-storage and read back with plain tf.data from local files.

@@ -1,5 +1,4 @@
-"""tfrecorder.core.moved_names: old import paths (docs/cli.md) give the same classes with a DeprecationWarning
-naming the new path; unknown names still raise AttributeError."""
+"""tfrecorder.core.moved_names: old import paths give the same classes with a DeprecationWarning naming the new one."""
 from __future__ import annotations
 
 import importlib

@@ -1,5 +1,4 @@
-"""tfrecorder.core.quiet: library loggers silenced only while a call runs, and the user's logging configuration
-left as it was found, by the decorator itself and by whole conversions, loads and checks that use it."""
+"""tfrecorder.core.quiet: library loggers silenced only during a call, the user's logging configuration left as found."""
 from __future__ import annotations
 
 import contextlib

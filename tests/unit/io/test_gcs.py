@@ -1,6 +1,4 @@
-"""tfrecorder.io.gcs against a real GCS emulator on loopback: objects read, ranged, streamed, listed, copied,
-deleted and probed, one client per emulator host, and every GCS failure raised as the OS error a local file
-would raise, naming the URL."""
+"""tfrecorder.io.gcs against a real GCS emulator on loopback; GCS failures raised as OS errors naming the URL."""
 from __future__ import annotations
 
 import errno

@@ -1,5 +1,4 @@
-"""beam_pipelines.steps.assemble_shards: the assemble stage's DoFn turns a shard plan into the shard file (and
-its index) under the job's temporary directory, in the job's compression, the same file when repeated."""
+"""beam_pipelines.steps.assemble_shards: AssembleShard writes each planned shard into the temporary directory."""
 from __future__ import annotations
 
 import gzip

@@ -1,5 +1,4 @@
-"""beam_pipelines.steps.bundle_outputs: what a DoFn emits from finish_bundle, placed in the global window so
-Beam accepts it and later steps see it."""
+"""beam_pipelines.steps.bundle_outputs: finish_bundle outputs placed in the global window reach later steps."""
 from __future__ import annotations
 
 import apache_beam as beam

@@ -1,5 +1,4 @@
-"""beam_pipelines.steps.count_table: vocabularies merged from batches, per-part TableStats merged into the
-table's, and the table-level check that fails a job before anything is encoded."""
+"""beam_pipelines.steps.count_table: vocabularies and TableStats merged, and the table-level check."""
 from __future__ import annotations
 
 import pytest

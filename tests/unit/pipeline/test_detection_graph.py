@@ -1,5 +1,4 @@
-"""beam_pipelines.graphs.detection_graph: box rows grouped by image into Object Detection API records, the TRAIN
-vocabulary as label map, every row accounted for (written inside a record or discarded), also under bundle replay."""
+"""beam_pipelines.graphs.detection_graph: box rows to Object Detection API records, every row accounted for."""
 from __future__ import annotations
 
 import json

@@ -1,5 +1,4 @@
-"""beam_pipelines.steps.encode_columns: EncodePart reads a part batch by batch, discards bad rows with their
-values, and appends each split's records to its own piece, rolled over once it reaches max_shard_bytes."""
+"""beam_pipelines.steps.encode_columns: EncodePart discards bad rows and rolls pieces over at max_shard_bytes."""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,5 +1,4 @@
-"""beam_pipelines.steps.encode_rows: reading an image, whose problems of the row's value are discards and whose
-storage failures fail the bundle."""
+"""beam_pipelines.steps.encode_rows: image read problems of a row are discards, storage failures fail the bundle."""
 from __future__ import annotations
 
 import pytest

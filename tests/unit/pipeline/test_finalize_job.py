@@ -1,5 +1,4 @@
-"""beam_pipelines.steps.finalize_job: metadata.json and the TFDS files written, scratch removed and the job
-directory published, once: a finalize run again (a retried bundle) only cleans up."""
+"""beam_pipelines.steps.finalize_job: metadata written and the job published once; run again, it only cleans up."""
 from __future__ import annotations
 
 import json

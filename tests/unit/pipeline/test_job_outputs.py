@@ -1,5 +1,4 @@
-"""beam_pipelines.graphs.job_outputs: the tail every graph shares, run on its own in Beam's in-process runner:
-shards assembled from the pieces, discarded.csv from every step's discards, then the graph's finalize."""
+"""beam_pipelines.graphs.job_outputs: the common tail assembles shards, writes discarded.csv and finalizes."""
 from __future__ import annotations
 
 import csv

@@ -1,5 +1,4 @@
-"""beam_pipelines.steps.prepare_rows: each row of a batch gets its split and its labels checked; bad rows are
-discarded one by one and counted as done."""
+"""beam_pipelines.steps.prepare_rows: splits assigned and labels checked per row; bad rows discarded and counted."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,5 +1,4 @@
-"""beam_pipelines.steps.progress_counters: rows done reported to Beam's counter and, when a local bar is shown,
-into its progress directory; counted inside a forked encoder and handed over once."""
+"""beam_pipelines.steps.progress_counters: rows done reported to Beam's counter and the local progress directory."""
 from __future__ import annotations
 
 import apache_beam as beam

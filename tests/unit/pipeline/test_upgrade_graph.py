@@ -1,5 +1,4 @@
-"""beam_pipelines.graphs.upgrade_graph: a legacy shard read in interleaved parts, each record re-encoded into
-pieces and counted, a damaged shard refused, and TFRecorder 2.0's own discards carried over line by line."""
+"""beam_pipelines.graphs.upgrade_graph: legacy shards read in parts and re-encoded, 2.0's discards carried over."""
 from __future__ import annotations
 
 import gzip

@@ -1,5 +1,4 @@
-"""tfrecorder.rows.detection_encoder: box rows checked, an image's rows merged into one split, label maps, and
-boxes in pixels normalised by the true image size (the graph that runs it: tests/unit/pipeline/test_detection_graph.py)."""
+"""tfrecorder.rows.detection_encoder: box rows checked and merged per image, label maps, pixel boxes normalised."""
 from __future__ import annotations
 
 import json

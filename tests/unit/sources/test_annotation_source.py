@@ -1,5 +1,4 @@
-"""tfrecorder.sources.annotation_source: an AutoML CSV or Vertex AI JSONL file recognised from its content, read
-by workers as one part with unreadable lines reasoned, and the schema its format implies."""
+"""tfrecorder.sources.annotation_source: annotation files recognised, read as one part, their schema implied."""
 from __future__ import annotations
 
 import pickle

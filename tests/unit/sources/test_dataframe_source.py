@@ -1,5 +1,4 @@
-"""tfrecorder.sources.dataframe_source: a DataFrame's schema from every row, its rows checked by the driver in
-growing chunks, and its staging as Parquet row groups the workers read back."""
+"""tfrecorder.sources.dataframe_source: inference from every row, driver-check chunks, staging as Parquet."""
 from __future__ import annotations
 
 import itertools

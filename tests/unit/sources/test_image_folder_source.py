@@ -1,5 +1,4 @@
-"""tfrecorder.sources.image_folder_source: a ROOT/SPLIT/LABEL/file folder listed once into split,image_uri,label
-rows, anything else skipped with one warning, and the listing opened as a DataFrame source."""
+"""tfrecorder.sources.image_folder_source: a SPLIT/LABEL/file folder listed once into rows, the rest skipped."""
 from __future__ import annotations
 
 import logging

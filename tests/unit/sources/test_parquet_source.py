@@ -1,5 +1,4 @@
-"""tfrecorder.sources.parquet_source: Parquet files opened from their footers, a schema from their Arrow types,
-and row groups read by workers as rows or batches conformed to the schema's roles."""
+"""tfrecorder.sources.parquet_source: schema from Arrow types, row groups read as conformed rows and batches."""
 from __future__ import annotations
 
 import pickle

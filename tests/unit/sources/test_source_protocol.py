@@ -1,5 +1,4 @@
-"""tfrecorder.sources.source_protocol: what a Table provides unless its kind overrides it, and parent_dir, where
-a table file's relative image paths resolve (local and gs://)."""
+"""tfrecorder.sources.source_protocol: the Table defaults and parent_dir, local and gs://."""
 from __future__ import annotations
 
 import pandas as pd
