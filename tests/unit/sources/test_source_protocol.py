@@ -28,4 +28,4 @@ def test_a_table_infers_from_its_sample_and_asks_nothing_else_of_the_driver():
                                            "label": "StringLabel"})
     assert table.default_schema() is None and table.rows_for_driver_check() is None and table.worker_files() == []
     with pytest.raises(NotImplementedError):
-        table.row_source(table.infer_schema(), "/work")  # each kind says how workers read it
+        table.row_source(table.infer_schema(), "job/_work")  # each kind says how workers read it
