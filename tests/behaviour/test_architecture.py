@@ -181,6 +181,23 @@ def test_tests_mirror_the_tree():
     assert layer_folders <= set(LAYER_FOLDERS), layer_folders
 
 
+def test_every_module_has_its_unit_test_file():
+    """Each module (packages, __main__ and old import paths that only forward aside) has its own unit tests in
+    tests/unit/<its layer>/test_<module>.py."""
+    skipped = deprecated_paths() | all_packages()
+    missing = [f"{name}: tests/unit/{LAYER_NAMES[layer(name)]}/test_{name.rpartition('.')[2]}.py"
+               for name in sorted(set(all_modules()) - skipped) if not name.endswith(".__main__")
+               and not (ROOT / "tests" / "unit" / LAYER_NAMES[layer(name)] / f"test_{name.rpartition('.')[2]}.py").is_file()]
+    assert not missing, "\n".join(missing)
+
+
+def test_test_file_names_are_unique_across_the_tests():
+    seen: dict[str, list[str]] = {}
+    for path in (ROOT / "tests").rglob("test_*.py"):
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert not {name: paths for name, paths in seen.items() if len(paths) > 1}
+
+
 def test_the_graph_sees_every_kind_of_import(tmp_path):
     """`import a.b`, `from a import module`, `from a.b import name` and imports inside functions all count."""
     modules = {"tfrecorder", "tfrecorder.io", "tfrecorder.io.storage", "tfrecorder.format", "tfrecorder.format.job_directory",

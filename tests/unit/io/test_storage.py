@@ -1,4 +1,4 @@
-"""tfrecorder.io.storage on local paths (gs:// through the emulator is covered by test_gcs.py and test_outages.py)."""
+"""tfrecorder.io.storage on local paths (gs:// through the emulator: tests/unit/io/test_gcs.py, behaviour/test_gcs_jobs.py and test_outages.py)."""
 from __future__ import annotations
 
 import os

@@ -74,17 +74,3 @@ def test_local_csv_head_is_read_in_steps_up_to_the_sample(tmp_path, monkeypatch)
     assert sum(read) <= csv_source.HEAD_STEP_BYTES  # 10,000 sample rows fit in the first step
     assert table.columns == ["split", "id", "x", "note", "label"] and len(table.sample) == csv_source.SAMPLE_ROWS
     assert table.rows.data_start == len(b"split,id,x,note,label\n") and table.rows.size == path.stat().st_size
-
-
-def test_a_gcs_image_folder_is_listed_once(gcs, monkeypatch):
-    from tfrecorder.sources import source_registry
-    from tfrecorder.io import storage
-
-    for name in ("train/cat/a.jpg", "train/dog/b.jpg", "test/cat/c.jpg"):
-        gcs.upload(f"gs://tfr-driver-reads/folder/{name}", b"not read by the driver")
-    listings = []
-    real = storage.list_files
-    monkeypatch.setattr(storage, "list_files", lambda prefix: listings.append(prefix) or real(prefix))
-    table = source_registry.open_table("gs://tfr-driver-reads/folder")
-    assert listings == ["gs://tfr-driver-reads/folder"]
-    assert sorted(table.frame["label"]) == ["cat", "cat", "dog"] and table.rows_estimate == 3

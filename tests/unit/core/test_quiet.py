@@ -1,4 +1,4 @@
-"""A conversion leaves the user's logging configuration alone and keeps library noise out."""
+"""tfrecorder.core.quiet: library loggers silenced only during a call, the user's logging configuration left as found."""
 from __future__ import annotations
 
 import contextlib
@@ -11,6 +11,7 @@ import pytest
 
 from support import imagegen
 import tfrecorder
+from tfrecorder.core import quiet
 
 
 class Capture(logging.Handler):
@@ -38,6 +39,59 @@ def root_capture():
     yield handler
     root.removeHandler(handler)
     root.setLevel(old_level)
+
+
+def test_quiet_libraries_raises_only_the_noisy_loggers_and_only_for_the_duration():
+    beam, own = logging.getLogger("apache_beam"), logging.getLogger("tfrecorder")
+    saved = beam.level
+    beam.setLevel(logging.INFO)
+    try:
+        with pytest.raises(RuntimeError, match="inside"):
+            with quiet.quiet_libraries():
+                assert {name: logging.getLogger(name).level for name in quiet.NOISY_LOGGERS} == dict.fromkeys(
+                    quiet.NOISY_LOGGERS, logging.CRITICAL)
+                assert own.level == logging.NOTSET  # the library's own logger is not silenced
+                raise RuntimeError("inside")
+        assert beam.level == logging.INFO  # put back, although the block raised
+        with quiet.quiet_libraries(verbose=True):
+            assert beam.level == logging.INFO
+    finally:
+        beam.setLevel(saved)
+
+
+def test_leaves_logging_alone_undoes_what_the_call_changed_even_when_it_raises():
+    tensorflow = logging.getLogger("tensorflow")
+    before = quiet.logging_state()
+    added = logging.StreamHandler()
+
+    @quiet.leaves_logging_alone
+    def meddling(fail: bool) -> str:
+        """Configures logging as Beam and TensorFlow do."""
+        logging.getLogger().addHandler(added)
+        logging.getLogger().setLevel(logging.DEBUG)
+        tensorflow.setLevel(logging.ERROR)
+        tensorflow.propagate, tensorflow.disabled = False, True
+        if fail:
+            raise ValueError("failed")
+        return "done"
+
+    assert meddling(False) == "done" and meddling.__doc__.startswith("Configures")
+    assert quiet.logging_state() == before and added not in logging.getLogger().handlers
+    with pytest.raises(ValueError):
+        meddling(True)
+    assert quiet.logging_state() == before
+
+
+def test_a_logger_created_during_the_call_is_reset_to_the_defaults():
+    name = "tfrecorder-quiet-test-new-logger"
+    saved = quiet.logging_state((name,))
+    assert saved == {name: None}  # nobody created it yet
+    created = logging.getLogger(name)
+    created.setLevel(logging.ERROR)
+    created.addHandler(logging.NullHandler())
+    created.propagate = False
+    quiet.restore_logging_state(saved)
+    assert quiet.LoggerState.of(created) == quiet.LoggerState()
 
 
 def failing_conversion(table, output_dir, monkeypatch, **options):

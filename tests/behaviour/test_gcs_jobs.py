@@ -1,4 +1,6 @@
-"""gs:// end to end against a real GCS emulator on loopback: sources, images, output, errors, retries.
+"""gs:// jobs end to end against a real GCS emulator on loopback (tfrecorder.io.gcs itself: tests/unit/io/test_gcs.py).
+
+Sources, images, output, publishing, errors and retries.
 
 TensorFlow's own GCS reader cannot be pointed at an emulator, so finished jobs are downloaded with
 google-cloud-storage and read back with plain tf.data from local files.
@@ -6,23 +8,19 @@ google-cloud-storage and read back with plain tf.data from local files.
 from __future__ import annotations
 
 import csv
-import errno
-import gzip
-import io
 import json
 import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from google.api_core import exceptions as api_exceptions
 
 import tfrecorder
 from support.readers import read_job
 from tfrecorder.format import job_directory
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.format import file_names
-from tfrecorder.io import gcs, storage
+from tfrecorder.io import storage
 from tfrecorder.sample_data import make_sample_dataset
 
 
@@ -201,27 +199,6 @@ def test_images_are_fetched_concurrently_within_the_bound(proxy, gs_images, tmp_
     assert 3 < default_peak <= 16
 
 
-def test_storage_reads_gzip_metadata_and_listings_on_gs(gcs):
-    gcs.bucket("tfr-store")
-    job = "gs://tfr-store/job-1"
-    payload = os.urandom(100_000)
-    with storage.open_write(f"{job}/data.bin.gz") as raw, gzip.GzipFile(fileobj=raw, mode="wb") as out:
-        out.write(payload)
-    with storage.open_read(f"{job}/data.bin.gz") as raw, gzip.GzipFile(fileobj=raw) as stream:
-        assert stream.read() == payload
-    with pytest.raises(ValueError, match="not a finished"):
-        JobMetadata.read(job).document
-    JobMetadata({"rows_in": 3}).write(job)
-    assert JobMetadata.read(job).document == {"rows_in": 3}
-    assert storage.list_files(job) == [f"{job}/data.bin.gz", f"{job}/metadata.json"]
-    assert storage.is_dir(job) and storage.is_dir(job + "/") and not storage.is_dir(f"{job}/metadata.json")
-    assert storage.size(f"{job}/metadata.json") == len(json.dumps({"rows_in": 3}, indent=2))
-    with pytest.raises(FileNotFoundError):
-        storage.read_bytes(f"{job}/absent")
-    with pytest.raises(FileNotFoundError):
-        storage.open_read(f"{job}/absent")
-
-
 def test_finalize_on_gs_moves_everything_and_metadata_last(gcs):
     gcs.bucket("tfr-store")
     final, temp = job_directory.reserve_job_dir("gs://tfr-store/jobs", "same")
@@ -271,21 +248,3 @@ def test_a_failed_run_removes_its_temporary_objects_and_a_half_published_directo
         job_directory.abandon(temp, final)
         assert gcs.list(temp + "/") == []
         assert len(gcs.list(final + "/")) == (2 if published else 0)
-
-
-@pytest.mark.parametrize("error, expected_type, message", [
-    (api_exceptions.NotFound("x"), FileNotFoundError, "no such object"),
-    (api_exceptions.Forbidden("x"), PermissionError, "permission denied"),
-    (api_exceptions.Unauthorized("x"), PermissionError, "permission denied"),
-    (api_exceptions.RetryError("Timeout of 60.0s exceeded", api_exceptions.ServiceUnavailable("x")), OSError,
-     "gave up retrying: HTTP 503 ServiceUnavailable"),
-    (api_exceptions.BadRequest("x"), OSError, "HTTP 400 BadRequest"),
-    (ConnectionResetError(), OSError, "ConnectionResetError"),
-])
-def test_gcs_failures_become_os_errors_naming_the_url(error, expected_type, message):
-    with pytest.raises(expected_type) as raised:
-        with gcs.os_errors("gs://bucket/a.jpg"):
-            raise error
-    assert (type(raised.value), raised.value.strerror, raised.value.filename) == (expected_type, message, "gs://bucket/a.jpg")
-    io_errno = errno.EINVAL if isinstance(error, api_exceptions.BadRequest) else errno.EIO  # a bad name is the row's
-    assert raised.value.errno == {FileNotFoundError: errno.ENOENT, PermissionError: errno.EACCES}.get(expected_type, io_errno)

@@ -1,5 +1,4 @@
-"""Old import paths documented in docs/cli.md still give the same classes, with a DeprecationWarning naming
-the new path; unknown names still raise AttributeError."""
+"""tfrecorder.core.moved_names: old import paths give the same classes with a DeprecationWarning naming the new one."""
 from __future__ import annotations
 
 import importlib
@@ -7,6 +6,7 @@ import importlib
 import pytest
 
 from tfrecorder import errors
+from tfrecorder.core.moved_names import moved
 
 OLD_PATHS = [("tfrecorder.tfrecord_format", "CorruptRecordError"), ("tfrecorder.images", "InvalidImage"),
              ("tfrecorder.row_encoder", "RowError")]
@@ -32,3 +32,18 @@ def test_from_import_works_too(module, name):
 def test_other_names_are_not_there():
     with pytest.raises(AttributeError, match="no attribute 'probe_image'"):
         importlib.import_module("tfrecorder.images").probe_image
+
+
+def test_moved_looks_each_name_up_in_its_own_new_home_and_warns_at_the_callers_line():
+    lookup = moved("old.place", {"OrderedDict": "collections", "dedent": "textwrap"})
+    with pytest.warns(DeprecationWarning) as warned:
+        found = lookup("OrderedDict"), lookup("dedent")
+    import collections
+    import textwrap
+
+    assert found == (collections.OrderedDict, textwrap.dedent)
+    assert [str(w.message) for w in warned] == ["old.place.OrderedDict moved: import it from collections",
+                                                "old.place.dedent moved: import it from textwrap"]
+    assert {w.filename for w in warned} == {__file__}  # stacklevel: the warning points at the importer
+    with pytest.raises(AttributeError, match="module 'old.place' has no attribute 'Counter'"):
+        lookup("Counter")  # only the names listed moved, even if the new home has more

@@ -1,0 +1,48 @@
+"""beam_pipelines.steps.assemble_shards: AssembleShard writes each planned shard into the temporary directory."""
+from __future__ import annotations
+
+import gzip
+import os
+
+import pytest
+
+from beam_pipelines.steps.assemble_shards import AssembleShard
+from beam_pipelines.steps.piece_files import PieceWriter
+from beam_pipelines.steps.shard_planning import plan_shards
+from tfrecorder.core.schema import Schema
+from tfrecorder.format.framing import read_records
+from tfrecorder.options.job_config import JobConfig
+
+
+def _config(temp_dir: str, compression=None) -> JobConfig:
+    return JobConfig(source=None, schema=Schema({}), columns=(), base_dir="", final_dir="", temp_dir=temp_dir,
+                     job_name="", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=2,
+                     max_shard_bytes=1 << 20, compression=compression, image_size=None, validate="header")
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_each_plan_becomes_its_shard_in_the_temp_dir(tmp_path, compression):
+    config = _config(str(tmp_path / "job"), compression)
+    records = [f"record {i}".encode() for i in range(7)]
+    pieces = []
+    for chunk in (records[:4], records[4:]):
+        writer = PieceWriter(config.pieces_dir, "TRAIN")
+        for record in chunk:
+            writer.write(record)
+        pieces.append(writer.close())
+    assemble = AssembleShard(config)
+    summaries = [summary for plan in plan_shards(pieces, config.num_shards, config.max_shard_bytes)
+                 for summary in assemble.process(plan)]
+    suffix = ".tfrecord.gz" if compression else ".tfrecord"
+    assert [(s["split"], s["index"], s["file"]) for s in summaries] == [
+        ("TRAIN", 0, f"train-00000-of-00002{suffix}"), ("TRAIN", 1, f"train-00001-of-00002{suffix}")]
+    found = []
+    for summary in summaries:
+        path = tmp_path / "job" / summary["file"]
+        assert summary["bytes"] == path.stat().st_size
+        with open(path, "rb") as raw:
+            found.extend(read_records(gzip.GzipFile(fileobj=raw) if compression else raw))
+    assert sorted(found) == sorted(records) and sum(s["records"] for s in summaries) == 7
+    assert ("index_file" in summaries[0]) == (compression is None)  # index files only for uncompressed shards
+    again = [summary for plan in plan_shards(pieces, 2, 1 << 20) for summary in assemble.process(plan)]
+    assert again == summaries and sorted(os.listdir(config.pieces_dir))  # a rerun: same shards, pieces kept

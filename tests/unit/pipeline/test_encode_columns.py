@@ -1,0 +1,71 @@
+"""beam_pipelines.steps.encode_columns: EncodePart discards bad rows and rolls pieces over at max_shard_bytes."""
+from __future__ import annotations
+
+import pandas as pd
+from apache_beam.pvalue import TaggedOutput
+from apache_beam.utils.windowed_value import WindowedValue
+
+from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.encode_columns import EncodePart
+from beam_pipelines.steps.shard_planning import Piece
+from tfrecorder.core.progress_bar import rows_reported
+from tfrecorder.format.example_decoder import parse_example
+from tfrecorder.format.framing import read_records
+from tfrecorder.options.job_config import JobConfig
+from tfrecorder.sources import dataframe_source, dataframe_staging
+
+MAX_SHARD_BYTES = 300
+
+
+def _encode(tmp_path, frame: pd.DataFrame, monkeypatch) -> tuple[list, list]:
+    """Run EncodePart over the frame's staged row groups as one bundle; (process outputs, finish_bundle outputs)."""
+    monkeypatch.setattr(dataframe_staging, "MAX_ROW_GROUP_ROWS", 40)
+    table = dataframe_source.open_dataframe(frame)
+    schema = table.infer_schema()
+    config = JobConfig(source=table.row_source(schema, str(tmp_path / "job" / "_work")), schema=schema,
+                       columns=tuple(table.columns), base_dir="", final_dir="", temp_dir=str(tmp_path / "job"),
+                       job_name="t", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0,
+                       max_shard_bytes=MAX_SHARD_BYTES, compression=None, image_size=None, validate="header",
+                       progress_dir=str(tmp_path / "progress"))
+    (tmp_path / "progress").mkdir()
+    encode = EncodePart(config)
+    encode.setup()
+    encode.start_bundle()
+    processed = [out for part in config.source.known_parts() for out in encode.process(part, {"label": ["cat", "dog"]})]
+    return processed, list(encode.finish_bundle())
+
+
+def _frame() -> pd.DataFrame:
+    frame = pd.DataFrame({"split": ["TRAIN"] * 80 + ["VALIDATION"] * 20, "n": range(100),
+                          "label": (["cat", "dog"] * 50)})
+    frame.loc[7, "split"] = "HOLDOUT"
+    frame.loc[90, "label"] = "owl"  # not among the TRAIN labels
+    return frame
+
+
+def test_pieces_roll_over_at_max_shard_bytes_and_hold_every_good_row(tmp_path, monkeypatch):
+    processed, finished = _encode(tmp_path, _frame(), monkeypatch)
+    rolled = [out for out in processed if isinstance(out, Piece)]
+    closed = [out.value for out in finished if isinstance(out, WindowedValue)]
+    assert len(finished) == len(closed) == 2  # the bundle's open piece of each split, in the global window
+    assert len(rolled) > 3 and all(piece.bytes >= MAX_SHARD_BYTES for piece in rolled)
+    assert all(piece.bytes < MAX_SHARD_BYTES for piece in closed)
+    found = {}
+    for piece in rolled + closed:
+        with open(piece.path, "rb") as stream:
+            records = list(read_records(stream))
+        assert len(records) == piece.records
+        smallest_last = piece.bytes - len(records[-1]) - 16  # the record that crossed the cap ends its piece
+        assert smallest_last < MAX_SHARD_BYTES
+        for record in records:
+            found[int(parse_example(record)["n"][0])] = piece.split
+    assert found == {n: "TRAIN" if n < 80 else "VALIDATION" for n in range(100) if n != 7}
+    assert sum(piece.unknown_labels for piece in rolled + closed) == 1
+    assert rows_reported(str(tmp_path / "progress")) == 100  # discarded rows are done too
+
+
+def test_bad_rows_are_discarded_with_their_values(tmp_path, monkeypatch):
+    processed, _ = _encode(tmp_path, _frame(), monkeypatch)
+    discards = [out.value for out in processed if isinstance(out, TaggedOutput) and out.tag == DISCARD]
+    assert [(values, reason.split(":")[0]) for values, reason in discards] == [
+        ({"split": "HOLDOUT", "n": 7, "label": "dog"}, "unknown split")]
