@@ -43,7 +43,7 @@ def root_capture():
 def failing_conversion(table, output_dir, monkeypatch, **options):
     from beam_pipelines import transforms
 
-    def broken_read(uri):
+    def broken_read(uri, max_bytes=None):
         raise RuntimeError("injected failure")
 
     monkeypatch.setattr(transforms, "read_image", broken_read)
