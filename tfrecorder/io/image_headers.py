@@ -24,8 +24,8 @@ import struct
 from typing import Optional
 
 DEFAULT_MAX_IMAGE_PIXELS = 89_478_485
-"""Pillow's default MAX_IMAGE_PIXELS (an RGB image of 256 MiB): with it, Pillow never warns about an image
-this package lets through, and a decode allocates at most ~256 MiB (RGB) or ~341 MiB (RGBA) per image."""
+"""Pillow's default MAX_IMAGE_PIXELS, an 8-bit RGB image of 256 MiB: the most one decode of an image this
+package lets through allocates is of that order (RGBA a third more, 16-bit PNG twice)."""
 
 
 @dataclasses.dataclass(frozen=True)

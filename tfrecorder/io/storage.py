@@ -67,7 +67,7 @@ def _filesystems():
     return FileSystems
 
 
-def check_location(path: str) -> None:
+def _check_location(path: str) -> None:
     """UnsupportedLocation unless a storage here reads `path` (local, gs://, Beam's other file systems)."""
     if not is_remote(path) or gcs.is_gcs(path):
         return
@@ -85,7 +85,7 @@ def open_read(path: str) -> BinaryIO:
     if gcs.is_gcs(path):
         return gcs.open_read(path)
     if is_remote(path):
-        check_location(path)
+        _check_location(path)
         return _filesystems().open(path)
     return open(path, "rb")
 

@@ -11,7 +11,8 @@ ratio=8)` runs, with every other attribute at its default, as those Python calls
 ctypes releases the GIL for every foreign call, so threads decode in parallel (beam_pipelines.decode_pool).
 The context is CPU-only (CPU_ONLY_CONFIG): on a machine with GPUs, a default context would initialise
 every visible GPU in the converting process and reserve most of its memory, next to a training process
-that needs it.
+that needs it. (PythonKernels, the fallback below, runs in the Python package's own context, which is
+the caller's TensorFlow to configure.)
 A process that has imported TensorFlow already shares the same loaded libraries (same files).
 
 `PythonKernels` runs the same two ops through the Python package; `kernels()` falls back to it where the
@@ -69,10 +70,12 @@ class NativeKernels:
             status = self._api.TF_NewStatus()
             try:
                 options = self._api.TFE_NewContextOptions()
-                self._api.TFE_ContextOptionsSetConfig(options, CPU_ONLY_CONFIG, len(CPU_ONLY_CONFIG), status)
-                _raise_unless_ok(self._api, status, RuntimeError)
-                self._context = self._api.TFE_NewContext(options, status)
-                self._api.TFE_DeleteContextOptions(options)
+                try:
+                    self._api.TFE_ContextOptionsSetConfig(options, CPU_ONLY_CONFIG, len(CPU_ONLY_CONFIG), status)
+                    _raise_unless_ok(self._api, status, RuntimeError)
+                    self._context = self._api.TFE_NewContext(options, status)
+                finally:
+                    self._api.TFE_DeleteContextOptions(options)
                 _raise_unless_ok(self._api, status, RuntimeError)
             finally:
                 self._api.TF_DeleteStatus(status)
