@@ -88,18 +88,22 @@ def jpeg_frame(data: bytes) -> Optional[tuple[int, int, int]]:
         return None
     pos, end = 2, len(data)
     while True:
-        pos = data.find(b"\xff", pos)  # libjpeg's next_marker: skip anything up to an 0xFF, then fill bytes
-        while 0 <= pos < end and data[pos] == 0xFF:
+        if pos + 1 < end and data[pos] == 0xFF and data[pos + 1] != 0xFF:  # a marker right where one belongs
+            marker = data[pos + 1]
+            pos += 2
+        else:  # libjpeg's next_marker: skip anything up to an 0xFF, then fill bytes
+            pos = data.find(b"\xff", pos)
+            while 0 <= pos < end and data[pos] == 0xFF:
+                pos += 1
+            if pos < 0 or pos >= end:
+                return None
+            marker = data[pos]
             pos += 1
-        if pos < 0 or pos >= end:
-            return None
-        marker = data[pos]
-        pos += 1
         if marker == 0x00 or marker in _JPEG_NO_LENGTH:  # 0xFF00 is stuffing, not a marker
             continue
         if pos + 2 > end:
             return None
-        (length,) = struct.unpack_from(">H", data, pos)
+        length = data[pos] << 8 | data[pos + 1]
         if marker in _JPEG_SOF_DECODED:
             if pos + 8 > end or length < 8:
                 return None

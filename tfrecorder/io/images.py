@@ -80,6 +80,8 @@ def open_with_pillow(data: bytes, formats: Optional[Sequence[str]] = None) -> Im
         Image.init()  # registers every plugin, once per process (Image.open does the same)
     prefix = data[:16]
     for name in formats or Image.ID:
+        if name not in Image.OPEN:  # a plugin this Pillow does not have
+            continue
         factory, accept = Image.OPEN[name]
         verdict = accept(prefix) if accept else True
         if not verdict or isinstance(verdict, str):  # a string is Pillow's "not quite" (Image.open warns it)

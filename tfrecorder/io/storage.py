@@ -18,6 +18,7 @@ import os
 import posixpath
 import shutil
 import stat
+import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO, Iterable, Optional
@@ -30,6 +31,7 @@ WEB_SCHEMES = ("http://", "https://")
 # /proc/kcore claims 128 TB and tracefs's trace_pipe blocks its reader until events arrive.
 KERNEL_FILE_SYSTEMS = frozenset({"proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
                                  "configfs", "pstore", "bpf", "efivarfs", "fusectl", "binfmt_misc", "mqueue"})
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # O_NONBLOCK: a FIFO cannot block the open
 _READ_STEP = 1 << 30  # bytes asked of one os.read (Linux returns at most ~2 GiB per call)
 _GROWTH_STEP = 1 << 16  # bytes asked past the size fstat gave: finds the end, or the rest of a growing file
 
@@ -123,7 +125,7 @@ def _read_local(path: str, max_bytes: Optional[int]) -> bytes:
     non-blocking and its fstat checked again (a FIFO put in the file's place meanwhile cannot block it);
     os.read without Python's buffered reader (~6 µs less CPU per 80 KB image). Same errors as open()."""
     _check_regular(os.stat(path), path)
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    descriptor = os.open(path, _OPEN_FLAGS)
     try:
         status = os.fstat(descriptor)
         _check_regular(status, path)
@@ -135,21 +137,22 @@ def _read_local(path: str, max_bytes: Optional[int]) -> bytes:
 
 
 def _read_to_end(descriptor: int, size: int, path: str, max_bytes: Optional[int]) -> bytes:
-    """Every byte to the end of the file: reads repeat until one returns nothing, since one read stops
-    short at ~2 GiB on Linux (and may on network file systems), and a file that grew since fstat is read
-    on; FileTooLarge as soon as more than `max_bytes` arrived."""
-    chunks, total = [], 0
-    while True:
-        want = min(max(size - total, _GROWTH_STEP), _READ_STEP)
-        if max_bytes is not None:
-            want = min(want, max_bytes + 1 - total)
-        chunk = os.read(descriptor, want)
-        if not chunk:
-            return b"".join(chunks)  # one chunk is returned as it is, not copied
+    """Every byte to the end of the file. The first read asks one byte more than fstat's `size`: getting
+    exactly `size` bytes is the whole file (one read, the common case). Anything else — a read cut short
+    (one read stops at ~2 GiB on Linux; network file systems may return less), a file that grew since
+    fstat — reads on until a read returns nothing. FileTooLarge as soon as more than `max_bytes` arrived."""
+    limit = sys.maxsize if max_bytes is None else max_bytes + 1  # reading this much proves the file too large
+    chunk = os.read(descriptor, min(size + 1, _READ_STEP, limit))
+    if len(chunk) == size:
+        return chunk
+    chunks, total = [chunk], len(chunk)
+    while chunk:
+        if total >= limit:
+            raise FileTooLarge(path, max_bytes)
+        chunk = os.read(descriptor, min(max(size - total, _GROWTH_STEP), _READ_STEP, limit - total))
         chunks.append(chunk)
         total += len(chunk)
-        if max_bytes is not None and total > max_bytes:
-            raise FileTooLarge(path, max_bytes)
+    return b"".join(chunks)
 
 
 def _check_regular(status: os.stat_result, path: str) -> None:
