@@ -82,7 +82,7 @@ _JPEG_SKIPPED = frozenset(range(0xE0, 0xF0)) | {0xFE, 0xDC}  # APPn, COM, DNL: a
 _JPEG_CHANNELS = {1: 1, 3: 3, 4: 3}  # components → channels (CMYK and YCCK decode to RGB in TensorFlow)
 
 
-def jpeg_frame(data: bytes) -> Optional[tuple[int, int, int]]:
+def _jpeg_frame(data: bytes) -> Optional[tuple[int, int, int]]:
     """(height, width, components) of the frame header libjpeg decodes, or None when it finds none."""
     if data[:2] != b"\xff\xd8":
         return None
@@ -116,7 +116,7 @@ def jpeg_frame(data: bytes) -> Optional[tuple[int, int, int]]:
 
 
 def _jpeg_header(data: bytes) -> Optional[Header]:
-    frame = jpeg_frame(data)
+    frame = _jpeg_frame(data)
     if frame is None:
         return None
     height, width, components = frame
