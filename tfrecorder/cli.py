@@ -119,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--split_ratios", type=_ratios, help="train,validation,test ratios for UNASSIGNED rows")
     convert.add_argument("--validate", choices=["decode", "header"],
                          help="decode (default): every written image decodes with TensorFlow; header: cheap checks only")
+    convert.add_argument("--max_image_pixels", "--max-image-pixels", dest="max_image_pixels", type=int,
+                         help="discard images declaring more pixels, before decoding (default 89478485)")
+    convert.add_argument("--max_image_bytes", "--max-image-bytes", dest="max_image_bytes", type=int,
+                         help="discard image files larger than this, unread (default 536870912: 512 MiB)")
     convert.add_argument("--fetch_concurrency", type=int,
                          help="images read at once per worker (default 16 for gs:// images, 1 for local files)")
     convert.add_argument("--schema", type=str, help="JSON or YAML file mapping column → type name "
@@ -248,7 +252,8 @@ def _run_convert(args: argparse.Namespace) -> int:
     options = {
         name: getattr(args, name)
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
-                     "split_ratios", "validate", "fetch_concurrency", "project", "region", "verbose", "progress",
+                     "split_ratios", "validate", "fetch_concurrency", "max_image_pixels", "max_image_bytes",
+                     "project", "region", "verbose", "progress",
                      "tfrecorder_wheel", "annotation_format", "box_units")
         if getattr(args, name) is not None
     }

@@ -23,6 +23,7 @@ from tfrecorder.format import detection_keys, file_names, job_directory
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.io.decode_check import DEFAULT_VALIDATION
+from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_PIXELS
 from tfrecorder.legacy import v2_compat
 from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, ConvertOptions, OutputLocation
 from tfrecorder.options.job_config import JobConfig
@@ -120,6 +121,8 @@ def convert(
     split_ratios: Sequence[float] = DEFAULT_SPLIT_RATIOS,
     validate: str = DEFAULT_VALIDATION,
     fetch_concurrency: Optional[int] = None,
+    max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+    max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
     dataflow_options: Optional[Mapping[str, Any]] = None,
     project: Optional[str] = None,
     region: Optional[str] = None,
@@ -137,6 +140,12 @@ def convert(
     it only if it does not; `validate="header"` is the fast opt-in with cheap structural checks only.
     `fetch_concurrency` bounds how many images each worker reads at once (default: 16 when images are
     on gs:// or another object store, 1 for local files).
+
+    Hostile or huge images cost one discarded row each: an image declaring more than `max_image_pixels`
+    pixels (default 89,478,485, Pillow's default limit) is discarded as `image too large` before any
+    decoder allocates it, in both modes; an image file over `max_image_bytes` (default 512 MiB) as
+    `file too large` without being read; a FIFO, device, socket or /proc file as `not a regular file`;
+    an http(s) URL as `unsupported image location` (see docs/reliability.md, "Limits").
 
     Returns a ConversionResult; `result["tfrecord_dir"]` is the new job directory holding the shards,
     `metadata.json` and `discarded.csv`. Beam's and TensorFlow's logs are kept quiet unless verbose;
@@ -166,8 +175,8 @@ def convert(
     options = ConvertOptions.check(
         output, job_label=job_label, num_shards=num_shards, max_shard_bytes=max_shard_bytes,
         compression=compression, image_size=image_size, validate=validate, split_ratios=split_ratios,
-        fetch_concurrency=fetch_concurrency, box_units=box_units, annotation_format=annotation_format,
-        verbose=verbose, progress=progress)
+        fetch_concurrency=fetch_concurrency, max_image_pixels=max_image_pixels, max_image_bytes=max_image_bytes,
+        box_units=box_units, annotation_format=annotation_format, verbose=verbose, progress=progress)
     table, resolved_schema, is_detection = _open_table(source, schema, options)
     launch.check_table(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)
@@ -184,7 +193,8 @@ def convert(
                 job_name=os.path.basename(final_dir), runner=launch.runner, split_ratios=options.split_ratios,
                 num_shards=options.num_shards, max_shard_bytes=options.max_shard_bytes,
                 compression=options.compression, image_size=options.image_size, validate=options.validate,
-                fetch_concurrency=concurrency, progress_dir=progress_dir,
+                fetch_concurrency=concurrency, max_image_pixels=options.max_image_pixels,
+                max_image_bytes=options.max_image_bytes, progress_dir=progress_dir,
                 extra_metadata={"task": detection_keys.TASK, "box_units": options.box_units} if is_detection else {},
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,

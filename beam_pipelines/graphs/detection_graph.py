@@ -101,7 +101,7 @@ class EncodeImages(EncodeAndWritePieces):
             self._encoder = detection_encoder.DetectionEncoder(
                 detection_keys.label_ids(vocabularies.get("label", [])), base_dir=self.config.base_dir,
                 box_units=_box_units(self.config), image_size=self.config.image_size,
-                validate=self.config.validate)
+                validate=self.config.validate, max_image_pixels=self.config.max_image_pixels)
         return self._encoder
 
     def process(self, batch, vocabularies):

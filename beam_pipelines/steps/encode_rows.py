@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 from typing import Any, Iterable, Mapping, Optional, Union
 
 import apache_beam as beam
@@ -17,22 +18,31 @@ from beam_pipelines.workers.decode_pool import DecodePool
 from beam_pipelines.workers.fork_pool import ForkPool
 from tfrecorder.errors import RowError, StorageReadError
 from tfrecorder.io import storage
+from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES
 from tfrecorder.rows.row_encoding import RowEncoder
 
 IMAGE_KINDS = "image_kinds"
 
 
-def read_image(uri: str) -> bytes:
-    """Read an image file's bytes. Problems of the row's value become RowError (a discard reason);
-    storage failures (a 503 or a timeout still failing after retries, a disk error) raise
-    StorageReadError, which fails the bundle so that the runner retries it and, if it keeps failing,
-    the job stops with nothing published: an outage must never turn good rows into discards.
+def read_image(uri: str, max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> bytes:
+    """Read an image file's bytes. Problems of the row's value or of its own file become RowError (a
+    discard reason): a missing file, a directory, a FIFO or device, a file over `max_bytes`, a local read
+    error (EIO of a bad sector), a URL of no storage tfrecorder reads. Storage failures (a 503 or a timeout
+    still failing after retries, a process out of file descriptors) raise StorageReadError, which fails
+    the bundle so that the runner retries it and, if it keeps failing, the job stops with nothing
+    published: an outage must never turn good rows into discards.
 
     tfrecorder.io.storage raises gs:// failures as OS errors (404 → FileNotFoundError, 403 →
     PermissionError, 400 → EINVAL, anything still failing after retries → OSError EIO).
     """
     try:
-        return storage.read_bytes(uri)
+        return storage.read_bytes(uri, max_bytes)
+    except storage.UnsupportedLocation as exc:
+        raise RowError(f"unsupported image location: {exc}") from None
+    except storage.NotRegularFile as exc:
+        raise RowError(f"not a regular file: {uri} is {exc.strerror}") from None
+    except storage.FileTooLarge as exc:
+        raise RowError(f"file too large: {uri} holds {exc.strerror} (max_image_bytes)") from None
     except (FileNotFoundError, NotADirectoryError):
         raise RowError(f"missing file: {uri}") from None
     except IsADirectoryError:
@@ -42,12 +52,17 @@ def read_image(uri: str) -> bytes:
     except ValueError as exc:  # e.g. an embedded NUL byte
         raise RowError(f"invalid path: {uri!r}: {exc}") from None
     except OSError as exc:
-        if exc.errno in _ROW_ERRNOS:
+        if exc.errno in _PATH_ERRNOS:
             raise RowError(f"invalid path: {uri}: {exc.strerror or exc}") from None
+        if exc.errno in _LOCAL_FILE_ERRNOS and not storage.is_remote(uri):
+            raise RowError(f"unreadable file: {uri}: {exc.strerror or exc}") from None
         raise StorageReadError(exc.errno or errno.EIO, f"could not read {uri}: {exc.strerror or exc}") from None
 
 
-_ROW_ERRNOS = {errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL}  # the value names no readable file
+_PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL}  # the value names no readable file
+# A local file's own failures (a bad sector, a device gone, an offset the file system cannot give): that
+# row's problem. Gave-up retries of gs:// are EIO too, and a remote read's EIO is an outage.
+_LOCAL_FILE_ERRNOS = {errno.EIO, errno.ENXIO, errno.ENODEV, errno.EOVERFLOW}
 
 
 class EncodeAndWritePieces(beam.DoFn):
@@ -74,10 +89,11 @@ class EncodeAndWritePieces(beam.DoFn):
     def setup(self) -> None:
         self.schema = self.config.schema
         self._encoder = None
-        self._fetcher = Fetcher(read_image, self.config.fetch_concurrency)
+        self._fetcher = Fetcher(functools.partial(read_image, max_bytes=self.config.max_image_bytes),
+                                self.config.fetch_concurrency)
         self._decoder = None
         if self.config.validate == "decode":
-            self._decoder = DecodePool(usable_cores())
+            self._decoder = DecodePool(usable_cores(), self.config.max_image_pixels)
         self._rows_done = RowsDone(self.config)
         self.writers: dict[str, PieceWriter] = {}
 
@@ -104,6 +120,7 @@ class EncodeAndWritePieces(beam.DoFn):
                 base_dir=self.config.base_dir,
                 image_size=self.config.image_size,
                 validate=self.config.validate,
+                max_image_pixels=self.config.max_image_pixels,
             )
         return self._encoder
 

@@ -13,17 +13,19 @@ from typing import Optional
 
 from beam_pipelines.steps.fetch_images import Fetched
 from tfrecorder.io import decode_check, tensorflow_kernels
+from tfrecorder.io.image_headers import DEFAULT_MAX_IMAGE_PIXELS
 
 
 class Pending:
     """The verdicts of one batch, as they complete: `verdict(uri, data)` waits for that image only."""
 
-    def __init__(self, futures: dict[str, Future]) -> None:
+    def __init__(self, futures: dict[str, Future], max_pixels: int) -> None:
         self._futures = futures
+        self._max_pixels = max_pixels
 
     def verdict(self, uri: str, data: bytes) -> decode_check.Verdict:
         future = self._futures.get(uri)
-        return future.result() if future is not None else decode_check.decode(data)
+        return future.result() if future is not None else decode_check.decode(data, max_pixels=self._max_pixels)
 
     def wait(self) -> None:
         """Block until every decode of the batch has finished (rows discarded early never asked)."""
@@ -31,12 +33,14 @@ class Pending:
 
 
 class DecodePool:
-    """Runs `decode_check.decode` for a batch's fetched images on up to `threads` threads."""
+    """Runs `decode_check.decode` for a batch's fetched images on up to `threads` threads (images over
+    `max_pixels` are refused unread)."""
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS) -> None:
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.threads = threads
+        self.max_pixels = max_pixels
         self._pool: Optional[ThreadPoolExecutor] = None
         tensorflow_kernels.kernels()  # loaded once, here, before the decoding threads need them
 
@@ -44,8 +48,8 @@ class DecodePool:
         """Start decoding every fetched image (read failures are the fetcher's to report)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tfrecorder-decode")
-        return Pending({uri: self._pool.submit(decode_check.decode, data)
-                        for uri, data in fetched.items() if isinstance(data, bytes)})
+        return Pending({uri: self._pool.submit(decode_check.decode, data, None, self.max_pixels)
+                        for uri, data in fetched.items() if isinstance(data, bytes)}, self.max_pixels)
 
     def close(self) -> None:
         if self._pool is not None:

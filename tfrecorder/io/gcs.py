@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import threading
 from typing import BinaryIO, Iterator, Optional
@@ -144,9 +145,38 @@ def _blob(url: str) -> gcs_storage.Blob:
     return client().bucket(bucket).blob(name)
 
 
-def read_bytes(url: str) -> bytes:
-    with os_errors(url):
-        return _blob(url).download_as_bytes(retry=RETRY)
+class _Enough(Exception):
+    """Raised by _Prefix once it holds its limit: stops the download (not an error of the read)."""
+
+
+class _Prefix(io.BytesIO):
+    """A download's destination that keeps its first `limit` bytes and then stops the download."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def write(self, data) -> int:
+        room = self.limit - self.tell()
+        if len(data) < room:
+            return super().write(data)
+        super().write(bytes(data[:room]))
+        raise _Enough
+
+
+def read_bytes(url: str, limit: Optional[int] = None) -> bytes:
+    """The object's bytes; with `limit`, only its first `limit` bytes when it is larger (the rest is not
+    downloaded: the one GET is cut off, no request is added)."""
+    if limit is None:
+        with os_errors(url):
+            return _blob(url).download_as_bytes(retry=RETRY)
+    prefix = _Prefix(limit)
+    try:
+        with os_errors(url):
+            _blob(url).download_to_file(prefix, retry=RETRY)
+    except _Enough:
+        pass
+    return prefix.getvalue()
 
 
 def read_range(url: str, start: int, length: int) -> bytes:

@@ -1,28 +1,39 @@
 """Image probing: format, size and channels from the header, plus a cheap integrity check.
 
 Conversion keeps each image's original bytes, so a full decode is not needed to build the Example.
-JPEG and PNG headers (nearly every dataset) are parsed straight from the bytes; anything else, or any
-header the byte parser is unsure about, is read by Pillow (no pixel decode). Both map the header to
-the channel count that `tf.io.decode_image` returns. Cheap structural walks (JPEG markers, PNG chunk
-CRCs; see image_checks) catch truncated and damaged files: that is `validate="header"`. The default,
-`validate="decode"`, decodes every image with TensorFlow itself instead (tfrecorder.io.decode_check),
-which also catches damage inside JPEG entropy-coded data.
+Every header is read straight from the bytes the way TensorFlow's decoders read it
+(tfrecorder.io.image_headers), and `checked_header` refuses an image declaring more than
+`max_image_pixels` before any decoder sees it, in both validation modes. JPEG, PNG and GIF headers also
+give the channel count `tf.io.decode_image` returns; for BMP and WebP (and a JPEG whose header leaves it
+open) Pillow reads it from the header, without decoding pixels. Cheap structural walks (JPEG markers,
+PNG chunk CRCs; see image_checks) catch truncated and damaged files: that is `validate="header"`. The
+default, `validate="decode"`, decodes every image with TensorFlow itself instead
+(tfrecorder.io.decode_check), which also catches damage inside JPEG entropy-coded data.
+
+Pillow opens images here through its format plugins (`open_with_pillow`), not `Image.open`, whose
+decompression-bomb check reads the caller's global `Image.MAX_IMAGE_PIXELS` and warns on stderr: this
+package bounds the size itself, the same way whatever the caller set there.
 """
 from __future__ import annotations
 
 import dataclasses
 import io
 import struct
-import warnings
-from typing import Optional
+from typing import Optional, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
 from tfrecorder.errors import InvalidImage  # defined in errors; importable from here as before
 from tfrecorder.io.image_checks import JPEG_EOI_MISSING, jpeg_structure_error, png_structure_error
+from tfrecorder.io.image_headers import (DEFAULT_MAX_IMAGE_PIXELS, Header, read_header, tensorflow_format,
+                                         too_large_reason)
 
-# Largest image we accept (pixels); a header declaring more is treated as a decompression bomb.
-MAX_PIXELS = 178_956_970  # Pillow's own default limit
+DEFAULT_MAX_IMAGE_BYTES = 512 * 1024 * 1024
+"""The largest image file read (512 MiB): far above any JPEG, PNG or WebP within the pixel limit, well under
+the 2 GiB a protobuf message (one Example) can hold, and a bound on the memory one fetched image takes."""
+
+ANIMATED_WEBP = ("unsupported image format: animated WebP (TensorFlow's WebP decoder corrupts its process's "
+                 "memory on animations, so a training job reading it would crash)")
 
 PIL_FORMATS = {"JPEG": "jpeg", "MPO": "jpeg", "PNG": "png", "GIF": "gif", "BMP": "bmp", "WEBP": "webp"}
 """Pillow's format name → the image format name this package records (an MPO is a JPEG to TensorFlow)."""
@@ -61,10 +72,31 @@ def decoded_channels(fmt: str, image: Image.Image) -> int:
     return 4 if mode in ("RGBA", "La") else 3
 
 
+def open_with_pillow(data: bytes, formats: Optional[Sequence[str]] = None) -> Image.Image:
+    """`Image.open(io.BytesIO(data), formats=formats)` without its decompression-bomb check (callers
+    bounded the size first, see `checked_header`): Pillow's plugins read the header, in Image.open's
+    order; UnidentifiedImageError when none accepts the bytes."""
+    if formats is None or any(name not in Image.OPEN for name in formats):
+        Image.init()  # registers every plugin, once per process (Image.open does the same)
+    prefix = data[:16]
+    for name in formats or Image.ID:
+        if name not in Image.OPEN:  # a plugin this Pillow does not have
+            continue
+        factory, accept = Image.OPEN[name]
+        verdict = accept(prefix) if accept else True
+        if not verdict or isinstance(verdict, str):  # a string is Pillow's "not quite" (Image.open warns it)
+            continue
+        try:
+            return factory(io.BytesIO(data), "")
+        except (SyntaxError, IndexError, TypeError, struct.error):  # what Image.open takes for "not this format"
+            continue
+    raise UnidentifiedImageError("cannot identify image file")
+
+
 def _jpeg_decodes(data: bytes) -> bool:
     """libjpeg's 1/8-scale decode: reads every coded block, skips most of the pixel work."""
     try:
-        with Image.open(io.BytesIO(data), formats=("JPEG",)) as image:
+        with open_with_pillow(data, ("JPEG",)) as image:
             image.draft(image.mode, (max(1, image.width // 8), max(1, image.height // 8)))
             image.load()
         return True
@@ -92,6 +124,7 @@ def _check_complete(fmt: str, data: bytes) -> None:
 
 
 _SIGNATURES = {b"\xff\xd8": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG", b"GIF8": "GIF", b"BM": "BMP"}
+_FORMAT_NAMES = {"jpeg": "JPEG", "png": "PNG", "gif": "GIF", "bmp": "BMP", "webp": "WebP"}
 
 
 def _unidentified_reason(data: bytes) -> str:
@@ -103,133 +136,74 @@ def _unidentified_reason(data: bytes) -> str:
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return "corrupt image: WebP signature but the header cannot be parsed"
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with open_with_pillow(data) as image:
             return f"unsupported image format: {image.format} (TensorFlow decodes JPEG, PNG, GIF, BMP, WebP)"
     except Exception:  # noqa: BLE001 - anything Pillow cannot open is simply not an image
         return "not an image: unrecognised file content"
 
 
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-_PNG_CHANNELS = {0: 1, 2: 3, 4: 2, 6: 4}  # colour type → channels (3 = palette: 3, or 4 with tRNS)
-_PNG_DEPTHS = {0: (1, 2, 4, 8, 16), 2: (8, 16), 3: (1, 2, 4, 8), 4: (8, 16), 6: (8, 16)}  # the valid ones
-# JPEG start-of-frame markers (baseline, progressive, lossless, arithmetic); not DHT/JPG/DAC (C4, C8, CC).
-_JPEG_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
-_JPEG_CHANNELS = {1: 1, 3: 3, 4: 3}  # components → channels (CMYK/YCCK decode to RGB in TF)
-_JPEG_STANDALONE = frozenset(range(0xD0, 0xD8)) | {0x01}  # RSTn and TEM carry no length
+def _unreadable_reason(data: bytes) -> str:
+    """Why bytes without a header TensorFlow's decoders accept are refused: the structural damage when
+    the JPEG or PNG walk names it, else what the bytes are (corrupt, another format, not an image)."""
+    fmt = tensorflow_format(data)
+    damage = jpeg_structure_error(data) if fmt == "jpeg" else png_structure_error(data) if fmt == "png" else None
+    if damage:
+        return damage
+    if fmt is None:
+        return _unidentified_reason(data)
+    return f"corrupt image: {_FORMAT_NAMES[fmt]} header declares no image TensorFlow decodes"
 
 
-def _parse_png_header(data: bytes) -> Optional[ImageInfo]:
-    if len(data) < 33 or data[8:16] != b"\x00\x00\x00\x0dIHDR":
-        return None
-    width, height, depth, colour = struct.unpack_from(">IIBB", data, 16)
-    if depth not in _PNG_DEPTHS.get(colour, ()):
-        return None
-    if colour == 3:
-        channels, pos = 3, 8
-        while pos + 8 <= len(data):  # chunks before the first IDAT: does the palette have alpha?
-            length, kind = struct.unpack_from(">I4s", data, pos)
-            if kind == b"tRNS":
-                channels = 4
-            if kind in (b"IDAT", b"IEND"):
-                break
-            pos += 12 + length
-    else:
-        channels = _PNG_CHANNELS.get(colour)
-    return ImageInfo("png", height, width, channels) if channels else None
+def checked_header(data: bytes, max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS) -> Header:
+    """The header of image bytes a decoder may be given, or InvalidImage(reason): empty, not an image
+    TensorFlow decodes, a header its decoder refuses, more than `max_pixels` pixels to allocate, an
+    animated WebP. Both validation modes ask this first: the one size guard."""
+    if not data:
+        raise InvalidImage("empty file (0 bytes)")
+    header = read_header(data)
+    if header is None:
+        raise InvalidImage(_unreadable_reason(data))
+    reason = too_large_reason(header, max_pixels)
+    if reason:
+        raise InvalidImage(reason)
+    if header.format == "webp" and header.animated:
+        raise InvalidImage(ANIMATED_WEBP)
+    return header
 
 
-def _parse_jpeg_header(data: bytes) -> Optional[ImageInfo]:
-    pos, end = 2, len(data)
-    while pos + 4 <= end:
-        if data[pos] != 0xFF:
-            return None
-        marker = data[pos + 1]
-        if marker == 0xFF:  # fill byte
-            pos += 1
-            continue
-        if marker in _JPEG_STANDALONE:
-            pos += 2
-            continue
-        if marker in (0xD8, 0xD9, 0xDA):  # SOI, EOI or start of scan before any frame header
-            return None
-        (length,) = struct.unpack_from(">H", data, pos + 2)
-        if marker in _JPEG_SOF:
-            if length < 8 or pos + 10 > end:
-                return None
-            height, width, components = struct.unpack_from(">HHB", data, pos + 5)
-            channels = _JPEG_CHANNELS.get(components)
-            return ImageInfo("jpeg", height, width, channels) if channels else None
-        if length < 2:
-            return None
-        pos += 2 + length
-    return None
-
-
-def parse_header(data: bytes) -> Optional[ImageInfo]:
-    """JPEG or PNG format, size and channels read straight from the bytes; None when unsure.
-
-    None (another format, an unusual or damaged header, a zero or oversized dimension) means: ask
-    Pillow, whose answer and error messages are authoritative.
-    """
-    if data.startswith(b"\xff\xd8\xff"):
-        info = _parse_jpeg_header(data)
-    elif data.startswith(_PNG_SIGNATURE):
-        info = _parse_png_header(data)
-    else:
-        return None
-    if info is None or info.width <= 0 or info.height <= 0 or info.width * info.height > Image.MAX_IMAGE_PIXELS:
-        return None
-    return info
-
-
-def probe_image(data: bytes) -> ImageInfo:
+def probe_image(data: bytes, max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS) -> ImageInfo:
     """Identify `data` as an image and return its `ImageInfo`, or raise `InvalidImage(reason)`.
 
     The cheap checks of `validate="header"`; `validate="decode"` asks TensorFlow (see decode_check).
     """
-    if not data:
-        raise InvalidImage("empty file (0 bytes)")
-    info = parse_header(data)
-    if info is not None:
-        _check_complete(info.format, data)
-        return info
-    return probe_with_pillow(data)
+    header = checked_header(data, max_pixels)
+    channels = header.channels if header.channels is not None else _pillow_channels(data, header.format)
+    _check_complete(header.format, data)
+    return ImageInfo(header.format, header.height, header.width, channels)
 
 
-def probe_with_pillow(data: bytes) -> ImageInfo:
-    """`probe_image` without the byte-level header parser: Pillow reads the header."""
+def _pillow_channels(data: bytes, fmt: str) -> int:
+    """The channels TensorFlow decodes `data` to, from the mode Pillow reads in the header (no pixels)."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data), formats=_PIL_OPEN_FORMATS) as image:
-                fmt = PIL_FORMATS[image.format]
-                width, height = image.size
-                if width <= 0 or height <= 0:
-                    raise InvalidImage(f"invalid image size {width}x{height}")
-                if width * height > MAX_PIXELS:
-                    raise InvalidImage(f"image too large: {width}x{height} pixels exceeds {MAX_PIXELS}")
-                _check_complete(fmt, data)
-                channels = decoded_channels(fmt, image)
-    except InvalidImage:
-        raise
-    except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        if isinstance(exc, UnidentifiedImageError):
-            raise InvalidImage(_unidentified_reason(data)) from None
-        raise InvalidImage(f"image too large: {exc}") from None
+        with open_with_pillow(data, _PIL_OPEN_FORMATS) as image:
+            return decoded_channels(fmt, image)
+    except UnidentifiedImageError:
+        raise InvalidImage(_unidentified_reason(data)) from None
     except (OSError, SyntaxError, ValueError, struct.error, EOFError) as exc:
         kind = "truncated image" if "truncat" in str(exc).lower() else "corrupt image"
         raise InvalidImage(f"{kind}: {exc}") from None
-    return ImageInfo(fmt, height, width, channels)
 
 
-def resize_image(data: bytes, info: ImageInfo, size: tuple[int, int]) -> tuple[bytes, ImageInfo]:
+def resize_image(data: bytes, info: ImageInfo, size: tuple[int, int],
+                 max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS) -> tuple[bytes, ImageInfo]:
     """Resize to (height, width) and re-encode (PNG stays PNG to keep alpha, others become JPEG).
 
-    Pillow does the resize; a damaged file TensorFlow decodes but Pillow cannot is InvalidImage.
+    Pillow does the resize; a damaged file TensorFlow decodes but Pillow cannot is InvalidImage. `data`
+    passed `checked_header` (its decode is bounded); `max_pixels` is the limit the result is probed with.
     """
     height, width = size
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with open_with_pillow(data, _PIL_OPEN_FORMATS) as image:
             image.load()
             if info.format == "gif":
                 image = image.convert("RGB")
@@ -239,7 +213,9 @@ def resize_image(data: bytes, info: ImageInfo, size: tuple[int, int]) -> tuple[b
             resized = image.resize((width, height), Image.Resampling.BILINEAR)
             out = io.BytesIO()
             resized.save(out, format="PNG" if keep_png else "JPEG", quality=95)
+    except Image.DecompressionBombError as exc:  # Pillow's GIF frames check its global limit themselves
+        raise InvalidImage(f"image too large: {exc}") from None
     except (OSError, SyntaxError, ValueError, EOFError) as exc:
         raise InvalidImage(f"corrupt image: cannot be resized ({exc})") from None
     encoded = out.getvalue()
-    return encoded, probe_image(encoded)
+    return encoded, probe_image(encoded, max_pixels)

@@ -6,21 +6,54 @@ errors retried). Other schemes go through Beam's FileSystems. TensorFlow's gfile
 it cannot be pointed at an emulator.
 
 Failures are raised the same way for every kind of path: FileNotFoundError, PermissionError, OSError.
+`read_bytes` returns a whole file or fails, and reads only what cannot hang or flood a worker: locally
+regular files only (never a FIFO, a device, a socket or a file of /proc, /sys and the like), and at most
+`max_bytes` of anything. http(s) URLs are refused (UnsupportedLocation): no web server is read.
 """
 from __future__ import annotations
 
+import errno
+import functools
 import os
 import posixpath
 import shutil
 import stat
+import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO, Iterable, Union
+from typing import BinaryIO, Iterable, Optional, Union
 
 from tfrecorder.io import gcs
 
 PARALLEL_REQUESTS = 32  # concurrent copy/delete requests when publishing or cleaning up remote files
 MAX_NAME_BYTES = 255  # the longest file or directory name local file systems take (NAME_MAX)
+WEB_SCHEMES = ("http://", "https://")
+# Kernel interface file systems: their files say they are regular, but /proc/self/mem fails with EIO,
+# /proc/kcore claims 128 TB and tracefs's trace_pipe blocks its reader until events arrive.
+KERNEL_FILE_SYSTEMS = frozenset({"proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
+                                 "configfs", "pstore", "bpf", "efivarfs", "fusectl", "binfmt_misc", "mqueue"})
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)  # O_NONBLOCK: a FIFO cannot block the open
+_READ_STEP = 1 << 30  # bytes asked of one os.read (Linux returns at most ~2 GiB per call)
+_GROWTH_STEP = 1 << 16  # bytes asked past the size fstat gave: finds the end, or the rest of a growing file
+
+
+class UnsupportedLocation(ValueError):
+    """A URL no storage here reads: http(s), or a scheme none of Beam's installed file systems handles."""
+
+
+class NotRegularFile(OSError):
+    """A local path naming something other than a regular file (`strerror` says what): never read."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(errno.EINVAL, kind, path)
+
+
+class FileTooLarge(OSError):
+    """A file or object larger than the caller's cap (`strerror` says how large): not read past the cap."""
+
+    def __init__(self, path: str, max_bytes: int, size: Optional[int] = None) -> None:
+        held = f"{size:,} bytes, more than {max_bytes:,}" if size is not None else f"more than {max_bytes:,} bytes"
+        super().__init__(errno.EFBIG, held, path)
 
 
 def is_remote(path: str) -> bool:
@@ -52,11 +85,25 @@ def _filesystems():
     return FileSystems
 
 
+def _check_location(path: str) -> None:
+    """UnsupportedLocation unless a storage here reads `path` (local, gs://, Beam's other file systems)."""
+    if not is_remote(path) or gcs.is_gcs(path):
+        return
+    if path.lower().startswith(WEB_SCHEMES):
+        raise UnsupportedLocation("http(s) URLs are not read; copy the images to local storage or gs://")
+    try:
+        _filesystems().get_filesystem(path)
+    except ValueError:  # Beam's text sends users to install apache-beam[gcp], whatever the scheme
+        scheme = path.split("://", 1)[0]
+        raise UnsupportedLocation(f"no installed file system reads {scheme}:// URLs; use local paths or gs://") from None
+
+
 def open_read(path: str) -> BinaryIO:
     """A binary, seekable reader (wrap it in gzip.GzipFile for .gz files)."""
     if gcs.is_gcs(path):
         return gcs.open_read(path)
     if is_remote(path):
+        _check_location(path)
         return _filesystems().open(path)
     return open(path, "rb")
 
@@ -70,33 +117,93 @@ def open_write(path: str) -> BinaryIO:
     return open(path, "wb")
 
 
-def read_bytes(path: str) -> bytes:
+def read_bytes(path: str, max_bytes: Optional[int] = None) -> bytes:
+    """Every byte of a file or object, or an error (never part of it without one).
+
+    `max_bytes`: FileTooLarge instead of anything larger (a gs:// object is not downloaded past it).
+    Locally only regular files are read: NotRegularFile for a FIFO, device, socket or a file of a kernel
+    file system such as /proc, which is never opened; IsADirectoryError for a directory.
+    """
     if gcs.is_gcs(path):
-        return gcs.read_bytes(path)
-    if is_remote(path):
+        data = gcs.read_bytes(path, None if max_bytes is None else max_bytes + 1)
+    elif is_remote(path):
         with open_read(path) as stream:
-            return stream.read()
-    return _read_local(path)
+            data = stream.read() if max_bytes is None else stream.read(max_bytes + 1)
+    else:
+        return _read_local(path, max_bytes)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise FileTooLarge(path, max_bytes)
+    return data
 
 
-def _read_local(path: str) -> bytes:
-    """A local file's bytes. A regular file takes one open, fstat and read: Python's buffered reader
-    adds ~6 µs of CPU per 80 KB image (a conversion reads every image once). Same errors as open()."""
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+def _read_local(path: str, max_bytes: Optional[int]) -> bytes:
+    """A local regular file's bytes: stat first, so that a FIFO or a device is never opened; the open is
+    non-blocking and its fstat checked again (a FIFO put in the file's place meanwhile cannot block it);
+    os.read without Python's buffered reader (~6 µs less CPU per 80 KB image). Same errors as open()."""
+    _check_regular(os.stat(path), path)
+    descriptor = os.open(path, _OPEN_FLAGS)
     try:
         status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode):  # a directory (IsADirectoryError on read), a pipe, a device
-            with os.fdopen(os.dup(descriptor), "rb") as stream:
-                return stream.read()
-        data = os.read(descriptor, status.st_size + 1)
-        if len(data) <= status.st_size:  # a regular file's short read is its end
-            return data
-        chunks = [data]  # it grew since fstat
-        while chunk := os.read(descriptor, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        _check_regular(status, path)
+        if max_bytes is not None and status.st_size > max_bytes:
+            raise FileTooLarge(path, max_bytes, status.st_size)
+        return _read_to_end(descriptor, status.st_size, path, max_bytes)
     finally:
         os.close(descriptor)
+
+
+def _read_to_end(descriptor: int, size: int, path: str, max_bytes: Optional[int]) -> bytes:
+    """Every byte to the end of the file. The first read asks one byte more than fstat's `size`: getting
+    exactly `size` bytes is the whole file (one read, the common case). Anything else — a read cut short
+    (one read stops at ~2 GiB on Linux; network file systems may return less), a file that grew since
+    fstat — reads on until a read returns nothing. FileTooLarge as soon as more than `max_bytes` arrived."""
+    limit = sys.maxsize if max_bytes is None else max_bytes + 1  # reading this much proves the file too large
+    chunk = os.read(descriptor, min(size + 1, _READ_STEP, limit))
+    if len(chunk) == size:
+        return chunk
+    chunks, total = [chunk], len(chunk)
+    while chunk:
+        if total >= limit:
+            raise FileTooLarge(path, max_bytes)
+        chunk = os.read(descriptor, min(max(size - total, _GROWTH_STEP), _READ_STEP, limit - total))
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def _check_regular(status: os.stat_result, path: str) -> None:
+    """NotRegularFile (IsADirectoryError for a directory) unless `status` is a regular file's outside the
+    kernel's file systems."""
+    mode = status.st_mode
+    if stat.S_ISREG(mode) and status.st_dev not in _kernel_file_system_devices():
+        return
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, "a kernel interface file (/proc, /sys, ...)"))
+    raise NotRegularFile(path, next((kind for test, kind in kinds if test(mode)), "not a regular file"))
+
+
+@functools.lru_cache(maxsize=1)
+def _kernel_file_system_devices() -> frozenset[int]:
+    """The st_dev of every mounted kernel interface file system (KERNEL_FILE_SYSTEMS: /proc, /sys, cgroups,
+    debugfs, tracefs, ...), read once per process from /proc/self/mounts."""
+    mount_points = {"/proc", "/sys"}
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if len(fields) >= 3 and fields[2] in KERNEL_FILE_SYSTEMS:
+                    mount_points.add(fields[1].replace("\\040", " "))
+    except OSError:
+        pass  # no /proc (not Linux): only the defaults, if they exist
+    devices = set()
+    for mount_point in mount_points:
+        try:
+            devices.add(os.stat(mount_point).st_dev)
+        except OSError:
+            continue
+    return frozenset(devices)
 
 
 def read_range(path: str, start: int, length: int) -> bytes:

@@ -9,6 +9,10 @@ expand_animations=False)` runs, and `DecodeJpeg` with ratio=8 the one `tf.io.dec
 ratio=8)` runs, with every other attribute at its default, as those Python calls leave them.
 
 ctypes releases the GIL for every foreign call, so threads decode in parallel (beam_pipelines.workers.decode_pool).
+The context is CPU-only (CPU_ONLY_CONFIG): on a machine with GPUs, a default context would initialise
+every visible GPU in the converting process and reserve most of its memory, next to a training process
+that needs it. (PythonKernels, the fallback below, runs in the Python package's own context, which is
+the caller's TensorFlow to configure.)
 A process that has imported TensorFlow already shares the same loaded libraries (same files).
 
 `PythonKernels` runs the same two ops through the Python package; `kernels()` falls back to it where the
@@ -41,6 +45,9 @@ LIBRARY_DIR: Optional[str] = None  # where the native libraries are; None: the i
 _TF_STRING = 7  # TF_DataType of a string tensor
 _TSTRING_VIEW = 3  # TF_TString type tag: a view of bytes owned by the caller (TensorFlow never frees them)
 _ERROR_LENGTH = 160
+CPU_ONLY_CONFIG = b"\x0a\x07\x0a\x03GPU\x10\x00"
+"""The decoding context's ConfigProto, `device_count {key: "GPU" value: 0}`, serialised by hand (field 1,
+a map<string, int32>, holding one entry): no GPU device is created, so none is initialised or reserved."""
 _DEALLOCATOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 _KEEP = _DEALLOCATOR(lambda data, length, argument: None)  # the tensor's memory is Python's to free
 
@@ -70,11 +77,30 @@ class NativeKernels:
             status = self._api.TF_NewStatus()
             try:
                 options = self._api.TFE_NewContextOptions()
-                self._context = self._api.TFE_NewContext(options, status)
-                self._api.TFE_DeleteContextOptions(options)
+                try:
+                    self._api.TFE_ContextOptionsSetConfig(options, CPU_ONLY_CONFIG, len(CPU_ONLY_CONFIG), status)
+                    _raise_unless_ok(self._api, status, RuntimeError)
+                    self._context = self._api.TFE_NewContext(options, status)
+                finally:
+                    self._api.TFE_DeleteContextOptions(options)
                 _raise_unless_ok(self._api, status, RuntimeError)
             finally:
                 self._api.TF_DeleteStatus(status)
+
+    def device_types(self) -> list[str]:
+        """The type of each device of the decoding context ("CPU": never a GPU, see CPU_ONLY_CONFIG)."""
+        api = self._api
+        status = api.TF_NewStatus()
+        try:
+            devices = api.TFE_ContextListDevices(self._context, status)
+            _raise_unless_ok(api, status, RuntimeError)
+            try:
+                return [api.TF_DeviceListType(devices, index, status).decode()
+                        for index in range(api.TF_DeviceListCount(devices))]
+            finally:
+                api.TF_DeleteDeviceList(devices)
+        finally:
+            api.TF_DeleteStatus(status)
 
     def decode_image(self, data: bytes) -> Shape:
         return self._run(b"DecodeImage", data, expand_animations=False)
@@ -216,8 +242,13 @@ def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
                                    _DEALLOCATOR, pointer]),
         "TF_DeleteTensor": (None, [pointer]),
         "TFE_NewContextOptions": (pointer, []),
+        "TFE_ContextOptionsSetConfig": (None, [pointer, ctypes.c_char_p, ctypes.c_size_t, pointer]),
         "TFE_DeleteContextOptions": (None, [pointer]),
         "TFE_NewContext": (pointer, [pointer, pointer]),
+        "TFE_ContextListDevices": (pointer, [pointer, pointer]),
+        "TF_DeviceListCount": (integer, [pointer]),
+        "TF_DeviceListType": (text, [pointer, integer, pointer]),
+        "TF_DeleteDeviceList": (None, [pointer]),
         "TFE_NewTensorHandle": (pointer, [pointer, pointer]),
         "TFE_DeleteTensorHandle": (None, [pointer]),
         "TFE_TensorHandleNumDims": (integer, [pointer, pointer]),

@@ -21,6 +21,7 @@ from tfrecorder.core.splits import validate_split_ratios
 COMPRESSIONS = (None, "gzip")
 DEFAULT_MAX_SHARD_BYTES = 150 * 1024 * 1024  # a shard is cut at this size (TensorFlow's guide: 100–200 MB)
 MAX_FETCH_CONCURRENCY = 128
+EXAMPLE_BYTES_LIMIT = (1 << 31) - 1  # a protobuf message, so one Example, holds less than 2 GiB
 
 
 def normalise_output_dir(output_dir: Union[str, os.PathLike]) -> str:
@@ -94,6 +95,20 @@ def check_fetch_concurrency(requested: Optional[int]) -> Optional[int]:
     return requested
 
 
+def check_image_limits(max_image_pixels: int, max_image_bytes: int,
+                       image_size: Optional[tuple[int, int]]) -> None:
+    """ValueError unless both limits are positive integers, a file's under the 2 GiB an Example can hold,
+    and a requested `image_size` (already checked) within the pixel limit."""
+    if isinstance(max_image_pixels, bool) or not isinstance(max_image_pixels, int) or max_image_pixels < 1:
+        raise ValueError(f"max_image_pixels must be a positive integer, got {max_image_pixels!r}")
+    if (isinstance(max_image_bytes, bool) or not isinstance(max_image_bytes, int)
+            or not 1 <= max_image_bytes < EXAMPLE_BYTES_LIMIT):
+        raise ValueError(f"max_image_bytes must be an integer from 1 to {EXAMPLE_BYTES_LIMIT - 1:,} (an Example "
+                         f"holds less than 2 GiB), got {max_image_bytes!r}")
+    if image_size is not None and image_size[0] * image_size[1] > max_image_pixels:
+        raise ValueError(f"image_size {image_size[0]}x{image_size[1]} is more than max_image_pixels={max_image_pixels:,}")
+
+
 @dataclasses.dataclass(frozen=True)
 class ConvertOptions:
     """convert()'s job options, each checked once (the source and the schema are checked with the table)."""
@@ -107,6 +122,8 @@ class ConvertOptions:
     validate: str
     split_ratios: tuple[float, float, float]
     fetch_concurrency: Optional[int]  # None: chosen by where the table's images live
+    max_image_pixels: int  # images declaring more are discarded before any decoder sees them
+    max_image_bytes: int  # image files larger are discarded unread
     box_units: str
     annotation_format: Optional[str]
     verbose: bool
@@ -115,12 +132,15 @@ class ConvertOptions:
     @classmethod
     def check(cls, output: OutputLocation, *, job_label: Optional[str], num_shards: int, max_shard_bytes: int,
               compression: Optional[str], image_size: Optional[Sequence[int]], validate: str,
-              split_ratios: Sequence[float], fetch_concurrency: Optional[int], box_units: str,
-              annotation_format: Optional[str], verbose: bool, progress: bool) -> "ConvertOptions":
+              split_ratios: Sequence[float], fetch_concurrency: Optional[int], max_image_pixels: int,
+              max_image_bytes: int, box_units: str, annotation_format: Optional[str], verbose: bool,
+              progress: bool) -> "ConvertOptions":
         """The checked options (ValueError naming the first bad one), the output location's write check last."""
         image_size = check_shard_options(num_shards, max_shard_bytes, compression, image_size, validate)
+        check_image_limits(max_image_pixels, max_image_bytes, image_size)
         ratios = validate_split_ratios(split_ratios)
         box_units = detection_encoder.check_box_units(box_units)
         fetch_concurrency = check_fetch_concurrency(fetch_concurrency)
         return cls(output.checked().path, job_label, num_shards, max_shard_bytes, compression, image_size,
-                   validate, ratios, fetch_concurrency, box_units, annotation_format, verbose, progress)
+                   validate, ratios, fetch_concurrency, max_image_pixels, max_image_bytes, box_units,
+                   annotation_format, verbose, progress)

@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from tfrecorder.format import file_names
 from tfrecorder.io import storage
+from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_PIXELS
 from tfrecorder.core.schema import Schema
 from tfrecorder.sources.source_protocol import RowSource
 
@@ -32,6 +33,8 @@ class JobConfig:
     validate: str  # "decode" (TensorFlow decodes every image: the default) or "header" (cheap checks)
     batch_size: int = 64  # rows per Beam element from the source on (amortises per-element overhead)
     fetch_concurrency: int = 1  # images of a batch read in parallel (raise for remote storage)
+    max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS  # larger images are discarded before any decode
+    max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES  # larger image files are discarded unread
     encode_processes: int = 1  # local jobs: forked processes that encode and write batches (1: in-process)
     progress_dir: Optional[str] = None  # local directory workers report rows done into (None: no bar)
     nullable_columns: tuple[str, ...] = ()  # input columns with a missing value somewhere (allow_missing)

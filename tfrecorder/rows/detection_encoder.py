@@ -142,12 +142,14 @@ class DetectionEncoder:
 
     def __init__(self, label_ids: Mapping[str, int], base_dir: str = "", box_units: str = "relative",
                  image_size: Optional[tuple[int, int]] = None,
-                 validate: str = decode_check.DEFAULT_VALIDATION) -> None:
+                 validate: str = decode_check.DEFAULT_VALIDATION,
+                 max_image_pixels: int = image_probe.DEFAULT_MAX_IMAGE_PIXELS) -> None:
         self.label_ids = label_ids
         self.base_dir = base_dir
         self.box_units = box_units
         self.image_size = tuple(image_size) if image_size else None
         self.validate = validate
+        self.max_image_pixels = max_image_pixels
         self.image_kinds: set = set()  # what RowEncoder collects for metadata "images"; none for detection
 
     def resolve(self, uri: str) -> str:
@@ -168,10 +170,10 @@ class DetectionEncoder:
         try:
             resolved = self.resolve(uri)
             data = read_image(resolved)
-            info = probe_read_image(resolved, data, self.validate, decoded)
+            info = probe_read_image(resolved, data, self.validate, decoded, self.max_image_pixels)
             original = (info.height, info.width)
             if self.image_size and original != self.image_size:
-                data, info = image_probe.resize_image(data, info, self.image_size)
+                data, info = image_probe.resize_image(data, info, self.image_size, self.max_image_pixels)
         except (RowError, image_probe.InvalidImage) as exc:
             return None, 0, [(row, str(exc)) for row, _box in rows]
         kept: list[Box] = []

@@ -71,12 +71,13 @@ def prepare_row(row: Mapping[str, Any], schema: Schema, split_ratios: Sequence[f
     return split
 
 
-def probe_read_image(uri: str, data: bytes, validate: str, decoded: Optional[DecodeLookup] = None) -> image_probe.ImageInfo:
+def probe_read_image(uri: str, data: bytes, validate: str, decoded: Optional[DecodeLookup] = None,
+                     max_pixels: int = image_probe.DEFAULT_MAX_IMAGE_PIXELS) -> image_probe.ImageInfo:
     """The info of image bytes read from `uri` under the validation mode; InvalidImage(reason) when it is
-    refused. In decode mode `decoded(uri, data)` gives TensorFlow's verdict when the caller decoded the
-    image already; without it the image is decoded here."""
+    refused (an image over `max_pixels` in either mode). In decode mode `decoded(uri, data)` gives
+    TensorFlow's verdict when the caller decoded the image already; without it the image is decoded here."""
     verdict = decoded(uri, data) if decoded and validate != decode_check.HEADER else None
-    return decode_check.check_image(data, validate, verdict)
+    return decode_check.check_image(data, validate, verdict, max_pixels)
 
 
 _IMAGE, _STRING_LABEL, _MULTI_LABEL, _INPUT = "image", "string label", "multi label", "input"
@@ -99,12 +100,14 @@ class RowEncoder:
         base_dir: str = "",
         image_size: Optional[tuple[int, int]] = None,
         validate: str = decode_check.DEFAULT_VALIDATION,
+        max_image_pixels: int = image_probe.DEFAULT_MAX_IMAGE_PIXELS,
     ) -> None:
         self.schema = schema
         self.label_index = {col: {label: i for i, label in enumerate(v)} for col, v in vocabularies.items()}
         self.base_dir = base_dir
         self.image_size = tuple(image_size) if image_size else None
         self.validate = validate
+        self.max_image_pixels = max_image_pixels
         self.image_kinds: set[tuple[str, str, int]] = set()  # (feature prefix, format, channels) written
         self._image_columns = schema.image_columns
         self._plan = [(column, _KINDS.get(role, _INPUT), role) for column, role in schema.items()
@@ -119,9 +122,9 @@ class RowEncoder:
         resolved = resolve_uri(uri, self.base_dir)
         data = read_image(resolved)
         try:
-            info = probe_read_image(resolved, data, self.validate, decoded)
+            info = probe_read_image(resolved, data, self.validate, decoded, self.max_image_pixels)
             if self.image_size and (info.height, info.width) != self.image_size:
-                data, info = image_probe.resize_image(data, info, self.image_size)
+                data, info = image_probe.resize_image(data, info, self.image_size, self.max_image_pixels)
         except image_probe.InvalidImage as exc:
             raise RowError(str(exc)) from None
         prefix = image_feature_prefix(column)

@@ -97,7 +97,7 @@ def test_a_logger_created_during_the_call_is_reset_to_the_defaults():
 def failing_conversion(table, output_dir, monkeypatch, **options):
     from beam_pipelines.steps import encode_rows
 
-    def broken_read(uri):
+    def broken_read(uri, max_bytes=None):
         raise RuntimeError("injected failure")
 
     monkeypatch.setattr(encode_rows, "read_image", broken_read)

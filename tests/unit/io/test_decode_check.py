@@ -17,7 +17,8 @@ import tfrecorder
 from support.mutations import random_mutation, tf_decodes
 from support.readers import read_job
 from tfrecorder.io import decode_check
-from tfrecorder.io.image_probe import MAX_PIXELS, ImageInfo, parse_header
+from tfrecorder.io.image_headers import DEFAULT_MAX_IMAGE_PIXELS, read_header
+from tfrecorder.io.image_probe import ImageInfo, InvalidImage, probe_image
 from tfrecorder.sample_data import encode_image, photo_array
 
 PHOTO = Image.fromarray(photo_array(40, 56, 5))
@@ -79,9 +80,9 @@ def test_verdict_is_tensorflows_on_mutated_files_of_every_format(tf):
     files = mutated_files(seed=13, per_source=50)  # 400 files
     accepted = refused = 0
     for name, data in files:
-        declared = decode_check.declared_pixels(data, parse_header(data))
+        header = read_header(data)
         verdict = decode_check.decode(data)
-        if declared is not None and declared > MAX_PIXELS:  # a bomb: refused before any decode
+        if header is not None and header.pixels > DEFAULT_MAX_IMAGE_PIXELS:  # a bomb: refused before any decode
             assert verdict.startswith("image too large"), (name, verdict)
             continue
         expected = oracle(tf, data)
@@ -93,6 +94,23 @@ def test_verdict_is_tensorflows_on_mutated_files_of_every_format(tf):
             assert (verdict.height, verdict.width, verdict.channels) == expected, name
             accepted += 1
     assert accepted > 40 and refused > 40  # the fuzz exercises both sides
+
+
+def test_both_modes_record_the_same_image_for_every_file_both_accept():
+    """Header mode reads sizes as TensorFlow's decoders do: wherever both modes accept a mutated file, they
+    record the same format, size and channels (they differ only on which files to accept: header mode
+    lets through damage only a decode finds, see test_image_checks.py)."""
+    accepted_by_both = 0
+    for name, data in mutated_files(seed=13, per_source=50):
+        verdict = decode_check.decode(data)
+        try:
+            probed = probe_image(data)
+        except InvalidImage:
+            continue
+        if isinstance(verdict, ImageInfo):
+            assert probed == verdict, name
+            accepted_by_both += 1
+    assert accepted_by_both > 100
 
 
 def test_ratio_8_jpeg_decode_refuses_exactly_what_the_full_decode_refuses(tf):
@@ -123,7 +141,8 @@ def test_default_convert_writes_exactly_the_images_tensorflow_decodes(tf, tmp_pa
     assert written_uris == {uri for uri, ok in decodable.items() if ok}
     discarded = pd.read_csv(f"{result['tfrecord_dir']}/discarded.csv")
     assert set(discarded["image_uri"]) == {uri for uri, ok in decodable.items() if not ok}
-    assert discarded["reason"].str.match(r"(corrupt|truncated) image: |not an image|unsupported image format").all()
+    reasons = r"(corrupt|truncated) image: |not an image|unsupported image format|image too large: "
+    assert discarded["reason"].str.match(reasons).all()
     assert result["rows_in"] == len(rows) == len(written) + result["discarded"]
 
 

@@ -33,13 +33,44 @@ def test_local_reads_return_every_byte(tmp_path, size):
     assert storage.read_bytes(str(tmp_path / "f.bin")) == data
 
 
-def test_local_reads_of_proc_files_and_failures_are_opens(tmp_path):
-    status = storage.read_bytes("/proc/self/status")  # a regular file whose size says 0
-    assert status.startswith(b"Name:") and status.endswith(b"\n")
+def test_local_reads_refuse_kernel_files_and_fail_as_opens(tmp_path):
+    for kernel_file in ("/proc/self/status", "/proc/self/mem"):  # "regular files" of size 0 (mem: EIO if read)
+        with pytest.raises(storage.NotRegularFile, match="a kernel interface file"):
+            storage.read_bytes(kernel_file)
+    with pytest.raises(storage.NotRegularFile, match="a character device"):
+        storage.read_bytes("/dev/zero")
     with pytest.raises(FileNotFoundError):
         storage.read_bytes(str(tmp_path / "missing.jpg"))
     with pytest.raises(IsADirectoryError):
         storage.read_bytes(str(tmp_path))
+
+
+@pytest.mark.parametrize("size", [0, 1, 80_000])
+def test_local_reads_stop_at_the_cap_and_give_everything_below_it(tmp_path, size):
+    path = tmp_path / "f.bin"
+    data = os.urandom(size)
+    path.write_bytes(data)
+    assert storage.read_bytes(str(path), max_bytes=size) == data
+    if size:
+        with pytest.raises(storage.FileTooLarge, match=f"{size:,} bytes, more than {size - 1:,}"):
+            storage.read_bytes(str(path), max_bytes=size - 1)
+
+
+def test_a_sparse_file_over_the_cap_is_refused_by_its_size_unread(tmp_path):
+    """2.6 GB (more than one read returns on Linux, ~2 GiB): refused from fstat's size, not read."""
+    path = tmp_path / "huge.jpg"
+    with open(path, "wb") as stream:
+        stream.truncate(2_600_000_000)
+    with pytest.raises(storage.FileTooLarge, match="2,600,000,000 bytes, more than 536,870,912"):
+        storage.read_bytes(str(path), max_bytes=512 << 20)
+
+
+def test_urls_no_storage_reads_are_refused_by_name():
+    with pytest.raises(storage.UnsupportedLocation, match=r"^http\(s\) URLs are not read"):
+        storage.read_bytes("https://example.com/a.jpg")
+    with pytest.raises(storage.UnsupportedLocation, match="^no installed file system reads ftp:// URLs") as raised:
+        storage.read_bytes("ftp://example.com/a.jpg")
+    assert "apache-beam[gcp]" not in str(raised.value)
 
 
 def test_remote_paths_join_with_slashes():

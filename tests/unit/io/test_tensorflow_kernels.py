@@ -150,3 +150,13 @@ def test_a_fresh_detection_job_never_imports_tensorflow_either(tmp_path):
     here = tfrecorder.convert(str(folder / "boxes.csv"), str(tmp_path / "here"), progress=False)
     assert _discards(fresh["dir"]) == _discards(here["tfrecord_dir"])
     assert [uri for uri, _reason in _discards(fresh["dir"])] == [name]
+
+
+def test_the_decoding_context_creates_cpu_devices_only(tf):
+    """On a machine with GPUs a default context would initialise every visible GPU and reserve most of its
+    memory next to the training process; the decoding context's config creates no GPU device."""
+    assert tf.compat.v1.ConfigProto.FromString(tensorflow_kernels.CPU_ONLY_CONFIG).device_count == {"GPU": 0}
+    kernels = tensorflow_kernels.kernels()
+    assert isinstance(kernels, tensorflow_kernels.NativeKernels)
+    devices = kernels.device_types()
+    assert devices and set(devices) == {"CPU"}

@@ -10,8 +10,8 @@ import pytest
 from tfrecorder.options.conversion_options import ConvertOptions, OutputLocation, check_fetch_concurrency, normalise_output_dir
 
 GOOD = dict(job_label=None, num_shards=0, max_shard_bytes=1 << 20, compression=None, image_size=[32, 48],
-            validate="header", split_ratios=(0.8, 0.1, 0.1), fetch_concurrency=None, box_units="relative",
-            annotation_format=None, verbose=False, progress=False)
+            validate="header", split_ratios=(0.8, 0.1, 0.1), fetch_concurrency=None, max_image_pixels=10_000,
+            max_image_bytes=1 << 20, box_units="relative", annotation_format=None, verbose=False, progress=False)
 
 
 def test_output_dir_is_normalised_once_to_one_form(tmp_path, monkeypatch):
@@ -36,6 +36,12 @@ def test_checked_options_are_one_frozen_value(tmp_path):
     ({"split_ratios": (0.5, 0.1)}, "split"),
     ({"box_units": "inches"}, "box_units must be"),
     ({"fetch_concurrency": True}, "fetch_concurrency must be"),
+    ({"max_image_pixels": 0}, "max_image_pixels must be a positive integer"),
+    ({"max_image_pixels": 1.5e8}, "max_image_pixels must be a positive integer"),
+    ({"max_image_pixels": True}, "max_image_pixels must be a positive integer"),
+    ({"max_image_bytes": 0}, "max_image_bytes must be an integer from 1 to 2,147,483,646"),
+    ({"max_image_bytes": 1 << 31}, "max_image_bytes must be an integer from 1"),
+    ({"max_image_pixels": 1000}, "image_size 32x48 is more than max_image_pixels=1,000"),
 ])
 def test_a_bad_option_is_one_value_error_before_the_output_is_touched(tmp_path, change, message):
     target = tmp_path / "never-created"

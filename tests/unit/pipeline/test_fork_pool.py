@@ -269,7 +269,7 @@ def test_a_storage_failure_in_a_child_fails_the_job_as_it_does_in_process(mixed_
     from beam_pipelines.steps import encode_rows
     from tfrecorder.errors import StorageReadError
 
-    def outage(uri):
+    def outage(uri, max_bytes=None):
         raise StorageReadError(5, f"could not read {uri}: outage")
 
     with monkeypatch.context() as patched:

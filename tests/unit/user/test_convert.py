@@ -169,7 +169,7 @@ def test_injected_failure_leaves_no_finished_looking_directory(tmp_path, image_t
     calls = {"n": 0}
     real_read = encode_rows.read_image
 
-    def failing_read(uri):
+    def failing_read(uri, max_bytes=None):
         calls["n"] += 1
         if calls["n"] == 3:
             raise RuntimeError("injected storage outage")
