@@ -17,6 +17,7 @@ anything else (string, binary, date, decimal, struct, ...) → StringInput.
 """
 from __future__ import annotations
 
+import collections
 import datetime as dt
 from typing import Iterable, Iterator, Mapping, Optional
 
@@ -234,7 +235,7 @@ def infer_arrow_schema(arrow_schema, sample: Optional[pd.DataFrame] = None) -> S
 def check_column_names(columns: Iterable[object]) -> list[str]:
     """Table-level check: column names must be unique strings; returns them as str."""
     names = [str(c) for c in columns]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+    duplicates = sorted(name for name, count in collections.Counter(names).items() if count > 1)  # linear: wide tables
     if duplicates:
         raise ValueError(f"duplicate column name(s) {duplicates}: every column must have a unique name")
     return names

@@ -1,19 +1,23 @@
 """CSV text → Arrow record batches of text columns (empty fields as nulls), for the columnar encoder.
 
-Parses exactly as `tables.CsvRecords` does (Python's csv module, same records, same malformed lines and
-record numbering), but hands the well-formed rows over column by column: no dict per row.
-`csv_bytes_batches` parses a whole slice with Arrow's CSV reader (many times faster) when every
-record of it is well formed, and falls back to Python's csv module for slices with a blank or
-malformed line (or anything else Arrow refuses), so lines are numbered and reasoned as before.
+Parses exactly as `csv_source.CsvRecords` does (Python's csv module, same records, same malformed lines,
+invalid text and record numbering), but hands the well-formed rows over column by column: no dict per
+row. `csv_bytes_batches` parses a whole slice with Arrow's CSV reader (many times faster) when every
+record of it is well formed and valid text, and falls back to Python's csv module for slices with a
+blank or malformed line or bytes invalid in the encoding (or anything else Arrow refuses), so lines are
+numbered and reasoned as before.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import io
-from typing import Iterator, Union
+from typing import Iterable, Iterator, Optional, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from tfrecorder.sources import csv_text
 
 BATCH_ROWS = 16_384
 
@@ -26,13 +30,14 @@ def _column(values: tuple) -> pa.Array:
 class CsvBatches:
     """Data records of CSV text (no header) as batches of text columns.
 
-    Iterating yields a pa.RecordBatch per `batch_rows` well-formed rows and each malformed record as
-    (row, record index, field count), as CsvRecords does; `records` is the number of records read
-    (blank lines included).
+    Iterating yields a pa.RecordBatch per `batch_rows` well-formed rows and each other record as
+    (row, record index, problem), as CsvRecords does; `records` is the number of records read (blank
+    lines included). The text is decoded with csv_text.INVALID.
     """
 
-    def __init__(self, text: io.TextIOBase, header: list[str], batch_rows: int = BATCH_ROWS) -> None:
-        self.text, self.header, self.batch_rows, self.records = text, header, batch_rows, 0
+    def __init__(self, text: Iterable[str], header: list[str], batch_rows: int = BATCH_ROWS,
+                 encoding: str = csv_text.DEFAULT_ENCODING) -> None:
+        self.text, self.header, self.batch_rows, self.encoding, self.records = text, header, batch_rows, encoding, 0
 
     def _batch(self, rows: list[list[str]]) -> pa.RecordBatch:
         columns = list(zip(*rows))
@@ -43,7 +48,10 @@ class CsvBatches:
         for fields in csv.reader(self.text):
             index = self.records
             self.records += 1
-            if len(fields) == width:
+            invalid = csv_text.invalid_fields(fields, header, self.encoding) if fields else None
+            if invalid is not None:
+                yield csv_text.readable_row(header, fields), index, invalid
+            elif len(fields) == width:
                 rows.append(fields)
                 if len(rows) >= self.batch_rows:
                     yield self._batch(rows)
@@ -87,11 +95,22 @@ def _arrow_table(data: bytes, header: list[str]) -> pa.Table | None:
     return None if pc.any(empty).as_py() else table
 
 
-def csv_bytes_batches(data: bytes, header: list[str], batch_rows: int = BATCH_ROWS) -> CsvBatches:
+def _utf8(data: bytes, encoding: str) -> Optional[bytes]:
+    """The slice as UTF-8 for Arrow's reader, or None when it holds bytes invalid in its encoding."""
+    if codecs.lookup(encoding).name == "utf-8":
+        return data  # Arrow checks UTF-8 itself (a string column refuses invalid bytes)
+    text = csv_text.decode(data, encoding)
+    return None if csv_text.has_invalid(text) else text.encode("utf-8")
+
+
+def csv_bytes_batches(data: bytes, header: list[str], batch_rows: int = BATCH_ROWS,
+                      encoding: str = csv_text.DEFAULT_ENCODING) -> CsvBatches:
     """CsvBatches over a slice's bytes: Arrow's reader when the slice is clean, else Python's csv module."""
-    table = _arrow_table(data, header) if len(header) > 1 and data.strip() else None
+    utf8 = _utf8(data, encoding) if len(header) > 1 and data.strip() else None
+    table = _arrow_table(utf8, header) if utf8 is not None else None
     if table is None:
-        return CsvBatches(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""), header, batch_rows)
+        text = io.TextIOWrapper(io.BytesIO(data), encoding=encoding, errors=csv_text.INVALID, newline="")
+        return CsvBatches(text, header, batch_rows, encoding)
     return _ParsedBatches(table, batch_rows)
 
 

@@ -1,8 +1,6 @@
 """CSV sample reading for schema inference (pandas' dtype inference, refined for datetimes and lists)."""
 from __future__ import annotations
 
-import io
-
 from tfrecorder.core.schema import infer_schema
 from tfrecorder.sources.csv_source import read_csv_sample
 
@@ -14,7 +12,7 @@ CSV = (
 
 
 def test_csv_sample_dtypes_infer_like_a_dataframe():
-    sample = read_csv_sample(io.BytesIO(CSV.encode()))
+    sample = read_csv_sample(CSV)
     assert infer_schema(sample).to_json() == {
         "i": "IntegerInput", "gappy": "IntegerInput", "flag": "IntegerInput", "x": "FloatInput", "text": "StringInput",
         "na_text": "StringInput", "when": "DatetimeInput", "day": "DatetimeInput", "mixed_when": "StringInput",
