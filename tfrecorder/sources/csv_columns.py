@@ -97,10 +97,10 @@ def _arrow_table(data: bytes, header: list[str]) -> pa.Table | None:
 
 def _utf8(data: bytes, encoding: str) -> Optional[bytes]:
     """The slice as UTF-8 for Arrow's reader, or None when it holds bytes invalid in its encoding."""
-    if codecs.lookup(encoding).name == "utf-8":
-        return data  # Arrow checks UTF-8 itself (a string column refuses invalid bytes)
-    text = csv_text.decode(data, encoding)
-    return None if csv_text.has_invalid(text) else text.encode("utf-8")
+    text = csv_text.decode(data, encoding)  # checked here: Arrow's own check ends in an unraisable error
+    if csv_text.has_invalid(text):
+        return None
+    return data if codecs.lookup(encoding).name == "utf-8" else text.encode("utf-8")
 
 
 def csv_bytes_batches(data: bytes, header: list[str], batch_rows: int = BATCH_ROWS,
