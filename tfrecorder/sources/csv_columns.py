@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from tfrecorder.sources import csv_text
 
 BATCH_ROWS = 16_384
+BATCH_CHARS = 4 * 1024 * 1024  # a batch of a stream is cut here too: its memory stays that of a slice
 
 
 def _column(values: tuple) -> pa.Array:
@@ -30,7 +31,8 @@ def _column(values: tuple) -> pa.Array:
 class CsvBatches:
     """Data records of CSV text (no header) as batches of text columns.
 
-    Iterating yields a pa.RecordBatch per `batch_rows` well-formed rows and each other record as
+    Iterating yields a pa.RecordBatch per `batch_rows` well-formed rows (or fewer, holding BATCH_CHARS of
+    text: a whole file streamed never sits in memory) and each other record as
     (row, record index, problem), as CsvRecords does; `records` is the number of records read (blank
     lines included). The text is decoded with csv_text.INVALID.
     """
@@ -43,8 +45,8 @@ class CsvBatches:
         columns = list(zip(*rows))
         return pa.RecordBatch.from_arrays([_column(values) for values in columns], names=self.header)
 
-    def __iter__(self) -> Iterator[Union[pa.RecordBatch, tuple[dict, int, int]]]:
-        header, width, rows = self.header, len(self.header), []
+    def __iter__(self) -> Iterator[Union[pa.RecordBatch, tuple[dict, int, Union[int, str]]]]:
+        header, width, rows, chars = self.header, len(self.header), [], 0
         for fields in csv.reader(self.text):
             index = self.records
             self.records += 1
@@ -53,9 +55,10 @@ class CsvBatches:
                 yield csv_text.readable_row(header, fields), index, invalid
             elif len(fields) == width:
                 rows.append(fields)
-                if len(rows) >= self.batch_rows:
+                chars += sum(map(len, fields))
+                if len(rows) >= self.batch_rows or chars >= BATCH_CHARS:
                     yield self._batch(rows)
-                    rows = []
+                    rows, chars = [], 0
             elif fields:  # not a blank line
                 yield {name: (value if value != "" else None) for name, value in zip(header, fields)}, index, len(fields)
         if rows:

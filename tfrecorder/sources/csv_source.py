@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional, Sequen
 
 import pandas as pd
 
-from tfrecorder.core.schema import Schema
+from tfrecorder.core.schema import Schema, check_column_names
 from tfrecorder.io import storage
 from tfrecorder.sources import csv_slicing, csv_text
 from tfrecorder.sources.csv_columns import CsvBatches, csv_bytes_batches
@@ -26,6 +26,7 @@ from tfrecorder.sources.source_protocol import REASONED, RECORDS, SAMPLE_ROWS, T
 SAMPLE_BYTES = 32 * 1024 * 1024  # the most of a CSV the driver reads (header, sample, row estimate)
 HEAD_STEP_BYTES = 1024 * 1024  # the driver reads a CSV's head in growing steps until it holds the sample
 SLICE_READ_BYTES = 4 * 1024 * 1024  # one ranged read per this much of a CSV slice
+MIN_BATCH_RECORDS = 64  # fewer records per slice: read row by row (see batches_pay)
 
 _ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?$")
 
@@ -177,6 +178,14 @@ class _ByteWindow(io.RawIOBase):
         return len(data)
 
 
+def batches_pay(record_bytes: int) -> bool:
+    """Whether records of this mean size are worth reading column-wise: the columnar encoder pays a fixed
+    cost per column and batch, so a batch (a slice, or BATCH_CHARS of a stream) must hold MIN_BATCH_RECORDS
+    of them; wider records go row by row, whose cost is per value (otherwise a wide table's cost grows with
+    the square of its width)."""
+    return record_bytes * MIN_BATCH_RECORDS <= csv_slicing.RANGE_BYTES
+
+
 def _window(path: str, start: int, end: int) -> io.BufferedReader:
     return io.BufferedReader(_ByteWindow(path, start, end), buffer_size=SLICE_READ_BYTES)
 
@@ -195,6 +204,7 @@ class CsvRows:
     size: int  # the file's size in bytes
     data_start: int  # byte offset of the first data record
     encoding: str = csv_text.DEFAULT_ENCODING  # a codec name checked by conversion_options
+    record_bytes: int = 0  # mean bytes per record of the driver's sample: whether column-wise reading pays
     kind: str = "csv"
 
     def known_parts(self) -> Optional[list[csv_slicing.Slice]]:
@@ -223,7 +233,7 @@ class CsvRows:
 
     @property
     def reads_batches(self) -> bool:
-        return True
+        return batches_pay(self.record_bytes)
 
     def read_batches(self, part: csv_slicing.Slice, columns: Sequence[str], schema: Schema,
                      batch_rows: int) -> Iterator[Any]:
@@ -290,6 +300,11 @@ class CsvHead:
     sample_bytes: int  # how many bytes of the file (after data_start) those records span
     complete: bool  # the head was the whole file: `records` is exact
 
+    @property
+    def record_bytes(self) -> int:
+        """The sample's mean bytes per record (how many records a slice of the file holds)."""
+        return self.sample_bytes // max(self.records, 1)
+
     def estimate(self, size: int) -> int:
         """Rows in a file of `size` bytes, extrapolated from the sample (exact when it was the whole file)."""
         if self.complete:
@@ -321,6 +336,7 @@ def open_head(head: bytes, complete: bool, encoding: str, name: str) -> CsvHead:
     if csv_text.has_invalid("".join(header)):
         raise ValueError(f"CSV file {name}: the header row is not valid {codecs.lookup(encoding).name} text "
                          f"({csv_text.readable(','.join(header))!r}); pass the file's encoding as encoding=")
+    check_column_names(header)  # a table too wide is refused before pandas parses its sample
     if texts is not None:
         text = "".join(record for record in texts if not csv_text.has_invalid(record))
     return CsvHead(header, read_csv_sample(text), data_start, records, sample_bytes, complete)
@@ -332,4 +348,4 @@ def open_csv(path: str, encoding: str = csv_text.DEFAULT_ENCODING) -> CsvTable:
     head, complete = read_head(lambda offset, length: storage.read_range(path, offset, length), encoding)
     opened = open_head(head, complete or len(head) >= size, encoding, path)
     return CsvTable(opened.header, opened.sample, parent_dir(path), opened.estimate(size), rows_estimated=True,
-                    rows=CsvRows(path, size, opened.data_start, encoding))
+                    rows=CsvRows(path, size, opened.data_start, encoding, opened.record_bytes))

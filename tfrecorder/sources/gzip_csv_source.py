@@ -33,6 +33,7 @@ class GzipCsvRows:
 
     path: str
     encoding: str = csv_text.DEFAULT_ENCODING  # a codec name checked by conversion_options
+    record_bytes: int = 0  # mean decompressed bytes per record of the driver's sample (csv_source.batches_pay)
     kind: str = "gzip csv"
 
     def known_parts(self) -> list[int]:
@@ -52,7 +53,7 @@ class GzipCsvRows:
 
     @property
     def reads_batches(self) -> bool:
-        return True
+        return csv_source.batches_pay(self.record_bytes)
 
     def read_batches(self, part: int, columns: Sequence[str], schema: Schema, batch_rows: int) -> Iterator[Any]:
         return self._items(part, columns, batch_rows)
@@ -89,4 +90,4 @@ def open_gzip_csv(path: str, encoding: str = csv_text.DEFAULT_ENCODING) -> GzipC
     opened = csv_source.open_head(head, complete, encoding, path)
     decompressed_size = round(len(head) * storage.size(path) / max(compressed_read, 1))
     return GzipCsvTable(opened.header, opened.sample, parent_dir(path), opened.estimate(decompressed_size),
-                        rows_estimated=True, rows=GzipCsvRows(path, encoding))
+                        rows_estimated=True, rows=GzipCsvRows(path, encoding, opened.record_bytes))
