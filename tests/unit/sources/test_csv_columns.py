@@ -96,3 +96,12 @@ def test_invalid_text_is_a_discard_with_its_record_index_and_readable_values():
     assert discards == [({"id": "2", "name": "caf\\xe9"}, 1, "byte(s) 0xe9 in column 'name' are not valid utf-8")]
     latin = by_batches(csv_bytes_batches(data, ["id", "name"], 16, "latin-1"))
     assert latin == ([{"id": "1", "name": "ok"}, {"id": "2", "name": "café"}, {"id": "3", "name": "fine"}], [], 3)
+
+
+def test_batches_of_a_stream_are_cut_by_characters_too(monkeypatch):
+    from tfrecorder.sources import csv_columns
+
+    monkeypatch.setattr(csv_columns, "BATCH_CHARS", 20)
+    text = "".join(f"{i:04d},abcdef\n" for i in range(10))  # 10 characters of values per row
+    batches = [b.num_rows for b in CsvBatches(io.StringIO(text, newline=""), ["a", "b"], batch_rows=1000)]
+    assert batches == [2, 2, 2, 2, 2]

@@ -140,3 +140,16 @@ def test_encodings_without_byte_scannable_separators_are_one_part_from_the_first
     path.write_bytes(("a,b\n" + "1,x\n" * 5000).encode("latin-1"))
     scanned = source_registry.open_table(str(path), encoding="latin-1")
     assert scanned.rows.known_parts() == [csv_slicing.Slice(0, 4, 4 + 4 * 5000)]
+
+
+def test_records_too_wide_for_column_wise_batches_to_pay_are_read_row_by_row(tmp_path, monkeypatch):
+    """A slice must hold MIN_BATCH_RECORDS records for the columnar encoder's per-column cost to pay;
+    wider records go row by row (a cost per value), so a wide table's cost grows linearly with its width."""
+    from tfrecorder.sources import csv_slicing, source_registry
+
+    monkeypatch.setattr(csv_slicing, "RANGE_BYTES", 64 * 100)  # column-wise up to 100 bytes per record
+    for width, column_wise in ((10, True), (40, False)):
+        path = tmp_path / f"w{width}.csv"
+        path.write_text(",".join(f"c{i}" for i in range(width)) + "\n" + (",".join(["12"] * width) + "\n") * 30)
+        rows = source_registry.open_table(str(path)).rows
+        assert rows.record_bytes == 3 * width and rows.reads_batches is column_wise, width

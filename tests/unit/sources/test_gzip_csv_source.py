@@ -58,7 +58,8 @@ def test_rows_pickle_and_read_the_uncompressed_files_rows_and_records(files):
     plain = source_registry.open_table(files["t.csv"])
     table = source_registry.open_table(files["t.csv.gz"])
     rows = pickle.loads(pickle.dumps(table.row_source(Schema({}), "")))
-    assert rows == GzipCsvRows(files["t.csv.gz"], "utf-8") and rows.known_parts() == [0]
+    assert rows == GzipCsvRows(files["t.csv.gz"], "utf-8", plain.rows.record_bytes) and rows.known_parts() == [0]
+    assert rows.reads_batches and plain.rows.record_bytes > 0
     assert items(rows, table.columns) == items(plain.rows, plain.columns)
     expected = [item for item in plain.rows.read_batches(plain.rows.known_parts()[0], plain.columns, Schema({}), 500)
                 if isinstance(item, tuple)]
