@@ -31,7 +31,7 @@ from tfrecorder.format import job_directory
 from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format.metadata_file import JobMetadata
-from tfrecorder.rows.row_encoding import RowError
+from tfrecorder.errors import RowError
 from tfrecorder.core.schema import SPLIT_COLUMN
 
 ROWS_WRITTEN = "rows_written"

@@ -18,7 +18,8 @@ from support.dataflow_stub import DataflowStub
 
 import tfrecorder
 from beam_pipelines.launches import dataflow_job
-from tfrecorder.result import DataflowConversionResult, DataflowJobError
+from tfrecorder.errors import DataflowJobError
+from tfrecorder.result import DataflowConversionResult
 from tfrecorder.format.framing import read_records
 
 PROJECT, REGION, BUCKET = "tfrecorder-test", "europe-west4", "tfrecorder-dataflow-test"
