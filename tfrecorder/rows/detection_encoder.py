@@ -16,11 +16,9 @@ import posixpath
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from tfrecorder.core import splits
-
 from tfrecorder.core import types
 from tfrecorder.errors import InvalidImage, RowError
-from tfrecorder.io import decode_check
-from tfrecorder.io import image_probe
+from tfrecorder.io import decode_check, image_probe
 from tfrecorder.format.detection_keys import (CLASS_LABEL, CLASS_TEXT, ENCODED, FILENAME, FORMAT, HEIGHT, SOURCE_ID, URI,
                                               WIDTH, XMAX, XMIN, YMAX, YMIN, source_id)
 from tfrecorder.format.example_encoder import Feature, encode_example

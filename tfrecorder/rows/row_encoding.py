@@ -12,13 +12,11 @@ import posixpath
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from tfrecorder.core import splits
-
 from tfrecorder.core import types
 from tfrecorder.errors import InvalidImage, RowError
 from tfrecorder.format.example_encoder import Feature, example_pieces
 from tfrecorder.format.feature_spec import IMAGE_FEATURES, image_feature_prefix
-from tfrecorder.io import decode_check
-from tfrecorder.io import image_probe
+from tfrecorder.io import decode_check, image_probe
 from tfrecorder.rows.value_coercion import input_values, is_missing, multi_label_names, to_int
 from tfrecorder.core.schema import Schema
 

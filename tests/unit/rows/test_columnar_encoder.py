@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tfrecorder.rows import columnar_encoder
-
 from tfrecorder.sources import dataframe_staging
 from tfrecorder.sources.csv_columns import csv_bytes_batches
 from tfrecorder.errors import RowError
