@@ -19,8 +19,8 @@ Bad input is also every plain `ValueError` a check raises before work starts (th
 contract: "one ValueError naming the problem"); BadInputError is a ValueError so both are caught the
 same way. Row-level bad input (RowError, InvalidImage) never reaches the caller: the row goes to
 discarded.csv. CorruptDataError is deliberately *not* a ValueError: a damaged shard is not bad input.
-The classes keep their old import locations (tfrecorder.row_encoder.RowError, tfrecorder.images.
-InvalidImage, tfrecorder.tfrecord_format.CorruptRecordError, tfrecorder.result.DataflowJobError).
+Their old import locations still work (tfrecorder.row_encoder.RowError, tfrecorder.images.InvalidImage
+and tfrecorder.tfrecord_format.CorruptRecordError with a DeprecationWarning; tfrecorder.result.DataflowJobError).
 
 Beam re-raises a worker's exception carrying the original text, the names of the steps it ran in
 and a long traceback (Ctrl-C inside a step becomes a RuntimeError too: `interruption` finds the

@@ -5,7 +5,7 @@ import sys
 import time
 from typing import Any, Callable, Iterator, Mapping, Optional, Union
 
-from tfrecorder.errors import DataflowJobError  # defined in errors; importable from here as before
+from tfrecorder.errors import DataflowJobError  # raised by wait(); `tfrecorder.result.DataflowJobError` is documented (docs/cli.md)
 from tfrecorder.core.splits import SPLITS
 
 

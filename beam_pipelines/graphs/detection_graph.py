@@ -16,7 +16,6 @@ import apache_beam as beam
 from apache_beam.pvalue import AsSingleton
 
 from beam_pipelines.steps import read_rows
-
 from beam_pipelines.graphs.job_outputs import write_outputs
 from beam_pipelines.steps.count_table import VocabularyFn
 from beam_pipelines.steps.discard_files import DISCARD
@@ -26,12 +25,11 @@ from beam_pipelines.steps.fetch_images import reader_for
 from tfrecorder.format import detection_keys
 from tfrecorder.rows import detection_encoder
 from tfrecorder.core import splits
-from tfrecorder.format import file_names
-from tfrecorder.format import job_directory
+from tfrecorder.format import file_names, job_directory
 from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format.metadata_file import JobMetadata
-from tfrecorder.rows.row_encoding import RowError
+from tfrecorder.errors import RowError
 from tfrecorder.core.schema import SPLIT_COLUMN
 
 ROWS_WRITTEN = "rows_written"

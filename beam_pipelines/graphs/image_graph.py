@@ -1,13 +1,14 @@
-"""The conversion graph, shared by local (DirectRunner) and Dataflow runs.
+"""The conversion graph of image tables, shared by local (DirectRunner) and Dataflow runs; each stage is a
+module of beam_pipelines/steps/.
 
-    source parts ─► read batches of rows ─► prepare (split, label checks) ─► [Dataflow: Reshuffle] ─► encode
-         │                                                                    │   + write pieces ─► plan shards
-         │                                                                    │      ─► [Dataflow: Reshuffle] ─► assemble shards
-         └► read batches ─► table stats (rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
-    discards (each stage) ─► part file per bundle ─► merge into discarded.csv
-    everything ─► finalize (metadata.json, publish directory)
+    read (read_rows) ─► prepare (prepare_rows) ─► [Dataflow: SpreadRows] ─► encode (encode_rows: fetch,
+         │                                                                   decode, write pieces)
+         │                                                     ─► assemble (shard_planning, assemble_shards)
+         └► read ─► count (count_table: rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
+    discards (discard_files: a part file per bundle, merged into discarded.csv)
+    finalize (finalize_job: metadata.json, TFDS files, publish)
 
-The source is cut into parts (CSV byte slices, Parquet row groups) that workers read in parallel.
+The source is cut into parts (its RowSource: CSV byte slices, Parquet row groups, ...) that workers read in parallel.
 Whole-table facts come from a second read of the parts, so the encoding branch streams its rows
 straight from the reader: nothing waits for the side input holding rows back, and no collection of
 rows is materialised between steps (memory does not grow with the table). On Dataflow, batches of
@@ -24,8 +25,6 @@ from __future__ import annotations
 
 import apache_beam as beam
 from apache_beam.pvalue import AsSingleton
-
-
 
 from beam_pipelines.graphs import tabular_graph
 from beam_pipelines.graphs.job_outputs import write_outputs

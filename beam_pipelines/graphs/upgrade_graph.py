@@ -31,8 +31,7 @@ from tfrecorder.io import storage
 from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format.legacy.v2_records import upgrade_record
-from tfrecorder.rows.row_encoding import RowError
-from tfrecorder.errors import CorruptRecordError
+from tfrecorder.errors import CorruptRecordError, RowError
 from tfrecorder.format.framing import read_records
 
 READ = "read"

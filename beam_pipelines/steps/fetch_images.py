@@ -11,7 +11,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, Optional, Union
 
-from tfrecorder.rows.row_encoding import RowError
+from tfrecorder.errors import RowError
 
 Fetched = dict[str, Union[bytes, RowError]]
 

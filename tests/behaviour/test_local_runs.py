@@ -27,13 +27,19 @@ def test_a_whole_table_error_is_a_table_error_in_every_running_mode(tmp_path, op
 
 
 @pytest.mark.parametrize("options", [None, MULTI], ids=["in-process", "multi-process"])
-def test_a_storage_failure_is_a_storage_read_error_in_every_running_mode(tmp_path, image_files, options):
+def test_a_storage_failure_is_a_storage_read_error_in_every_running_mode(gcs, proxy, tmp_path, image_files, options):
+    """A storage error no retry helps (HTTP 501 from the store) fails the job the same way whether the
+    worker runs in this process or in another one, which only sends back its traceback's text."""
+    url = "gs://tfr-local-runs/a.jpg"
+    gcs.upload(url, image_files["rgb.jpg"].read_bytes())
+    proxy.fail("a.jpg", 501, times=10**6)
     source = tmp_path / "rows.csv"
-    source.write_text(f"image_uri,label\n{image_files['rgb.jpg']},a\n/proc/self/mem,b\n")  # the kernel answers EIO
+    source.write_text(f"image_uri,label\n{url},a\n")
     with pytest.raises(errors.StorageReadError) as raised:
         tfrecorder.convert(str(source), tmp_path / "out", dataflow_options=options, progress=False)
-    assert raised.value.strerror == ("could not read /proc/self/mem: Input/output error; "
+    assert raised.value.strerror == (f"could not read {url}: HTTP 501 MethodNotImplemented; "
                                      "the conversion stopped and nothing was published")
+    assert os.listdir(tmp_path / "out") == []
 
 
 def test_worker_errors_are_recognised_by_class_name_and_by_traceback_text():

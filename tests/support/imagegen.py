@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from tfrecorder.sample_data import encode_image as encode
-from tfrecorder.sample_data import photo_array
+from tfrecorder.sample_data import encode_image as encode, photo_array
 
 
 def odd_images(seed: int = 0, size: tuple[int, int] = (24, 32)) -> dict[str, tuple[bytes, str, int]]:

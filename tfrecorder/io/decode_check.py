@@ -29,7 +29,8 @@ from typing import Optional, Union
 
 from tfrecorder.io import tensorflow_kernels
 from tfrecorder.io.image_headers import DEFAULT_MAX_IMAGE_PIXELS
-from tfrecorder.io.image_probe import ImageInfo, InvalidImage, checked_header, probe_image
+from tfrecorder.errors import InvalidImage
+from tfrecorder.io.image_probe import ImageInfo, checked_header, probe_image
 
 DECODE = "decode"  # every written image decodes with TensorFlow (the default)
 HEADER = "header"  # cheap structural checks only (the fast opt-in)

@@ -23,7 +23,7 @@ from typing import Optional, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
-from tfrecorder.errors import InvalidImage  # defined in errors; importable from here as before
+from tfrecorder.errors import InvalidImage
 from tfrecorder.io.image_checks import JPEG_EOI_MISSING, jpeg_structure_error, png_structure_error
 from tfrecorder.io.image_headers import (DEFAULT_MAX_IMAGE_PIXELS, Header, read_header, tensorflow_format,
                                          too_large_reason)

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Any, KeysView, Mapping, Optional
 
-from tfrecorder.core import schema as _schema
-from tfrecorder.core import types
+from tfrecorder.core import schema as _schema, types
 
 _TFT_METHODS = ("get_input_coder", "get_pre_tft_metadata", "pre_tft_schema_map")
 

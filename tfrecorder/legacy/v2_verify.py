@@ -11,7 +11,7 @@ from __future__ import annotations
 from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.format.finished_job import JobInfo
 from tfrecorder.format.legacy.v2_records import PIXEL_MISMATCH, pixel_array
-from tfrecorder.rows.row_encoding import RowError
+from tfrecorder.errors import RowError
 from tfrecorder.reading.shard_checks import ExampleChecker, ShardReport, VerifyReport, check_shard
 
 MAX_REPORTED = 5

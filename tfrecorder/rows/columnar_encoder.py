@@ -23,7 +23,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tfrecorder.core import splits
-
 from tfrecorder.core import types
 from tfrecorder.format.column_wire import (ValueLists, binary_rows, bytes_list_entries, entry_key, example_records,
                                            map_entries, packed_numbers)

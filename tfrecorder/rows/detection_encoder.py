@@ -16,14 +16,13 @@ import posixpath
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from tfrecorder.core import splits
-
 from tfrecorder.core import types
-from tfrecorder.io import decode_check
-from tfrecorder.io import image_probe
+from tfrecorder.errors import InvalidImage, RowError
+from tfrecorder.io import decode_check, image_probe
 from tfrecorder.format.detection_keys import (CLASS_LABEL, CLASS_TEXT, ENCODED, FILENAME, FORMAT, HEIGHT, SOURCE_ID, URI,
                                               WIDTH, XMAX, XMIN, YMAX, YMIN, source_id)
 from tfrecorder.format.example_encoder import Feature, encode_example
-from tfrecorder.rows.row_encoding import DecodeLookup, ImageReader, RowError, probe_read_image, resolve_uri
+from tfrecorder.rows.row_encoding import DecodeLookup, ImageReader, probe_read_image, resolve_uri
 from tfrecorder.rows.value_coercion import is_missing
 from tfrecorder.core.schema import IMAGE_COLUMN, LABEL_COLUMN, SPLIT_COLUMN, Schema
 
@@ -174,7 +173,7 @@ class DetectionEncoder:
             original = (info.height, info.width)
             if self.image_size and original != self.image_size:
                 data, info = image_probe.resize_image(data, info, self.image_size, self.max_image_pixels)
-        except (RowError, image_probe.InvalidImage) as exc:
+        except (RowError, InvalidImage) as exc:
             return None, 0, [(row, str(exc)) for row, _box in rows]
         kept: list[Box] = []
         inside, discards = 0, []

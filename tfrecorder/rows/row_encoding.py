@@ -12,13 +12,11 @@ import posixpath
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from tfrecorder.core import splits
-
 from tfrecorder.core import types
-from tfrecorder.errors import RowError  # defined in errors; importable from here as before
+from tfrecorder.errors import InvalidImage, RowError
 from tfrecorder.format.example_encoder import Feature, example_pieces
 from tfrecorder.format.feature_spec import IMAGE_FEATURES, image_feature_prefix
-from tfrecorder.io import decode_check
-from tfrecorder.io import image_probe
+from tfrecorder.io import decode_check, image_probe
 from tfrecorder.rows.value_coercion import input_values, is_missing, multi_label_names, to_int
 from tfrecorder.core.schema import Schema
 
@@ -125,7 +123,7 @@ class RowEncoder:
             info = probe_read_image(resolved, data, self.validate, decoded, self.max_image_pixels)
             if self.image_size and (info.height, info.width) != self.image_size:
                 data, info = image_probe.resize_image(data, info, self.image_size, self.max_image_pixels)
-        except image_probe.InvalidImage as exc:
+        except InvalidImage as exc:
             raise RowError(str(exc)) from None
         prefix = image_feature_prefix(column)
         self.image_kinds.add((prefix, info.format, info.channels))

@@ -11,8 +11,8 @@ import dataclasses
 from typing import Any, Iterable, Mapping, Sequence
 
 from tfrecorder.core import types
-from tfrecorder.errors import TableError
-from tfrecorder.rows.row_encoding import RowError, prepare_row
+from tfrecorder.errors import RowError, TableError
+from tfrecorder.rows.row_encoding import prepare_row
 from tfrecorder.rows.value_coercion import multi_label_names
 from tfrecorder.core.schema import Schema
 from tfrecorder.core.splits import TRAIN

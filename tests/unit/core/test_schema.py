@@ -5,7 +5,6 @@ import pandas as pd
 import pytest
 
 from tfrecorder import Schema
-
 from tfrecorder.core import types
 from tfrecorder.core.schema import check_column_names, infer_schema
 

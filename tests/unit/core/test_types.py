@@ -4,7 +4,6 @@ from __future__ import annotations
 import pytest
 
 from tfrecorder import Schema
-
 from tfrecorder.core import types
 
 

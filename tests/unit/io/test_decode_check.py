@@ -18,7 +18,8 @@ from support.mutations import random_mutation, tf_decodes
 from support.readers import read_job
 from tfrecorder.io import decode_check
 from tfrecorder.io.image_headers import DEFAULT_MAX_IMAGE_PIXELS, read_header
-from tfrecorder.io.image_probe import ImageInfo, InvalidImage, probe_image
+from tfrecorder.errors import InvalidImage
+from tfrecorder.io.image_probe import ImageInfo, probe_image
 from tfrecorder.sample_data import encode_image, photo_array
 
 PHOTO = Image.fromarray(photo_array(40, 56, 5))

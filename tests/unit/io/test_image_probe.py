@@ -7,7 +7,8 @@ import pytest
 
 from support import imagegen
 from tfrecorder.io import image_headers
-from tfrecorder.io.image_probe import InvalidImage, decoded_channels, probe_image, resize_image
+from tfrecorder.errors import InvalidImage
+from tfrecorder.io.image_probe import decoded_channels, probe_image, resize_image
 
 ODD = imagegen.odd_images()
 BROKEN = imagegen.broken_images()

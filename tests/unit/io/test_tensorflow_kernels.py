@@ -20,6 +20,7 @@ import tfrecorder
 from support import imagegen, mutations
 from support.readers import read_job
 from tfrecorder.io import decode_check, tensorflow_kernels
+from tfrecorder.errors import InvalidImage
 from tfrecorder.io import image_probe
 
 CONVERT = """
@@ -48,7 +49,7 @@ def _only_tensorflow_rejects(count: int) -> dict[str, bytes]:
         mutated = mutations.random_mutation(rng, data)
         try:
             image_probe.probe_image(mutated)
-        except image_probe.InvalidImage:
+        except InvalidImage:
             continue
         if isinstance(decode_check.decode(mutated), str):
             found[f"mutated-{attempt}-{name}"] = mutated
@@ -59,7 +60,7 @@ def _only_tensorflow_rejects(count: int) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def mixed_table(tmp_path_factory):
-    """A CSV of sound, broken and TensorFlow-only-undecodable image_probe."""
+    """A CSV of sound, broken and TensorFlow-only-undecodable images."""
     folder = tmp_path_factory.mktemp("mixed")
     files = {name: data for name, (data, _fmt, _channels) in imagegen.odd_images().items()}
     files.update({name: data for name, (data, _reason) in imagegen.broken_images().items()})

@@ -9,15 +9,13 @@ import pytest
 from beam_pipelines.steps.assemble_shards import AssembleShard
 from beam_pipelines.steps.piece_files import PieceWriter
 from beam_pipelines.steps.shard_planning import plan_shards
-from tfrecorder.core.schema import Schema
 from tfrecorder.format.framing import read_records
 from tfrecorder.options.job_config import JobConfig
+from support.job_configs import job_config
 
 
 def _config(temp_dir: str, compression=None) -> JobConfig:
-    return JobConfig(source=None, schema=Schema({}), columns=(), base_dir="", final_dir="", temp_dir=temp_dir,
-                     job_name="", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=2,
-                     max_shard_bytes=1 << 20, compression=compression, image_size=None, validate="header")
+    return job_config(temp_dir=temp_dir, num_shards=2, compression=compression)
 
 
 @pytest.mark.parametrize("compression", [None, "gzip"])

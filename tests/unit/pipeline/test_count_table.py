@@ -5,16 +5,14 @@ import pytest
 
 from beam_pipelines.steps.count_table import VocabularyFn, checked_stats, merge_stats
 from tfrecorder.core.progress_bar import total_reported
-from tfrecorder.core.schema import Schema
 from tfrecorder.errors import TableError
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.table_stats import TableStats
+from support.job_configs import job_config
 
 
 def _config(progress_dir=None) -> JobConfig:
-    return JobConfig(source=None, schema=Schema({}), columns=(), base_dir="", final_dir="", temp_dir="", job_name="",
-                     runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20,
-                     compression=None, image_size=None, validate="header", progress_dir=progress_dir)
+    return job_config(progress_dir=progress_dir)
 
 
 def test_vocabulary_merges_batches_into_sorted_distinct_labels():

@@ -18,7 +18,8 @@ from support.dataflow_stub import DataflowStub
 
 import tfrecorder
 from beam_pipelines.launches import dataflow_job
-from tfrecorder.result import DataflowConversionResult, DataflowJobError
+from tfrecorder.errors import DataflowJobError
+from tfrecorder.result import DataflowConversionResult
 from tfrecorder.format.framing import read_records
 
 PROJECT, REGION, BUCKET = "tfrecorder-test", "europe-west4", "tfrecorder-dataflow-test"
@@ -339,7 +340,7 @@ def test_cli_submits_a_gcs_csv_and_waits(emulator, image_rows, service):
     options = job.request["environment"]["sdkPipelineOptions"]["options"]
     assert options["max_num_workers"] == 3 and job.request["labels"] == {"team": "ml"}
     assert "console.cloud.google.com/dataflow/jobs/" in done.stdout and "Dataflow job DONE" in done.stderr
-    assert f"written: TRAIN=" in done.stdout and "discarded: 1" in done.stdout
+    assert "written: TRAIN=" in done.stdout and "discarded: 1" in done.stdout
 
 
 def test_cli_refuses_dataflow_without_project(emulator):

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from beam_pipelines.steps.fetch_images import Fetcher, reader_for
-from tfrecorder.rows.row_encoding import RowError
+from tfrecorder.errors import RowError
 
 
 class SlowReads:

@@ -7,27 +7,22 @@ import os
 from beam_pipelines.steps.finalize_job import finalize_job, finalize_with_stats
 from beam_pipelines.steps.piece_files import PieceWriter, assemble_shard
 from beam_pipelines.steps.shard_planning import plan_shards
-from tfrecorder.core.schema import Schema
-from tfrecorder.format import job_directory
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.table_stats import TableStats
+from support.job_configs import reserved_job
 
 
 def _job(tmp_path) -> tuple[JobConfig, list, list]:
     """A job's temporary directory as the assemble stage leaves it: pieces, shards, scratch."""
-    final_dir, temp_dir = job_directory.reserve_job_dir(str(tmp_path / "out"), "fin")
-    config = JobConfig(source=None, schema=Schema({"split": "SplitKey", "n": "IntegerInput", "label": "StringLabel"}),
-                       columns=("split", "n", "label"), base_dir="", final_dir=final_dir, temp_dir=temp_dir,
-                       job_name=os.path.basename(final_dir), runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1),
-                       num_shards=1, max_shard_bytes=1 << 20, compression=None, image_size=None, validate="header")
+    config = reserved_job(str(tmp_path / "out"), "fin", num_shards=1)
     pieces = []
     for split, count, unknown in (("TRAIN", 3, 0), ("TEST", 2, 1)):
         writer = PieceWriter(config.pieces_dir, split)
         for i in range(count):
             writer.write(f"{split} {i}".encode(), unknown_labels=unknown if i == 0 else 0)
         pieces.append(writer.close())
-    shards = [assemble_shard(plan, temp_dir, None) for plan in plan_shards(pieces, 1, 1 << 20)]
+    shards = [assemble_shard(plan, config.temp_dir, None) for plan in plan_shards(pieces, 1, 1 << 20)]
     for scratch in (config.work_dir, config.discards_dir):
         os.makedirs(scratch, exist_ok=True)
         open(os.path.join(scratch, "left"), "w").close()

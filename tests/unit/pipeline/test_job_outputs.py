@@ -10,19 +10,15 @@ from apache_beam.testing.util import assert_that, equal_to
 from beam_pipelines.graphs.job_outputs import write_outputs
 from beam_pipelines.steps.finalize_job import finalize_job
 from beam_pipelines.steps.piece_files import PieceWriter
-from tfrecorder.core.schema import Schema
-from tfrecorder.format import file_names, job_directory
+from tfrecorder.format import file_names
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.format.framing import read_records
-from tfrecorder.options.job_config import JobConfig
+from support.job_configs import reserved_job
 
 
 def test_pieces_and_discards_become_a_published_job(tmp_path):
-    final_dir, temp_dir = job_directory.reserve_job_dir(str(tmp_path / "out"), "tail")
-    config = JobConfig(source=None, schema=Schema({"split": "SplitKey", "n": "IntegerInput", "label": "StringLabel"}),
-                       columns=("split", "n", "label"), base_dir="", final_dir=final_dir, temp_dir=temp_dir,
-                       job_name=os.path.basename(final_dir), runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1),
-                       num_shards=2, max_shard_bytes=1 << 20, compression=None, image_size=None, validate="header")
+    config = reserved_job(str(tmp_path / "out"), "tail", num_shards=2)
+    final_dir, temp_dir = config.final_dir, config.temp_dir
     pieces = []
     for split, first, count in (("TRAIN", 0, 5), ("TRAIN", 5, 3), ("TEST", 8, 2)):
         writer = PieceWriter(config.pieces_dir, split)

@@ -7,14 +7,12 @@ from apache_beam.metrics.metric import MetricsFilter
 from beam_pipelines.steps import progress_counters
 from beam_pipelines.steps.progress_counters import RowsCounted, RowsDone
 from tfrecorder.core.progress_bar import rows_reported
-from tfrecorder.core.schema import Schema
 from tfrecorder.options.job_config import JobConfig
+from support.job_configs import job_config
 
 
 def _config(progress_dir=None) -> JobConfig:
-    return JobConfig(source=None, schema=Schema({}), columns=(), base_dir="", final_dir="", temp_dir="", job_name="",
-                     runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0, max_shard_bytes=1 << 20,
-                     compression=None, image_size=None, validate="header", progress_dir=progress_dir)
+    return job_config(progress_dir=progress_dir)
 
 
 def test_rows_done_report_into_the_local_progress_directory(tmp_path):

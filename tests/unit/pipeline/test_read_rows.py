@@ -8,9 +8,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_pipelines.steps import read_rows
-from tfrecorder.sources import csv_slicing
-from tfrecorder.sources import dataframe_staging
-from tfrecorder.sources import csv_source, source_registry
+from tfrecorder.sources import csv_slicing, dataframe_staging, csv_source, source_registry
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.sources.parquet_parts import file_parts
 from tfrecorder.sources.parquet_source import ParquetRows

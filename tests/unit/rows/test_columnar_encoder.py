@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tfrecorder.rows import columnar_encoder
-
 from tfrecorder.sources import dataframe_staging
-from tfrecorder.sources.csv_columns import CsvBatches, csv_bytes_batches
-from tfrecorder.rows.row_encoding import RowEncoder, RowError, prepare_row
+from tfrecorder.sources.csv_columns import csv_bytes_batches
+from tfrecorder.errors import RowError
+from tfrecorder.rows.row_encoding import RowEncoder, prepare_row
 from tfrecorder.core.schema import Schema, infer_schema
 from tfrecorder.rows.table_stats import StatsCounter, TableStats
 from tfrecorder.sources.csv_source import CsvRecords

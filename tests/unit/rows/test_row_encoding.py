@@ -12,7 +12,8 @@ from support import readers
 from tfrecorder import Schema
 from tfrecorder.core import types
 from tfrecorder.format.feature_spec import feature_spec
-from tfrecorder.rows.row_encoding import RowEncoder, RowError, prepare_row, resolve_uri
+from tfrecorder.errors import RowError
+from tfrecorder.rows.row_encoding import RowEncoder, prepare_row, resolve_uri
 from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
 
 SCHEMA = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": types.StringLabel,

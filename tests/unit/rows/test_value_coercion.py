@@ -6,7 +6,6 @@ import pandas as pd
 import pytest
 
 from tfrecorder import Schema
-
 from tfrecorder.core import types
 from tfrecorder.errors import RowError
 from tfrecorder.rows.row_encoding import input_feature

@@ -8,8 +8,7 @@ import io
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from beam_pipelines.steps import read_rows
-from tfrecorder.sources import csv_slicing
-from tfrecorder.sources import csv_source
+from tfrecorder.sources import csv_slicing, csv_source
 from tfrecorder.core.schema import Schema
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.sources.csv_source import CsvRows

@@ -10,7 +10,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from tfrecorder.sources import parquet_files
-
 from tfrecorder.sources import parquet_source, source_registry
 from tfrecorder.sources.parquet_parts import ParquetPart
 

@@ -12,7 +12,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from tfrecorder.sources import dataframe_staging
-
 from tfrecorder.core import types
 from tfrecorder.sources.parquet_values import conform_batch, conform_column
 from tfrecorder.errors import RowError

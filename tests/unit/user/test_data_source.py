@@ -11,7 +11,6 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from support import jobbuilder
