@@ -50,7 +50,7 @@ class CsvBatches:
         for fields in csv.reader(self.text):
             index = self.records
             self.records += 1
-            invalid = csv_text.invalid_fields(fields, header, self.encoding) if fields else None
+            invalid = None if "".join(fields).isascii() else csv_text.invalid_fields(fields, header, self.encoding)
             if invalid is not None:
                 yield csv_text.readable_row(header, fields), index, invalid
             elif len(fields) == width:
@@ -99,9 +99,11 @@ def _arrow_table(data: bytes, header: list[str]) -> pa.Table | None:
 
 
 def _utf8(data: bytes, encoding: str) -> Optional[bytes]:
-    """The slice as UTF-8 for Arrow's reader, or None when it holds bytes invalid in its encoding."""
-    text = csv_text.decode(data, encoding)  # checked here: Arrow's own check ends in an unraisable error
-    if csv_text.has_invalid(text):
+    """The slice as UTF-8 for Arrow's reader, or None when it holds bytes invalid in its encoding (checked
+    here: Arrow's own UTF-8 check ends in an unraisable error inside its invalid-row handler)."""
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError:
         return None
     return data if codecs.lookup(encoding).name == "utf-8" else text.encode("utf-8")
 

@@ -101,7 +101,7 @@ class CsvRecords:
             self.records += 1
             if not fields:
                 continue  # blank line
-            invalid = csv_text.invalid_fields(fields, header, self.encoding)
+            invalid = None if "".join(fields).isascii() else csv_text.invalid_fields(fields, header, self.encoding)
             if invalid is not None:
                 yield csv_text.readable_row(header, fields), index, invalid
                 continue
@@ -326,7 +326,9 @@ def open_head(head: bytes, complete: bool, encoding: str, name: str) -> CsvHead:
         sample_bytes = sample_end - data_start
     else:  # records found by the csv module itself
         data_start, texts = 0, _record_texts(csv_text.decode(head, codec, final=complete))
-        if not complete and len(texts) > 1:
+        if not complete and len(texts) < 2:
+            raise ValueError(f"CSV file {name}: the header row does not end within its first {SAMPLE_BYTES:,} bytes")
+        if not complete:
             texts.pop()  # the last record may be cut off
         text, records = "".join(texts), max(len(texts) - 1, 0)
         sample_bytes = len("".join(texts[1:]).encode(encoding, "replace"))

@@ -75,7 +75,8 @@ def readable(value: str) -> str:
 
 
 def invalid_fields(fields: Sequence[str], header: Sequence[str], encoding: str) -> Optional[str]:
-    """None when every field is valid text; else what is wrong, naming the first bad field's bytes and column."""
+    """None when every field is valid text; else what is wrong, naming the first bad field's bytes and column.
+    (Marks are never ASCII: readers skip the call for a record whose text is all ASCII.)"""
     if not has_invalid("".join(fields)):
         return None
     position, value = next((i, f) for i, f in enumerate(fields) if has_invalid(f))
