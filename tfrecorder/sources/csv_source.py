@@ -3,7 +3,11 @@
 The driver reads at most the first SAMPLE_BYTES of the file (header, sample for schema inference, row
 estimate). The pipeline scans byte ranges in parallel to find where records start (even when quoted
 fields hold newlines, tfrecorder.sources.csv_slicing), then parses each slice with Python's csv module
-exactly as one sequential parse would (`CsvRecords`), or column-wise with Arrow (csv_columns).
+exactly as one sequential parse would (`CsvRecords`), or column-wise with Arrow (csv_columns). Text is
+decoded in the source's encoding with bytes invalid in it marked (csv_text), so such a record is one
+discard with its line; a file in an encoding whose separators cannot be found by scanning bytes
+(UTF-16, ...) is one part read from its first byte, as a gzip file is (gzip_csv_source reuses this
+module's readers for it).
 """
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import tfrecorder
 from beam_pipelines.graphs import tabular_graph
