@@ -6,14 +6,11 @@ import gzip
 import os
 import pickle
 
-import apache_beam as beam
 import pytest
-from apache_beam.testing.util import assert_that, equal_to
 
 import tfrecorder
-from beam_pipelines.steps import read_rows
 from tfrecorder.core.schema import Schema
-from tfrecorder.sources import csv_source, source_registry
+from tfrecorder.sources import source_registry
 from tfrecorder.sources.gzip_csv_source import GzipCsvRows, GzipCsvTable, is_gzip
 from tfrecorder.sources.source_protocol import REASONED, SAMPLE_ROWS
 
@@ -90,10 +87,13 @@ def test_a_head_that_does_not_decompress_is_one_value_error(files, tmp_path):
 
 
 def job_view(job: str) -> tuple:
+    """discarded.csv's lines and every split's records, each in a fixed order."""
     with open(os.path.join(job, "discarded.csv"), encoding="utf-8") as stream:
         discarded = stream.read().splitlines()
-    return sorted(discarded), {split: tfrecorder.data_source(job, split.lower()).__len__()
-                               for split in ("TRAIN", "VALIDATION", "TEST")}
+    records = {split: sorted(repr(sorted(record.items())) for record in tfrecorder.data_source(job, split))
+               for split in ("train", "validation", "test")}
+    assert all(records.values())
+    return sorted(discarded), records
 
 
 @pytest.mark.parametrize("replay", [False, True])
