@@ -202,7 +202,8 @@ from beam_pipelines.workers.fork_pool import ForkPool
 
 def handle(task):
     if task == "handler":
-        os.write(1, b"blocking\\n")
+        with open(sys.argv[2], "a") as marks:  # a file of its own: the parent's stdout carries only the pids
+            marks.write("blocking\\n")
         time.sleep(600)
     return b"x" * (8 << 20)  # far larger than a pipe's buffer: the child blocks writing it
 
@@ -220,16 +221,21 @@ def _writing_to_a_full_pipe(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("blocked_in", ["answer", "handler"])
-def test_no_child_outlives_a_killed_parent_whatever_it_is_blocked_on(blocked_in):
+def test_no_child_outlives_a_killed_parent_whatever_it_is_blocked_on(blocked_in, tmp_path):
     """Children blocked writing an answer larger than the pipe buffer, or inside a handler that does not
     return, stop once their parent is SIGKILLed (no exit handler of the parent runs)."""
-    parent = subprocess.Popen([sys.executable, "-c", ORPHANS, blocked_in], stdout=subprocess.PIPE, text=True)
+    marks = tmp_path / "marks"
+    parent = subprocess.Popen([sys.executable, "-c", ORPHANS, blocked_in, str(marks)], stdout=subprocess.PIPE,
+                              text=True)
     children: list[int] = []
     try:
-        lines = [parent.stdout.readline().strip() for _ in range(3 if blocked_in == "handler" else 1)]
-        children = [int(pid) for line in lines if line != "blocking" for pid in line.split()]
-        assert lines.count("blocking") == len(lines) - 1  # with "handler", each child is inside the handler
+        children = [int(pid) for pid in parent.stdout.readline().split()]
         assert len(children) == 2 and all(_running(pid) for pid in children)
+        if blocked_in == "handler":  # wait until each child is inside the handler
+            deadline = time.monotonic() + 60
+            while (not marks.exists() or marks.read_text().count("blocking") < 2) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert marks.read_text().count("blocking") == 2
         if blocked_in == "answer":  # wait until both children are stuck writing their answers
             deadline = time.monotonic() + 60
             while not all(map(_writing_to_a_full_pipe, children)) and time.monotonic() < deadline:
