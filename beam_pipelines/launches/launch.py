@@ -130,11 +130,14 @@ def launch_for(runner: str, output: OutputLocation, project: Optional[str], regi
     (`shared_filesystem`): Cloud Storage only)."""
     runners.check_runner(runner)
     options = runners.chosen_options(beam_options, dataflow_options)
+    if runner in runners.PORTABLE_RUNNERS:
+        return PortableLaunch(check_portable_request(runner, output, options, shared_filesystem))
+    if shared_filesystem:
+        raise ValueError(f"shared_filesystem=True is for workers of a portable runner ({list(runners.PORTABLE_RUNNERS)}), "
+                         f"not runner={runner!r}")
     if runner == DataflowLaunch.runner:
         return DataflowLaunch(dataflow_job.check_request(output, project, region, job_label, options,
                                                          tfrecorder_wheel))
-    if runner in runners.PORTABLE_RUNNERS:
-        return PortableLaunch(check_portable_request(runner, output, options, shared_filesystem))
     return LocalLaunch(runners.check_local_options(options))
 
 

@@ -87,16 +87,16 @@ def check_request(runner: str, output: OutputLocation, beam_options: Optional[Ma
     if runner == "PortableRunner" and not options.get("job_endpoint"):
         raise ValueError("runner='PortableRunner' needs beam_options['job_endpoint']: 'embed' (Beam's job service "
                          "in this process) or the host:port of a running job service")
-    for name in _JOB_SERVER_JARS:
-        jar = options.get(name)
-        if jar and "://" not in str(jar) and not os.path.isfile(str(jar)):
-            raise ValueError(f"beam_options[{name!r}]: no file {jar}")
     if not isinstance(shared_filesystem, bool):
         raise ValueError(f"shared_filesystem must be True or False, got {shared_filesystem!r}")
     share = shared_filesystem or environment in DRIVER_MACHINE_ENVIRONMENTS
     if not share:
         output.require_gcs(f"runner={runner!r} with workers of their own (environment_type "
                            f"{environment or 'DOCKER'}; shared_filesystem=True if they see this machine's files)")
+    for name in _JOB_SERVER_JARS:
+        jar = options.get(name)
+        if jar and "://" not in str(jar) and not os.path.isfile(str(jar)):
+            raise ValueError(f"beam_options[{name!r}]: no file {jar}")
     return PortableRequest(runner, {key: value for key, value in options.items() if key != "runner"}, share)
 
 

@@ -66,6 +66,8 @@ def test_workers_of_their_own_write_to_cloud_storage_unless_the_files_are_shared
         assert check_request("PortableRunner", local, options, shared_filesystem=False).workers_share_files
     with pytest.raises(ValueError, match="shared_filesystem must be True or False"):
         check_request("SparkRunner", GCS_OUT, {}, shared_filesystem="yes")
+    with pytest.raises(ValueError, match="shared_filesystem=True is for workers of a portable runner"):
+        launch_for("DirectRunner", local, None, None, None, None, None, shared_filesystem=True)
 
 
 def test_a_local_table_is_refused_for_workers_of_their_own_and_read_by_workers_on_this_machine(tmp_path):
