@@ -1,7 +1,8 @@
 """runner="PortableRunner", offline: Beam's embedded job service runs the distributed graph (the one
 Dataflow runs, with its reshuffles) on SDK workers in processes of their own, started with this very
 interpreter (`beam:env:harness_subprocess_python:v1`). What they publish is what the in-process run
-publishes, shard for shard and byte for byte; a worker's table error reaches the caller as TableError."""
+publishes, shard for shard and byte for byte. (A worker's table error and storage outage, raised as
+tfrecorder's own errors: tests/behaviour/test_local_runs.py.)"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,13 +11,9 @@ import pandas as pd
 import pytest
 
 import tfrecorder
-from beam_pipelines.launches.portable_launch import SUBPROCESS_ENVIRONMENT, subprocess_worker_command
-from tfrecorder.errors import TableError
 from tfrecorder.sample_data import make_sample_dataset
+from support.portable import SUBPROCESS_WORKERS
 from support.replay import snapshot
-
-PORTABLE = {"job_endpoint": "embed", "environment_type": SUBPROCESS_ENVIRONMENT,
-            "environment_config": subprocess_worker_command(), "sdk_worker_parallelism": 1}
 
 
 def published(job: str, runner: str) -> dict:
@@ -40,7 +37,7 @@ def image_csv(tmp_path_factory) -> Path:
 def run_both(source, tmp_path: Path, **options) -> tuple[dict, dict]:
     local = tfrecorder.convert(source, tmp_path / "local", job_label="same", progress=False, **options)
     portable = tfrecorder.convert(source, tmp_path / "portable", job_label="same", progress=False,
-                                  runner="PortableRunner", beam_options=PORTABLE, **options)
+                                  runner="PortableRunner", beam_options=SUBPROCESS_WORKERS, **options)
     return (published(local["tfrecord_dir"], "DirectRunner"),
             published(portable["tfrecord_dir"], "PortableRunner"))
 
@@ -59,11 +56,3 @@ def test_a_tabular_csv_job_on_portable_workers_publishes_what_the_in_process_run
     assert portable == local
     assert local["metadata"]["records_written"] == 300 and len(local["records"]["TRAIN"]) > 1
 
-
-def test_a_table_error_in_a_worker_is_raised_as_table_error_and_nothing_is_published(tmp_path):
-    source = tmp_path / "no_train.csv"
-    source.write_text("x,split\n1,TEST\n2,VALIDATION\n")
-    with pytest.raises(TableError, match=r"^no rows are assigned to TRAIN"):
-        tfrecorder.convert(str(source), tmp_path / "out", progress=False, runner="PortableRunner",
-                           beam_options=PORTABLE)
-    assert list((tmp_path / "out").iterdir()) == []

@@ -15,16 +15,14 @@ from apache_beam.transforms.environments import Environment, ExternalEnvironment
 
 from beam_pipelines.launches import runners
 from beam_pipelines.launches.launch import launch_for
-from beam_pipelines.launches.portable_launch import (
-    SUBPROCESS_ENVIRONMENT, PortableLaunch, check_request, subprocess_worker_command)
+from beam_pipelines.launches.portable_launch import SUBPROCESS_ENVIRONMENT, PortableLaunch, check_request
 from tfrecorder.core.schema import Schema
 from tfrecorder.options.conversion_options import OutputLocation
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.sources.source_registry import open_table
+from support.portable import SUBPROCESS_WORKERS
 
 GCS_OUT = OutputLocation.of("gs://bucket/out")
-SUBPROCESS = {"job_endpoint": "embed", "environment_type": SUBPROCESS_ENVIRONMENT,
-              "environment_config": subprocess_worker_command()}
 
 
 def config(temp_dir: str) -> JobConfig:
@@ -81,7 +79,7 @@ def test_a_local_table_is_refused_for_workers_of_their_own_and_read_by_workers_o
     with pytest.raises(ValueError, match="SparkRunner workers cannot read the local directory /legacy"):
         remote.check_readable_dir("/legacy")
     remote.check_readable_dir("gs://bucket/legacy")
-    local = PortableLaunch(check_request("PortableRunner", OutputLocation.of(str(tmp_path)), SUBPROCESS, False))
+    local = PortableLaunch(check_request("PortableRunner", OutputLocation.of(str(tmp_path)), SUBPROCESS_WORKERS, False))
     local.check_table(table, schema)
     local.check_readable_dir(str(tmp_path))
     frame_table = open_table(pd.DataFrame({"x": [1], "image_uri": ["gs://bucket/a.jpg"]}), None)
@@ -89,13 +87,13 @@ def test_a_local_table_is_refused_for_workers_of_their_own_and_read_by_workers_o
 
 
 def test_a_portable_job_runs_the_distributed_graph_without_pool_or_local_progress(tmp_path):
-    launch = launch_for("PortableRunner", OutputLocation.of(str(tmp_path)), None, None, None, SUBPROCESS, None)
+    launch = launch_for("PortableRunner", OutputLocation.of(str(tmp_path)), None, None, None, SUBPROCESS_WORKERS, None)
     assert isinstance(launch, PortableLaunch) and launch.distributed and launch.runner == "PortableRunner"
     assert not launch.shows_progress(True)  # the bar's directory is on this machine only
     job = config(str(tmp_path / ".incomplete-job"))
     planned, options = launch.plan(job, rows_estimate=1_000_000, images_remote=False)
     assert planned == job and planned.encode_processes == 1 and planned.progress_dir is None
-    assert options == {"job_name": "job-1", **SUBPROCESS}
+    assert options == {"job_name": "job-1", **SUBPROCESS_WORKERS}
     assert not list(tmp_path.iterdir())
 
 

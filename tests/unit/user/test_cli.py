@@ -79,13 +79,12 @@ def test_readme_exit_codes_match_the_cli():
 def test_convert_on_the_portable_runner_with_beam_options(tmp_path):
     """--beam_option (--dataflow_option's new name) sets the portable runner's options; the job service
     is Beam's embedded one, its worker a process of its own started with this interpreter."""
-    from beam_pipelines.launches.portable_launch import SUBPROCESS_ENVIRONMENT, subprocess_worker_command
+    from support.portable import SUBPROCESS_WORKERS
 
     (tmp_path / "t.csv").write_text("split,n\nTRAIN,1\nTRAIN,2\nTEST,3\n")
+    flags = [argument for name, value in SUBPROCESS_WORKERS.items() for argument in ("--beam_option", f"{name}={value}")]
     done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"),
-               "--runner", "PortableRunner", "--beam_option", "job_endpoint=embed",
-               "--beam_option", f"environment_type={SUBPROCESS_ENVIRONMENT}",
-               "--beam_option", f"environment_config={subprocess_worker_command()}")
+               "--runner", "PortableRunner", *flags)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "ConversionResult(PortableRunner)" and "TRAIN=2" in done.stdout
     dask = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"),

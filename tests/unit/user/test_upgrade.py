@@ -142,12 +142,10 @@ def test_cli_upgrade(legacy, tmp_path):
 def test_upgrade_on_portable_workers_publishes_what_the_in_process_run_does(legacy, upgraded, tmp_path):
     """Beam's embedded job service with SDK workers in processes of their own (the distributed graph,
     shards read in parts); workers that may run elsewhere cannot read a local legacy directory."""
-    from beam_pipelines.launches.portable_launch import SUBPROCESS_ENVIRONMENT, subprocess_worker_command
+    from support.portable import SUBPROCESS_WORKERS
     from support.replay import snapshot
 
-    options = {"job_endpoint": "embed", "environment_type": SUBPROCESS_ENVIRONMENT,
-               "environment_config": subprocess_worker_command()}
-    result = tfrecorder.upgrade(legacy, tmp_path / "portable", runner="PortableRunner", beam_options=options)
+    result = tfrecorder.upgrade(legacy, tmp_path / "portable", runner="PortableRunner", beam_options=SUBPROCESS_WORKERS)
     portable, local = snapshot(result["tfrecord_dir"]), snapshot(upgraded["tfrecord_dir"])
     assert (portable["metadata"].pop("runner"), local["metadata"].pop("runner")) == ("PortableRunner", "DirectRunner")
     assert portable == local
