@@ -138,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--annotation_format",
                          help="read --source as automl_classification, automl_multilabel, automl_detection or "
                               "vertex_jsonl (default: recognised from its content)")
+    convert.add_argument("--encoding", help="text encoding of a CSV source (default utf-8; e.g. latin-1, utf-16); "
+                         "rows holding bytes invalid in it are discarded as invalid text")
     convert.add_argument("--box_units", choices=["relative", "pixels"],
                          help="box coordinates of a detection table: relative 0-1 (default) or pixels")
     convert.add_argument("--project", help="Google Cloud project (DataflowRunner)")
@@ -265,7 +267,7 @@ def _run_convert(args: argparse.Namespace) -> int:
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
                      "split_ratios", "validate", "fetch_concurrency", "max_image_pixels", "max_image_bytes",
                      "project", "region", "verbose", "progress",
-                     "tfrecorder_wheel", "annotation_format", "box_units", "shared_filesystem")
+                     "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem")
         if getattr(args, name) is not None
     }
     if args.schema is not None:

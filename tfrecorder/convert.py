@@ -31,6 +31,7 @@ from tfrecorder.result import ConversionResult, DataflowConversionResult
 from tfrecorder.rows import detection_encoder
 from tfrecorder.rows.table_stats import StatsCounter, TableStats
 from tfrecorder.rows.value_coercion import check_sample, is_missing
+from tfrecorder.sources.csv_text import DEFAULT_ENCODING
 from tfrecorder.sources.source_protocol import Table
 from tfrecorder.sources.source_registry import open_table
 
@@ -69,7 +70,7 @@ def _open_table(source: Union[pd.DataFrame, str, os.PathLike], schema: Union[Sch
                 options: ConvertOptions) -> tuple[Table, Schema, bool]:
     """The source as a Table (read from a sample only), its resolved Schema, and whether it is an
     object-detection table."""
-    table = open_table(source, options.annotation_format)
+    table = open_table(source, options.annotation_format, options.encoding)
     check_column_names(table.columns)
     is_detection = detection_encoder.is_detection_table(table.columns)
     resolved = (detection_encoder.detection_schema(table.columns) if is_detection
@@ -133,6 +134,7 @@ def convert(
     tfrecorder_wheel: Optional[str] = None,
     annotation_format: Optional[str] = None,
     box_units: str = "relative",
+    encoding: str = DEFAULT_ENCODING,
     **legacy_options: Any,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file, Parquet files (a file, a directory or a glob) or SPLIT/LABEL image
@@ -164,6 +166,10 @@ def convert(
     file writes one Example per image with the TF Object Detection API keys and a label_map.pbtxt.
     `annotation_format` forces how a headerless file is read (see tfrecorder.sources.annotation_files.FORMATS).
 
+    `encoding` is a CSV file's text encoding (default UTF-8, a byte-order mark skipped): any codec Python
+    knows, e.g. "latin-1" or "utf-16". A row holding bytes invalid in it is discarded as `invalid text`
+    with its line number; a gzip-compressed CSV (`.csv.gz`) is read as it streams.
+
     TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there
     (see `tfrecorder.legacy.v2_compat.legacy_arguments`).
     """
@@ -183,7 +189,8 @@ def convert(
         output, job_label=job_label, num_shards=num_shards, max_shard_bytes=max_shard_bytes,
         compression=compression, image_size=image_size, validate=validate, split_ratios=split_ratios,
         fetch_concurrency=fetch_concurrency, max_image_pixels=max_image_pixels, max_image_bytes=max_image_bytes,
-        box_units=box_units, annotation_format=annotation_format, verbose=verbose, progress=progress)
+        box_units=box_units, annotation_format=annotation_format, encoding=encoding, verbose=verbose,
+        progress=progress)
     table, resolved_schema, is_detection = _open_table(source, schema, options)
     launch.check_table(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)

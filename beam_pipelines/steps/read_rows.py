@@ -16,7 +16,7 @@ import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
 
 from tfrecorder.options.job_config import JobConfig
-from tfrecorder.sources.csv_source import malformed_reason
+from tfrecorder.sources.csv_source import record_reason
 from tfrecorder.sources.source_protocol import REASONED, RECORDS
 
 BATCH_ROWS = 16_384  # rows per Arrow batch when a part is read column-wise
@@ -90,10 +90,11 @@ class _ReadPart(beam.DoFn):
 
 
 def number_malformed(item: tuple, records: dict[int, int], expected: int) -> tuple[dict[str, Any], str]:
-    """(slice index, row, record in slice, fields) → (row, reason) with the line number in the file."""
-    index, row, record, fields = item
+    """(slice index, row, record in slice, problem) → (row, reason) with the line number in the file (the
+    problem: a wrong field count, or invalid text)."""
+    index, row, record, problem = item
     line = 2 + record + sum(count for i, count in records.items() if i < index)  # line 1 is the header
-    return row, malformed_reason(line, fields, expected)
+    return row, record_reason(line, problem, expected)
 
 
 class ReadRows(beam.PTransform):

@@ -17,6 +17,7 @@ anything else (string, binary, date, decimal, struct, ...) → StringInput.
 """
 from __future__ import annotations
 
+import collections
 import datetime as dt
 from typing import Iterable, Iterator, Mapping, Optional
 
@@ -29,6 +30,7 @@ from tfrecorder.core.types import ColumnType
 SPLIT_COLUMN, IMAGE_COLUMN, LABEL_COLUMN = "split", "image_uri", "label"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp")  # file names that make a *_uri column an ImageUri
 SAMPLE_VALUES = 1000  # values per column looked at to infer element types and validate explicit schemas
+MAX_COLUMNS = 20_000  # wider tables are refused before any sample is read (docs/reliability.md, "Limits")
 
 
 class Schema(Mapping[str, ColumnType]):
@@ -232,9 +234,14 @@ def infer_arrow_schema(arrow_schema, sample: Optional[pd.DataFrame] = None) -> S
 
 
 def check_column_names(columns: Iterable[object]) -> list[str]:
-    """Table-level check: column names must be unique strings; returns them as str."""
+    """Table-level check: at most MAX_COLUMNS column names, unique strings; returns them as str. Linear in
+    the number of columns (sources call it on a header before reading any sample)."""
     names = [str(c) for c in columns]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if len(names) > MAX_COLUMNS:
+        raise ValueError(f"the table has {len(names):,} columns: at most {MAX_COLUMNS:,} are supported (every "
+                         "column is a feature of every Example); store wide vectors as one list column, e.g. a "
+                         "JSON array per row")
+    duplicates = sorted(name for name, count in collections.Counter(names).items() if count > 1)
     if duplicates:
         raise ValueError(f"duplicate column name(s) {duplicates}: every column must have a unique name")
     return names

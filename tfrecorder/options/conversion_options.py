@@ -17,6 +17,7 @@ from tfrecorder.rows import detection_encoder
 from tfrecorder.io import storage
 from tfrecorder.io.decode_check import VALIDATIONS
 from tfrecorder.core.splits import validate_split_ratios
+from tfrecorder.sources import csv_text
 
 COMPRESSIONS = (None, "gzip")
 DEFAULT_MAX_SHARD_BYTES = 150 * 1024 * 1024  # a shard is cut at this size (TensorFlow's guide: 100–200 MB)
@@ -126,6 +127,7 @@ class ConvertOptions:
     max_image_bytes: int  # image files larger are discarded unread
     box_units: str
     annotation_format: Optional[str]
+    encoding: str  # a CSV source's text encoding: a codec name Python knows (csv_text.check_encoding)
     verbose: bool
     progress: bool
 
@@ -133,14 +135,15 @@ class ConvertOptions:
     def check(cls, output: OutputLocation, *, job_label: Optional[str], num_shards: int, max_shard_bytes: int,
               compression: Optional[str], image_size: Optional[Sequence[int]], validate: str,
               split_ratios: Sequence[float], fetch_concurrency: Optional[int], max_image_pixels: int,
-              max_image_bytes: int, box_units: str, annotation_format: Optional[str], verbose: bool,
-              progress: bool) -> "ConvertOptions":
+              max_image_bytes: int, box_units: str, annotation_format: Optional[str], encoding: str,
+              verbose: bool, progress: bool) -> "ConvertOptions":
         """The checked options (ValueError naming the first bad one), the output location's write check last."""
         image_size = check_shard_options(num_shards, max_shard_bytes, compression, image_size, validate)
         check_image_limits(max_image_pixels, max_image_bytes, image_size)
         ratios = validate_split_ratios(split_ratios)
         box_units = detection_encoder.check_box_units(box_units)
         fetch_concurrency = check_fetch_concurrency(fetch_concurrency)
+        encoding = csv_text.check_encoding(encoding)
         return cls(output.checked().path, job_label, num_shards, max_shard_bytes, compression, image_size,
                    validate, ratios, fetch_concurrency, max_image_pixels, max_image_bytes, box_units,
-                   annotation_format, verbose, progress)
+                   annotation_format, encoding, verbose, progress)

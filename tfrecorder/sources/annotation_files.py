@@ -79,8 +79,10 @@ def _automl_kind(lines: list[list[str]]) -> str:
 
 
 def _sample_lines(path: str) -> list[str]:
+    """The first non-blank lines, for sniffing only: bytes that are not UTF-8 (a table in another encoding,
+    a gzip file) become U+FFFD here, so any file can be sniffed."""
     with storage.open_read(path) as raw:
-        text = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="")
         return [line for line in itertools.islice(text, SNIFF_LINES) if line.strip()]
 
 

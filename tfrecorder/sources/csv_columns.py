@@ -1,21 +1,26 @@
 """CSV text → Arrow record batches of text columns (empty fields as nulls), for the columnar encoder.
 
-Parses exactly as `tables.CsvRecords` does (Python's csv module, same records, same malformed lines and
-record numbering), but hands the well-formed rows over column by column: no dict per row.
-`csv_bytes_batches` parses a whole slice with Arrow's CSV reader (many times faster) when every
-record of it is well formed, and falls back to Python's csv module for slices with a blank or
-malformed line (or anything else Arrow refuses), so lines are numbered and reasoned as before.
+Parses exactly as `csv_source.CsvRecords` does (Python's csv module, same records, same malformed lines,
+invalid text and record numbering), but hands the well-formed rows over column by column: no dict per
+row. `csv_bytes_batches` parses a whole slice with Arrow's CSV reader (many times faster) when every
+record of it is well formed and valid text, and falls back to Python's csv module for slices with a
+blank or malformed line or bytes invalid in the encoding (or anything else Arrow refuses), so lines are
+numbered and reasoned as before.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import io
-from typing import Iterator, Union
+from typing import Iterable, Iterator, Optional, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tfrecorder.sources import csv_text
+
 BATCH_ROWS = 16_384
+BATCH_CHARS = 4 * 1024 * 1024  # a batch of a stream is cut here too: its memory stays that of a slice
 
 
 def _column(values: tuple) -> pa.Array:
@@ -26,28 +31,34 @@ def _column(values: tuple) -> pa.Array:
 class CsvBatches:
     """Data records of CSV text (no header) as batches of text columns.
 
-    Iterating yields a pa.RecordBatch per `batch_rows` well-formed rows and each malformed record as
-    (row, record index, field count), as CsvRecords does; `records` is the number of records read
-    (blank lines included).
+    Iterating yields a pa.RecordBatch per `batch_rows` well-formed rows (or fewer, holding BATCH_CHARS of
+    text: a whole file streamed never sits in memory) and each other record as
+    (row, record index, problem), as CsvRecords does; `records` is the number of records read (blank
+    lines included). The text is decoded with csv_text.INVALID.
     """
 
-    def __init__(self, text: io.TextIOBase, header: list[str], batch_rows: int = BATCH_ROWS) -> None:
-        self.text, self.header, self.batch_rows, self.records = text, header, batch_rows, 0
+    def __init__(self, text: Iterable[str], header: list[str], batch_rows: int = BATCH_ROWS,
+                 encoding: str = csv_text.DEFAULT_ENCODING) -> None:
+        self.text, self.header, self.batch_rows, self.encoding, self.records = text, header, batch_rows, encoding, 0
 
     def _batch(self, rows: list[list[str]]) -> pa.RecordBatch:
         columns = list(zip(*rows))
         return pa.RecordBatch.from_arrays([_column(values) for values in columns], names=self.header)
 
-    def __iter__(self) -> Iterator[Union[pa.RecordBatch, tuple[dict, int, int]]]:
-        header, width, rows = self.header, len(self.header), []
+    def __iter__(self) -> Iterator[Union[pa.RecordBatch, tuple[dict, int, Union[int, str]]]]:
+        header, width, rows, chars = self.header, len(self.header), [], 0
         for fields in csv.reader(self.text):
             index = self.records
             self.records += 1
-            if len(fields) == width:
+            invalid = None if "".join(fields).isascii() else csv_text.invalid_fields(fields, header, self.encoding)
+            if invalid is not None:
+                yield csv_text.readable_row(header, fields), index, invalid
+            elif len(fields) == width:
                 rows.append(fields)
-                if len(rows) >= self.batch_rows:
+                chars += sum(map(len, fields))
+                if len(rows) >= self.batch_rows or chars >= BATCH_CHARS:
                     yield self._batch(rows)
-                    rows = []
+                    rows, chars = [], 0
             elif fields:  # not a blank line
                 yield {name: (value if value != "" else None) for name, value in zip(header, fields)}, index, len(fields)
         if rows:
@@ -87,11 +98,24 @@ def _arrow_table(data: bytes, header: list[str]) -> pa.Table | None:
     return None if pc.any(empty).as_py() else table
 
 
-def csv_bytes_batches(data: bytes, header: list[str], batch_rows: int = BATCH_ROWS) -> CsvBatches:
+def _utf8(data: bytes, encoding: str) -> Optional[bytes]:
+    """The slice as UTF-8 for Arrow's reader, or None when it holds bytes invalid in its encoding (checked
+    here: Arrow's own UTF-8 check ends in an unraisable error inside its invalid-row handler)."""
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+    return data if codecs.lookup(encoding).name == "utf-8" else text.encode("utf-8")
+
+
+def csv_bytes_batches(data: bytes, header: list[str], batch_rows: int = BATCH_ROWS,
+                      encoding: str = csv_text.DEFAULT_ENCODING) -> CsvBatches:
     """CsvBatches over a slice's bytes: Arrow's reader when the slice is clean, else Python's csv module."""
-    table = _arrow_table(data, header) if len(header) > 1 and data.strip() else None
+    utf8 = _utf8(data, encoding) if len(header) > 1 and data.strip() else None
+    table = _arrow_table(utf8, header) if utf8 is not None else None
     if table is None:
-        return CsvBatches(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""), header, batch_rows)
+        text = io.TextIOWrapper(io.BytesIO(data), encoding=encoding, errors=csv_text.INVALID, newline="")
+        return CsvBatches(text, header, batch_rows, encoding)
     return _ParsedBatches(table, batch_rows)
 
 

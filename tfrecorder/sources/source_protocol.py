@@ -20,7 +20,7 @@ from tfrecorder.core.schema import Schema, infer_schema
 from tfrecorder.io import storage
 
 SAMPLE_ROWS = 10_000  # rows the driver reads for schema inference
-RECORDS = "records"  # (RECORDS, (part index, records in it)): numbers malformed CSV lines once every part is read
+RECORDS = "records"  # (RECORDS, (part index, records in it)): numbers discarded CSV records once every part is read
 REASONED = "reasoned"  # (REASONED, (row, reason)): a line the source itself could not read, its line number in the reason
 
 
@@ -28,8 +28,9 @@ class RowSource(Protocol):
     """How workers read a source, part by part (picklable: no open files, no DataFrames).
 
     `read_part` yields each row as {column: value} and, besides rows, tuples the read stage routes:
-    (part index, row, record in part, field count) for a malformed CSV line, (RECORDS, (index, count))
-    once per CSV part, and (REASONED, (row, reason)) for a line the source could not parse.
+    (part index, row, record in part, problem) for a CSV record that is malformed (problem: its field
+    count) or holds bytes invalid in its encoding (problem: what is wrong, a str), (RECORDS, (index,
+    count)) once per CSV part, and (REASONED, (row, reason)) for a line the source could not parse.
     """
 
     kind: str  # for messages and metadata only: never compared to choose behaviour

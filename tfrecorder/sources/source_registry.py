@@ -2,8 +2,9 @@
 
 Kinds are tried in order: annotation files (recognised from their content, or forced by
 `annotation_format`), a DataFrame, then a path — a directory of Parquet files or a SPLIT/LABEL image
-folder, a glob of Parquet files, a Parquet file by its name, else a CSV file. Adding a kind means one
-module with its Table and RowSource (see source_protocol) and one line here.
+folder, a glob of Parquet files, a Parquet file by its name, a gzip-compressed CSV by its first bytes,
+else a CSV file. Adding a kind means one module with its Table and RowSource (see source_protocol) and
+one line here.
 """
 from __future__ import annotations
 
@@ -16,14 +17,18 @@ from tfrecorder.io import storage
 from tfrecorder.sources import parquet_files
 from tfrecorder.sources.annotation_source import open_annotations
 from tfrecorder.sources.csv_source import open_csv
+from tfrecorder.sources.csv_text import DEFAULT_ENCODING
 from tfrecorder.sources.dataframe_source import open_dataframe
+from tfrecorder.sources.gzip_csv_source import is_gzip, open_gzip_csv
 from tfrecorder.sources.image_folder_source import open_image_folder
 from tfrecorder.sources.parquet_source import open_parquet
 from tfrecorder.sources.source_protocol import Table
 
 
-def open_table(source: Union[pd.DataFrame, str, os.PathLike], annotation_format: Optional[str] = None) -> Table:
-    """Recognise the source and open it as a Table from a sample; raise ValueError for anything unusable."""
+def open_table(source: Union[pd.DataFrame, str, os.PathLike], annotation_format: Optional[str] = None,
+               encoding: str = DEFAULT_ENCODING) -> Table:
+    """Recognise the source and open it as a Table from a sample; raise ValueError for anything unusable.
+    `encoding` (checked by conversion_options) is a CSV file's."""
     annotations = open_annotations(source, annotation_format)
     if annotations is not None:
         return annotations
@@ -32,10 +37,10 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike], annotation_format:
     if not isinstance(source, (str, os.PathLike)):
         raise ValueError(f"source must be a DataFrame, a CSV or Parquet path or an image directory, "
                          f"not {type(source).__name__}")
-    return _open_path(os.fspath(source))
+    return _open_path(os.fspath(source), encoding)
 
 
-def _open_path(path: str) -> Table:
+def _open_path(path: str, encoding: str) -> Table:
     if storage.is_remote(path):  # one listing tells a folder (of Parquet files or images) from a missing object
         listed = None if storage.exists(path.rstrip("/")) else storage.list_files(path)
         if listed is not None and parquet_files.is_glob(path):
@@ -50,7 +55,11 @@ def _open_path(path: str) -> Table:
         if parquet_files.is_glob(path):
             return open_parquet(path)
         raise ValueError(f"source {path} does not exist")
-    return open_parquet(path) if parquet_files.is_parquet_name(path) else open_csv(path)
+    if parquet_files.is_parquet_name(path):
+        return open_parquet(path)
+    if is_gzip(path):
+        return open_gzip_csv(path, encoding)
+    return open_csv(path, encoding)
 
 
 def _open_directory(path: str, listed: list[str]) -> Table:

@@ -42,6 +42,18 @@ def test_bad_roles_and_duplicates_are_refused():
         check_column_names(["a", "b", "a"])
 
 
+def test_column_names_are_checked_up_to_a_limit():
+    from tfrecorder.core.schema import MAX_COLUMNS
+
+    names = [f"c{i}" for i in range(MAX_COLUMNS)]
+    assert check_column_names(names) == names
+    with pytest.raises(ValueError, match=r"duplicate column name\(s\) \['c1', 'c7'\]"):
+        check_column_names(names[:-3] + ["c7", "c1", "c7"])
+    with pytest.raises(ValueError, match=f"the table has {MAX_COLUMNS + 1:,} columns: at most {MAX_COLUMNS:,} "
+                                         "are supported"):
+        check_column_names(names + ["one more"])
+
+
 def test_inference_for_structured_dtypes():
     frame = pd.DataFrame({
         "nullable_int": pd.array([1, None], dtype="Int64"),

@@ -11,7 +11,8 @@ from tfrecorder.options.conversion_options import ConvertOptions, OutputLocation
 
 GOOD = dict(job_label=None, num_shards=0, max_shard_bytes=1 << 20, compression=None, image_size=[32, 48],
             validate="header", split_ratios=(0.8, 0.1, 0.1), fetch_concurrency=None, max_image_pixels=10_000,
-            max_image_bytes=1 << 20, box_units="relative", annotation_format=None, verbose=False, progress=False)
+            max_image_bytes=1 << 20, box_units="relative", annotation_format=None, encoding="utf-8", verbose=False,
+            progress=False)
 
 
 def test_output_dir_is_normalised_once_to_one_form(tmp_path, monkeypatch):
@@ -24,6 +25,7 @@ def test_output_dir_is_normalised_once_to_one_form(tmp_path, monkeypatch):
 def test_checked_options_are_one_frozen_value(tmp_path):
     options = ConvertOptions.check(OutputLocation.of(tmp_path / "out"), **GOOD)
     assert options.image_size == (32, 48) and options.output_dir == str(tmp_path / "out")
+    assert ConvertOptions.check(OutputLocation.of(tmp_path / "out"), **{**GOOD, "encoding": "Latin-1"}).encoding == "iso8859-1"
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.num_shards = 2
 
@@ -42,6 +44,9 @@ def test_checked_options_are_one_frozen_value(tmp_path):
     ({"max_image_bytes": 0}, "max_image_bytes must be an integer from 1 to 2,147,483,646"),
     ({"max_image_bytes": 1 << 31}, "max_image_bytes must be an integer from 1"),
     ({"max_image_pixels": 1000}, "image_size 32x48 is more than max_image_pixels=1,000"),
+    ({"encoding": "klingon"}, "encoding 'klingon' is not a text encoding Python knows"),
+    ({"encoding": "rot13"}, "encoding 'rot13' is not a text encoding"),
+    ({"encoding": None}, "encoding must be the name of a text encoding"),
 ])
 def test_a_bad_option_is_one_value_error_before_the_output_is_touched(tmp_path, change, message):
     target = tmp_path / "never-created"

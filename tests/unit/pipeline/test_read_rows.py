@@ -53,6 +53,24 @@ def test_local_csv_in_parallel_slices_matches_sequential_parse(tmp_path, monkeyp
     assert len(rows) == 160 and len(malformed) == 40
 
 
+TRICKY_TEXT = TRICKY.replace(b'12" pipe', b'12" p\xefpe', 7).replace(b'"multi\r\nline', b'"multi\r\n\xffline', 5)
+
+
+@pytest.mark.parametrize("range_bytes", [7, 64, 1 << 20])
+def test_invalid_bytes_in_any_slice_discard_their_record_with_its_file_line(tmp_path, monkeypatch, range_bytes):
+    """Bytes that are not UTF-8 in any parallel slice: their records are discarded with the line numbers of
+    a sequential parse, every other row is read."""
+    monkeypatch.setattr(csv_slicing, "RANGE_BYTES", range_bytes)
+    path = tmp_path / "t.csv"
+    path.write_bytes(TRICKY_TEXT)
+    config = csv_config(str(path))
+    rows, discarded = read_with_beam(config)
+    invalid = [reason for reason in discarded if "invalid text: line " in reason]
+    assert len(rows) == 160 - 12 and len(discarded) == 40 + 12 and len(invalid) == 12
+    assert repr(({"name": "plain", "note": "multi\r\n\\xffline\r\n", "n": "2"},
+                 "invalid text: line 3: byte(s) 0xff in column 'note' are not valid utf-8")) in invalid
+
+
 def _each_between(low: int, high: int):
     def check(found: list) -> None:
         assert found and all(low <= value <= high for value in found), found

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import tfrecorder
 from beam_pipelines.graphs import tabular_graph
@@ -105,6 +106,33 @@ def test_csv_columnar_graph_equals_row_graph_with_malformed_lines(tmp_path, monk
     assert found == expected
     malformed = [row[-1] for row in expected["discarded"] if row[-1].startswith("malformed CSV row: line ")]
     assert len(malformed) == 2, expected["discarded"]
+
+
+@pytest.mark.parametrize("encoding, bad", [("utf-8", b"\xff"), ("cp1252", b"\x81"),
+                                           ("utf-16", "\ud800".encode("utf-16-le", "surrogatepass"))])
+def test_invalid_text_anywhere_is_discarded_alike_by_both_graphs(tmp_path, monkeypatch, encoding, bad):
+    """Bytes invalid in the encoding inside the driver's head and far past it (in parallel slices where the
+    encoding allows): both graphs discard those rows with their lines and convert every other one."""
+    frame = table(600).drop(columns=["vec", "tags"])
+    frame["name"] = frame["name"].str.replace("✓", "€")  # in cp1252 too
+    frame["id"] = frame["id"].astype(object)
+    chosen = [10, 300, 590]  # inside the driver's few-KB head, and past it
+    frame.loc[chosen, "id"] = [f"~~{value}" for value in frame.loc[chosen, "id"]]
+    marker = "~~".encode(encoding.replace("utf-16", "utf-16-le"))  # without a byte-order mark
+    path = tmp_path / "table.csv"
+    path.write_bytes(frame.to_csv(index=False).encode(encoding).replace(marker, bad))
+    monkeypatch.setattr("tfrecorder.sources.csv_slicing.RANGE_BYTES", 4 * 1024)
+    monkeypatch.setattr("tfrecorder.sources.csv_source.HEAD_STEP_BYTES", 4 * 1024)
+    monkeypatch.setattr("tfrecorder.sources.csv_source.SAMPLE_ROWS", 20)
+    columnar_job = convert(str(path), tmp_path / "columnar", False, monkeypatch, encoding=encoding)
+    row_job = convert(str(path), tmp_path / "rows", True, monkeypatch, encoding=encoding)
+    found, expected = job_view(columnar_job), job_view(row_job)
+    assert found == expected
+    invalid = sorted((row[-1] for row in expected["discarded"] if row[-1].startswith("invalid text: ")),
+                     key=lambda reason: int(reason.split()[3].rstrip(":")))
+    assert [reason.split(": ")[1] for reason in invalid] == [f"line {i + 2}" for i in chosen]
+    assert all(reason.endswith(f"in column 'id' are not valid {encoding}") for reason in invalid), invalid
+    assert expected["metadata"]["rows_in"] == 600
 
 
 def test_small_csv_slices_and_pieces_roll_over(tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tfrecorder.sources import csv_text
 from tfrecorder.sources.csv_columns import CsvBatches, csv_bytes_batches
 from tfrecorder.sources.csv_source import CsvRecords
 
@@ -62,3 +63,45 @@ def test_clean_slices_go_through_arrow_and_odd_ones_through_python():
     assert type(csv_bytes_batches(b'1,"x\ny"\r\n2,\n', header)) is not CsvBatches
     for odd in (b"1,2\n\n3,4\n", b"1,2,3\n", b"1,\xff\n"):
         assert type(csv_bytes_batches(odd, header)) is CsvBatches
+
+
+def by_decoded_records(data: bytes, header: list[str], encoding: str) -> tuple[list, list, int]:
+    text = io.TextIOWrapper(io.BytesIO(data), encoding=encoding, errors=csv_text.INVALID, newline="")
+    records = CsvRecords(text, header, encoding)
+    items = list(records)
+    return [i for i in items if isinstance(i, dict)], [i for i in items if isinstance(i, tuple)], records.records
+
+
+BYTE_CELLS = st.lists(st.sampled_from([b"a", b"b", b",", b'"', b"\n", b"\r", b" ", b"\xc3\xa9", b"\xe9", b"\xff",
+                                       b"\x81", b"\xc3"]), max_size=6).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(BYTE_CELLS, min_size=1, max_size=4), max_size=8), st.integers(1, 4),
+       st.sampled_from(["utf-8", "latin-1", "cp1252"]))
+def test_bytes_invalid_in_the_encoding_are_reported_like_csv_records(rows, batch_rows, encoding):
+    """Arbitrary bytes, some invalid in the encoding: the same rows, discards (invalid text, malformed) and
+    record count whichever parser reads them; a record holding an invalid byte is never a row."""
+    data = b"\n".join(b",".join(row) for row in rows)
+    header = ["a", "b", "c"]
+    expected = by_decoded_records(data, header, encoding)
+    assert by_batches(csv_bytes_batches(data, header, batch_rows, encoding)) == expected
+    assert not any(csv_text.has_invalid(value or "") for row in expected[0] for value in row.values())
+
+
+def test_invalid_text_is_a_discard_with_its_record_index_and_readable_values():
+    data = b"1,ok\n2,caf\xe9\n3,fine\n"
+    rows, discards, records = by_batches(csv_bytes_batches(data, ["id", "name"], 16))
+    assert rows == [{"id": "1", "name": "ok"}, {"id": "3", "name": "fine"}] and records == 3
+    assert discards == [({"id": "2", "name": "caf\\xe9"}, 1, "byte(s) 0xe9 in column 'name' are not valid utf-8")]
+    latin = by_batches(csv_bytes_batches(data, ["id", "name"], 16, "latin-1"))
+    assert latin == ([{"id": "1", "name": "ok"}, {"id": "2", "name": "café"}, {"id": "3", "name": "fine"}], [], 3)
+
+
+def test_batches_of_a_stream_are_cut_by_characters_too(monkeypatch):
+    from tfrecorder.sources import csv_columns
+
+    monkeypatch.setattr(csv_columns, "BATCH_CHARS", 20)
+    text = "".join(f"{i:04d},abcdef\n" for i in range(10))  # 10 characters of values per row
+    batches = [b.num_rows for b in CsvBatches(io.StringIO(text, newline=""), ["a", "b"], batch_rows=1000)]
+    assert batches == [2, 2, 2, 2, 2]

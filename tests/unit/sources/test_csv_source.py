@@ -1,7 +1,7 @@
 """CSV sample reading for schema inference (pandas' dtype inference, refined for datetimes and lists)."""
 from __future__ import annotations
 
-import io
+import pytest
 
 from tfrecorder.core.schema import infer_schema
 from tfrecorder.sources.csv_source import read_csv_sample
@@ -14,7 +14,7 @@ CSV = (
 
 
 def test_csv_sample_dtypes_infer_like_a_dataframe():
-    sample = read_csv_sample(io.BytesIO(CSV.encode()))
+    sample = read_csv_sample(CSV)
     assert infer_schema(sample).to_json() == {
         "i": "IntegerInput", "gappy": "IntegerInput", "flag": "IntegerInput", "x": "FloatInput", "text": "StringInput",
         "na_text": "StringInput", "when": "DatetimeInput", "day": "DatetimeInput", "mixed_when": "StringInput",
@@ -71,6 +71,85 @@ def test_local_csv_head_is_read_in_steps_up_to_the_sample(tmp_path, monkeypatch)
     real = storage.read_range
     monkeypatch.setattr(storage, "read_range", lambda *args: read.append(len(real(*args))) or real(*args))
     table = source_registry.open_table(str(path))
-    assert sum(read) <= csv_source.HEAD_STEP_BYTES  # 10,000 sample rows fit in the first step
+    assert sum(read) <= csv_source.HEAD_STEP_BYTES + 2  # 10,000 sample rows fit in the first step (+ gzip's magic)
     assert table.columns == ["split", "id", "x", "note", "label"] and len(table.sample) == csv_source.SAMPLE_ROWS
     assert table.rows.data_start == len(b"split,id,x,note,label\n") and table.rows.size == path.stat().st_size
+
+
+# --- text: encodings and bytes invalid in them ------------------------------------------------------
+
+def test_a_row_with_invalid_bytes_in_the_sample_is_left_out_of_it_not_fatal(tmp_path):
+    from tfrecorder.core.schema import Schema
+    from tfrecorder.sources import source_registry
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"id,name\n1,a\n2\xff,b\n3,\"multi\nline \xe9\"\n4,d\n")
+    table = source_registry.open_table(str(path))
+    assert table.sample["id"].tolist() == [1, 4] and table.infer_schema().to_json() == {
+        "id": "IntegerInput", "name": "StringInput"}
+    items = list(table.rows.read_part(table.rows.known_parts()[0], table.columns, Schema({})))
+    assert [item for item in items if isinstance(item, dict)] == [{"id": "1", "name": "a"}, {"id": "4", "name": "d"}]
+    assert [item for item in items if isinstance(item, tuple)] == [
+        (0, {"id": "2\\xff", "name": "b"}, 1, "byte(s) 0xff in column 'id' are not valid utf-8"),
+        (0, {"id": "3", "name": "multi\nline \\xe9"}, 2, "byte(s) 0xe9 in column 'name' are not valid utf-8"),
+        ("records", (0, 4))]
+
+
+def test_invalid_bytes_in_the_header_are_one_value_error(tmp_path):
+    from tfrecorder.sources import source_registry
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"id,pr\xe9nom\n1,a\n")
+    with pytest.raises(ValueError, match=r"the header row is not valid utf-8 text \('id,pr\\\\xe9nom'\); "
+                                         "pass the file's encoding as encoding="):
+        source_registry.open_table(str(path))
+    assert source_registry.open_table(str(path), encoding="latin-1").columns == ["id", "prénom"]
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "cp1252", "utf-16", "utf-16-be", "shift_jis"])
+def test_other_encodings_read_the_same_rows_as_utf8(tmp_path, encoding):
+    from tfrecorder.core.schema import Schema
+    from tfrecorder.sources import source_registry
+
+    text = "id,prénom,note\n" + "".join(f'{i},Zoë {i},"a, ""b""\nc"\n' for i in range(50))
+    if encoding == "shift_jis":
+        text = text.replace("é", "日").replace("ë", "本")
+    (tmp_path / "utf8.csv").write_text(text, encoding="utf-8")
+    (tmp_path / "other.csv").write_bytes(text.encode(encoding))
+    utf8 = source_registry.open_table(str(tmp_path / "utf8.csv"))
+    other = source_registry.open_table(str(tmp_path / "other.csv"), encoding=encoding)
+    assert other.columns == utf8.columns and other.sample.equals(utf8.sample) and other.rows_estimate == 50
+
+    def read(table, method, *args) -> list:
+        source = table.rows
+        parts = source.known_parts() or source.plan_parts([source.scan(unit) for unit in source.scan_units()])
+        return [repr(item) for part in parts for item in getattr(source, method)(part, table.columns, Schema({}), *args)]
+
+    assert read(other, "read_part") == read(utf8, "read_part")
+    batches = [b for b in read(other, "read_batches", 16) if not b.startswith("(")]
+    assert len(batches) == 4  # 50 rows in batches of 16
+
+
+def test_encodings_without_byte_scannable_separators_are_one_part_from_the_first_byte(tmp_path):
+    from tfrecorder.sources import csv_slicing, source_registry
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(("a,b\n" + "1,x\n" * 5000).encode("utf-16"))
+    table = source_registry.open_table(str(path), encoding="utf-16")
+    assert table.rows.known_parts() == [csv_slicing.Slice(0, 0, path.stat().st_size)]
+    path.write_bytes(("a,b\n" + "1,x\n" * 5000).encode("latin-1"))
+    scanned = source_registry.open_table(str(path), encoding="latin-1")
+    assert scanned.rows.known_parts() == [csv_slicing.Slice(0, 4, 4 + 4 * 5000)]
+
+
+def test_records_too_wide_for_column_wise_batches_to_pay_are_read_row_by_row(tmp_path, monkeypatch):
+    """A slice must hold MIN_BATCH_RECORDS records for the columnar encoder's per-column cost to pay;
+    wider records go row by row (a cost per value), so a wide table's cost grows linearly with its width."""
+    from tfrecorder.sources import csv_slicing, source_registry
+
+    monkeypatch.setattr(csv_slicing, "RANGE_BYTES", 64 * 100)  # column-wise up to 100 bytes per record
+    for width, column_wise in ((10, True), (40, False)):
+        path = tmp_path / f"w{width}.csv"
+        path.write_text(",".join(f"c{i}" for i in range(width)) + "\n" + (",".join(["12"] * width) + "\n") * 30)
+        rows = source_registry.open_table(str(path)).rows
+        assert rows.record_bytes == 3 * width and rows.reads_batches is column_wise, width

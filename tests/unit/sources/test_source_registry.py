@@ -2,6 +2,7 @@
 RowSource pickles for workers and reads every row of the source through the protocol alone."""
 from __future__ import annotations
 
+import gzip
 import pickle
 
 import pandas as pd
@@ -12,6 +13,7 @@ from tfrecorder.sources import source_registry
 from tfrecorder.sources.annotation_source import AnnotationRows, AnnotationTable
 from tfrecorder.sources.csv_source import CsvRows, CsvTable
 from tfrecorder.sources.dataframe_source import DataFrameTable
+from tfrecorder.sources.gzip_csv_source import GzipCsvRows, GzipCsvTable
 from tfrecorder.sources.parquet_source import ParquetRows, ParquetTable
 from tfrecorder.sources.source_protocol import REASONED
 
@@ -33,17 +35,18 @@ def every_row(table, tmp_path) -> list[dict]:
 @pytest.fixture
 def sources(tmp_path) -> dict:
     FRAME.to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "t.csv.gz").write_bytes(gzip.compress((tmp_path / "t.csv").read_bytes()))
     FRAME.to_parquet(tmp_path / "t.parquet", index=False)
     (tmp_path / "automl.csv").write_text("TRAIN,gs://b/a.jpg,cat\nTEST,gs://b/b.jpg,dog\nTRAIN,gs://b/c.jpg,cat\n")
     for split, label, name in (("TRAIN", "cat", "a.jpg"), ("TEST", "dog", "b.jpg")):
         (tmp_path / "folder" / split / label).mkdir(parents=True)
         (tmp_path / "folder" / split / label / name).write_bytes(b"x")
-    return {"csv": str(tmp_path / "t.csv"), "parquet": str(tmp_path / "t.parquet"), "frame": FRAME,
+    return {"csv": str(tmp_path / "t.csv"), "gzip": str(tmp_path / "t.csv.gz"), "parquet": str(tmp_path / "t.parquet"), "frame": FRAME,
             "annotations": str(tmp_path / "automl.csv"), "folder": str(tmp_path / "folder")}
 
 
 def test_each_kind_opens_as_its_own_table_with_its_own_row_source(sources, tmp_path):
-    expected = {"csv": (CsvTable, CsvRows), "parquet": (ParquetTable, ParquetRows), "frame": (DataFrameTable, ParquetRows),
+    expected = {"csv": (CsvTable, CsvRows), "gzip": (GzipCsvTable, GzipCsvRows), "parquet": (ParquetTable, ParquetRows), "frame": (DataFrameTable, ParquetRows),
                 "annotations": (AnnotationTable, AnnotationRows), "folder": (DataFrameTable, ParquetRows)}
     for name, (table_kind, rows_kind) in expected.items():
         table = source_registry.open_table(sources[name])
@@ -54,7 +57,7 @@ def test_each_kind_opens_as_its_own_table_with_its_own_row_source(sources, tmp_p
 
 def test_every_kind_reads_the_same_rows_through_the_protocol(sources, tmp_path):
     as_text = [{k: str(v) for k, v in row.items()} for row in FRAME.to_dict("records")]
-    for name in ("csv", "parquet", "frame"):
+    for name in ("csv", "gzip", "parquet", "frame"):
         assert every_row(source_registry.open_table(sources[name]), tmp_path / name) == as_text, name
     annotation_rows = every_row(source_registry.open_table(sources["annotations"]), tmp_path / "a")
     assert [(r["split"], r["label"]) for r in annotation_rows] == [("TRAIN", "cat"), ("TEST", "dog"), ("TRAIN", "cat")]

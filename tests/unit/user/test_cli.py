@@ -32,6 +32,21 @@ def test_convert_csv_default_mode_is_quiet_too(tmp_path):
     assert "validate='decode'" in done.stdout
 
 
+def test_convert_csv_in_another_encoding_and_a_refused_one(tmp_path):
+    (tmp_path / "t.csv").write_bytes("split,prénom\nTRAIN,Zoë\nTRAIN,caf\x81\n".encode("latin-1"))
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"),
+               "--encoding", "cp1252", "--no_progress", entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 0, done.stderr
+    assert "TRAIN=1" in done.stdout and "discarded: 1" in done.stdout
+    job = os.path.join(tmp_path / "out", os.listdir(tmp_path / "out")[0])
+    with open(os.path.join(job, "discarded.csv"), encoding="utf-8") as stream:
+        assert stream.read().splitlines()[1] == ("TRAIN,caf\\x81,invalid text: line 3: byte(s) 0x81 in column "
+                                                 "'prénom' are not valid cp1252")
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out2"),
+               "--encoding", "klingon")
+    assert done.returncode == 2 and "encoding 'klingon' is not a text encoding" in done.stderr
+
+
 def test_fatal_input_error_is_one_line_and_non_zero(tmp_path):
     done = run("convert", "--source", str(tmp_path / "nope.csv"), "--output_dir", str(tmp_path / "out"))
     assert done.returncode == 2

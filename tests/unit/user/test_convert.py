@@ -149,12 +149,21 @@ def test_resize_option(tmp_path, tf):
         (pd.DataFrame({"split": ["TRAIN"]}), {"num_shards": -1}, "num_shards"),
         (pd.DataFrame({"split": ["TRAIN"]}), {"split_ratios": (0.5, 0.5)}, "split_ratios"),
         (pd.DataFrame({"split": ["TRAIN"]}), {"validate": "paranoid"}, "validate"),
+        (pd.DataFrame({"split": ["TRAIN"]}), {"encoding": "klingon"}, "encoding 'klingon' is not a text encoding"),
+        (pd.DataFrame({f"c{i}": [1] for i in range(20_001)}), {}, "the table has 20,001 columns: at most 20,000"),
     ],
 )
 def test_table_level_errors_are_raised_before_any_pipeline(tmp_path, source, options, message):
     with pytest.raises(ValueError, match=message):
         tfrecorder.convert(source, tmp_path / "out", **options)
     assert not (tmp_path / "out").exists() or os.listdir(tmp_path / "out") == []
+
+
+def test_the_accessor_takes_and_checks_encoding_like_convert(tmp_path):
+    frame = pd.DataFrame({"split": ["TRAIN"], "x": [1]})
+    with pytest.raises(ValueError, match="encoding 'utf-99' is not a text encoding"):
+        frame.tensorflow.to_tfrecord(str(tmp_path / "out"), encoding="utf-99")
+    assert frame.tensorflow.to_tfrecord(str(tmp_path / "out"), encoding="latin-1", progress=False)["rows_in"] == 1
 
 
 def test_output_dir_that_is_a_file_or_unwritable_is_refused(tmp_path, image_table):
