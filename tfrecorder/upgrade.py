@@ -83,7 +83,8 @@ def upgrade(
     Returns a ConversionResult with, besides the usual counts, `input_bytes` (the legacy shards)
     and `output_bytes` (the new shards). Options mean what they mean for `convert()`; with
     runner="DataflowRunner" both directories must be on gs:// and the call returns once the job is
-    submitted (`.wait()`).
+    submitted (`.wait()`); on Flink, Spark or another portable runner (`beam_options`) they must be where
+    the workers read them too (docs/runners.md).
     """
     from beam_pipelines.launches.launch import fail_job, launch_for  # see convert()
 
