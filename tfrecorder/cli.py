@@ -32,6 +32,11 @@ EXIT_OK, EXIT_FAILURE, EXIT_INPUT_ERROR, EXIT_CORRUPT_DATA, EXIT_OUTPUT_ERROR = 
 EXIT_INTERRUPTED = 128 + 2  # killed by SIGINT, as shells report it
 EXIT_VERIFY_FAILED = EXIT_CORRUPT_DATA  # verify's "mismatch" is corrupt data found on purpose
 
+RUNNER_HELP = ("DirectRunner (default), DataflowRunner, or PortableRunner, FlinkRunner, SparkRunner with their "
+               "--beam_option settings (docs/runners.md)")
+SHARED_FILESYSTEM_HELP = ("PortableRunner/FlinkRunner/SparkRunner: every worker sees this machine's files at the same "
+                          "paths, so local source, images and output are allowed")
+
 EXAMPLES = """examples:
   tfrecorder convert --source data.csv --output_dir out/
   tfrecorder convert --source images/ --output_dir out/ --job_label pets --compression gzip
@@ -41,6 +46,9 @@ EXAMPLES = """examples:
       schema.json: {"id": "IntegerInput", "price": "DoubleInput", "tags": "StringInput[]", "label": "StringLabel"}
   tfrecorder convert --source gs://b/data.csv --output_dir gs://b/out --runner DataflowRunner \
       --project my-project --region us-central1 --dataflow_option max_num_workers=20 --no_wait
+  tfrecorder convert --source gs://b/data.csv --output_dir gs://b/out --runner FlinkRunner \
+      --beam_option flink_master=flink-host:8081 --beam_option environment_type=EXTERNAL \
+      --beam_option environment_config=localhost:50000
   tfrecorder verify out/pets-20261121-193000          # exit 3 on any mismatch
   tfrecorder inspect out/pets-20261121-193000 --split validation --num_records 10
   tfrecorder load-stats out/pets-20261121-193000 --image_size 224x224
@@ -110,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "or quoted glob ('export/*.parquet'), SPLIT/LABEL image folder, "
                          "headerless AutoML Vision CSV or Vertex AI JSONL import file")
     convert.add_argument("--output_dir", required=True, help="directory that receives the job directory")
-    convert.add_argument("--runner", default="DirectRunner", help="DirectRunner (default) or DataflowRunner")
+    convert.add_argument("--runner", default="DirectRunner", help=RUNNER_HELP)
     convert.add_argument("--num_shards", type=int, default=0, help="shards per split; 0 = sized by bytes")
     convert.add_argument("--max_shard_bytes", type=int, help="target shard size for automatic sharding")
     convert.add_argument("--compression", choices=["gzip"], help="compress shards (JPEG data does not shrink)")
@@ -139,9 +147,11 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--verbose", action="store_true", help="show Beam's and TensorFlow's own logs")
     convert.add_argument("--no_progress", dest="progress", action="store_false", default=None,
                          help="no progress bar (it only shows on a terminal anyway)")
-    convert.add_argument("--dataflow_option", action="append", default=[], metavar="KEY=VALUE",
-                         help="any Beam/Dataflow pipeline option, repeatable (e.g. machine_type=n2-standard-8; "
-                              "a bare KEY sets a flag such as no_auth)")
+    convert.add_argument("--beam_option", "--dataflow_option", dest="dataflow_option", action="append", default=[],
+                         metavar="KEY=VALUE",
+                         help="any Beam pipeline option, repeatable (e.g. machine_type=n2-standard-8, "
+                              "job_endpoint=localhost:8099; a bare KEY sets a flag such as no_auth)")
+    convert.add_argument("--shared_filesystem", action="store_true", default=None, help=SHARED_FILESYSTEM_HELP)
     convert.add_argument("--tfrecorder_wheel", help="stage this wheel for Dataflow workers instead of building one")
     convert.add_argument("--no_wait", action="store_true",
                          help="DataflowRunner: print the job id and console URL and return without waiting")
@@ -171,7 +181,7 @@ def _add_upgrade_parser(commands) -> None:
         "upgrade", help="rewrite a TFRecorder 2.0 output directory as a job directory (images as lossless PNG)")
     upgrade.add_argument("legacy_dir", help="a directory TFRecorder 2.0 wrote (train-00000-of-00001.tfrecord.gz, …)")
     upgrade.add_argument("output_dir", help="directory that receives the new job directory")
-    upgrade.add_argument("--runner", default="DirectRunner", help="DirectRunner (default) or DataflowRunner")
+    upgrade.add_argument("--runner", default="DirectRunner", help=RUNNER_HELP)
     upgrade.add_argument("--num_shards", type=int, default=0, help="shards per split; 0 = sized by bytes")
     upgrade.add_argument("--max_shard_bytes", type=int, help="target shard size for automatic sharding")
     upgrade.add_argument("--compression", choices=["gzip"], help="compress shards (PNG data does not shrink)")
@@ -179,8 +189,9 @@ def _add_upgrade_parser(commands) -> None:
     upgrade.add_argument("--project", help="Google Cloud project (DataflowRunner)")
     upgrade.add_argument("--region", help="Google Cloud region (DataflowRunner)")
     upgrade.add_argument("--verbose", action="store_true", help="show Beam's and TensorFlow's own logs")
-    upgrade.add_argument("--dataflow_option", action="append", default=[], metavar="KEY=VALUE",
-                         help="any Beam/Dataflow pipeline option, repeatable")
+    upgrade.add_argument("--beam_option", "--dataflow_option", dest="dataflow_option", action="append", default=[],
+                         metavar="KEY=VALUE", help="any Beam pipeline option, repeatable")
+    upgrade.add_argument("--shared_filesystem", action="store_true", default=None, help=SHARED_FILESYSTEM_HELP)
     upgrade.add_argument("--tfrecorder_wheel", help="stage this wheel for Dataflow workers instead of building one")
     upgrade.add_argument("--no_wait", action="store_true", help="DataflowRunner: return once the job is submitted")
 
@@ -256,7 +267,7 @@ def _run_convert(args: argparse.Namespace) -> int:
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
                      "split_ratios", "validate", "fetch_concurrency", "max_image_pixels", "max_image_bytes",
                      "project", "region", "verbose", "progress",
-                     "tfrecorder_wheel", "annotation_format", "box_units", "encoding")
+                     "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem")
         if getattr(args, name) is not None
     }
     if args.schema is not None:
@@ -264,7 +275,7 @@ def _run_convert(args: argparse.Namespace) -> int:
     if args.dataflow_option:
         from beam_pipelines.launches.dataflow_job import parse_option_flags
 
-        options["dataflow_options"] = parse_option_flags(args.dataflow_option)
+        options["beam_options"] = parse_option_flags(args.dataflow_option)
     return _finish(tfrecorder.convert(args.source, args.output_dir, **options), args.no_wait)
 
 
@@ -281,12 +292,13 @@ def _run_upgrade(args: argparse.Namespace) -> int:
     import tfrecorder
 
     options = {name: getattr(args, name) for name in ("runner", "num_shards", "max_shard_bytes", "compression",
-                                                      "job_label", "project", "region", "verbose", "tfrecorder_wheel")
+                                                      "job_label", "project", "region", "verbose", "tfrecorder_wheel",
+                                                      "shared_filesystem")
                if getattr(args, name) is not None}
     if args.dataflow_option:
         from beam_pipelines.launches.dataflow_job import parse_option_flags
 
-        options["dataflow_options"] = parse_option_flags(args.dataflow_option)
+        options["beam_options"] = parse_option_flags(args.dataflow_option)
     return _finish(tfrecorder.upgrade(args.legacy_dir, args.output_dir, **options), args.no_wait)
 
 

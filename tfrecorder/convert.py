@@ -124,7 +124,9 @@ def convert(
     fetch_concurrency: Optional[int] = None,
     max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
     max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
+    beam_options: Optional[Mapping[str, Any]] = None,
     dataflow_options: Optional[Mapping[str, Any]] = None,
+    shared_filesystem: bool = False,
     project: Optional[str] = None,
     region: Optional[str] = None,
     verbose: bool = False,
@@ -153,7 +155,11 @@ def convert(
     `metadata.json` and `discarded.csv`. Beam's and TensorFlow's logs are kept quiet unless verbose;
     a progress bar (rows processed / total) shows in terminals and notebooks unless progress=False.
     With runner="DataflowRunner" (needs project, region and a gs:// output_dir) it returns a
-    DataflowConversionResult as soon as the job is submitted; call `.wait()`.
+    DataflowConversionResult as soon as the job is submitted; call `.wait()`. runner="PortableRunner",
+    "FlinkRunner" or "SparkRunner" runs on that job service and returns when the job is done (no progress
+    bar); files must be on gs:// unless the workers run on this machine or `shared_filesystem=True`
+    (docs/runners.md). `beam_options` are Beam pipeline options for the runner (`dataflow_options` is
+    their older name).
 
     Object detection: a table with columns image_uri, label, xmin, ymin, xmax, ymax (one row per box;
     `box_units="pixels"` for pixel coordinates), a headerless AutoML Vision CSV or a Vertex AI JSONL
@@ -177,7 +183,8 @@ def convert(
     output = OutputLocation.of(output_dir)  # normalised once; the launch constrains it, the options check it
     if not isinstance(source, pd.DataFrame):
         source = storage.user_path(source, "source")
-    launch = launch_for(runner, output, project, region, job_label, dataflow_options, tfrecorder_wheel)
+    launch = launch_for(runner, output, project, region, job_label, beam_options, tfrecorder_wheel,
+                        dataflow_options=dataflow_options, shared_filesystem=shared_filesystem)
     options = ConvertOptions.check(
         output, job_label=job_label, num_shards=num_shards, max_shard_bytes=max_shard_bytes,
         compression=compression, image_size=image_size, validate=validate, split_ratios=split_ratios,
@@ -197,7 +204,8 @@ def convert(
             config = JobConfig(
                 source=rows, schema=resolved_schema, columns=tuple(table.columns),
                 base_dir=table.base_dir, final_dir=final_dir, temp_dir=temp_dir,
-                job_name=os.path.basename(final_dir), runner=launch.runner, split_ratios=options.split_ratios,
+                job_name=os.path.basename(final_dir), runner=launch.runner, distributed=launch.distributed,
+                split_ratios=options.split_ratios,
                 num_shards=options.num_shards, max_shard_bytes=options.max_shard_bytes,
                 compression=options.compression, image_size=options.image_size, validate=options.validate,
                 fetch_concurrency=concurrency, max_image_pixels=options.max_image_pixels,

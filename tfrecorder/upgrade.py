@@ -70,7 +70,9 @@ def upgrade(
     compression: Optional[str] = None,
     num_shards: int = 0,
     max_shard_bytes: int = DEFAULT_MAX_SHARD_BYTES,
+    beam_options: Optional[Mapping[str, Any]] = None,
     dataflow_options: Optional[Mapping[str, Any]] = None,
+    shared_filesystem: bool = False,
     project: Optional[str] = None,
     region: Optional[str] = None,
     tfrecorder_wheel: Optional[str] = None,
@@ -81,16 +83,16 @@ def upgrade(
     Returns a ConversionResult with, besides the usual counts, `input_bytes` (the legacy shards)
     and `output_bytes` (the new shards). Options mean what they mean for `convert()`; with
     runner="DataflowRunner" both directories must be on gs:// and the call returns once the job is
-    submitted (`.wait()`).
+    submitted (`.wait()`); on Flink, Spark or another portable runner (`beam_options`) they must be where
+    the workers read them too (docs/runners.md).
     """
-    from beam_pipelines.launches.launch import DataflowLaunch, fail_job, launch_for  # see convert()
+    from beam_pipelines.launches.launch import fail_job, launch_for  # see convert()
 
     started = time.monotonic()
     legacy_dir, output = storage.user_path(legacy_dir, "legacy_dir"), OutputLocation.of(output_dir)
-    launch = launch_for(runner, output, project, region, job_label, dataflow_options, tfrecorder_wheel)
-    on_dataflow = isinstance(launch, DataflowLaunch)
-    if on_dataflow and not legacy_dir.startswith("gs://"):
-        raise ValueError(f"Dataflow workers cannot read the local directory {legacy_dir}: copy it to gs:// first")
+    launch = launch_for(runner, output, project, region, job_label, beam_options, tfrecorder_wheel,
+                        dataflow_options=dataflow_options, shared_filesystem=shared_filesystem)
+    launch.check_readable_dir(legacy_dir)
     check_shard_options(num_shards, max_shard_bytes, compression, None, "header")
     job = _read_legacy(legacy_dir)
     output_dir = output.checked().path
@@ -100,7 +102,8 @@ def upgrade(
     config = JobConfig(
         source=None, schema=Schema.from_json(job.metadata["schema"]),
         columns=("split", "source", "record", "image_name"), base_dir="", final_dir=final_dir, temp_dir=temp_dir,
-        job_name=os.path.basename(final_dir.rstrip("/")), runner=launch.runner, split_ratios=DEFAULT_SPLIT_RATIOS,
+        job_name=os.path.basename(final_dir.rstrip("/")), runner=launch.runner, distributed=launch.distributed,
+        split_ratios=DEFAULT_SPLIT_RATIOS,
         num_shards=num_shards, max_shard_bytes=max_shard_bytes, compression=compression, image_size=None,
         validate="header", extra_metadata={"upgraded_from": {
             "format": job.metadata["legacy_format"], "directory": legacy_dir, "input_bytes": input_bytes,
@@ -110,7 +113,7 @@ def upgrade(
         from beam_pipelines.graphs.upgrade_graph import build_upgrade_graph
 
         # Parts only pay off with parallel workers: a single local worker would decompress a shard n times.
-        workers = MAX_PARTS if on_dataflow else int((dataflow_options or {}).get("direct_num_workers") or 1)
+        workers = MAX_PARTS if launch.distributed else int(launch.beam_options.get("direct_num_workers") or 1)
         parts = shard_parts(job, min(MAX_PARTS, workers))
 
         def build(pipeline, config: JobConfig) -> None:

@@ -1,7 +1,7 @@
-"""The conversion graph of image tables, shared by local (DirectRunner) and Dataflow runs; each stage is a
-module of beam_pipelines/steps/.
+"""The conversion graph of image tables, shared by local (DirectRunner), Dataflow and portable runs; each
+stage is a module of beam_pipelines/steps/.
 
-    read (read_rows) ─► prepare (prepare_rows) ─► [Dataflow: SpreadRows] ─► encode (encode_rows: fetch,
+    read (read_rows) ─► prepare (prepare_rows) ─► [distributed: SpreadRows] ─► encode (encode_rows: fetch,
          │                                                                   decode, write pieces)
          │                                                     ─► assemble (shard_planning, assemble_shards)
          └► read ─► count (count_table: rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
@@ -11,7 +11,8 @@ module of beam_pipelines/steps/.
 The source is cut into parts (its RowSource: CSV byte slices, Parquet row groups, ...) that workers read in parallel.
 Whole-table facts come from a second read of the parts, so the encoding branch streams its rows
 straight from the reader: nothing waits for the side input holding rows back, and no collection of
-rows is materialised between steps (memory does not grow with the table). On Dataflow, batches of
+rows is materialised between steps (memory does not grow with the table). When workers run elsewhere
+(`config.distributed`: Dataflow, Flink, Spark), batches of
 rows are also reshuffled before encoding (SpreadRows, a distributed shuffle) so that image reads
 spread over every worker, not only those that read a part; the in-process runner would hold every
 row in memory for it, and runs no more workers than there are parts anyway. A table-level error
@@ -58,7 +59,7 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
     )
     vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
     rows_to_encode = prepared.rows
-    if config.runner == "DataflowRunner":  # spread image reads over every worker, not only those reading parts
+    if config.distributed:  # spread image reads over every worker, not only those reading parts
         rows_to_encode = prepared.rows | "SpreadRows" >> beam.Reshuffle()
     encoded = (
         rows_to_encode

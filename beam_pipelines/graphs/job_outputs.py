@@ -18,7 +18,7 @@ def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PColl
     start = pipeline | "Start" >> beam.Create([None])
     plans = start | "PlanShards" >> beam.FlatMap(
         lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(pieces))
-    if config.runner == "DataflowRunner":  # assemble shards on every worker (locally: one stage less)
+    if config.distributed:  # assemble shards on every worker (locally: one stage less)
         plans = plans | "SpreadShards" >> beam.Reshuffle()
     shards = plans | "AssembleShards" >> beam.ParDo(AssembleShard(config))
     discard_parts = [  # written where they are found (fused with the step): discards are never buffered

@@ -104,12 +104,7 @@ def check_request(
 
 
 def _check_dataflow_options(dataflow_options: Optional[Mapping[str, Any]], project: str, region: str) -> dict[str, Any]:
-    if dataflow_options is None:
-        return {}
-    if not isinstance(dataflow_options, Mapping):
-        raise ValueError(f"dataflow_options must be a dict of Beam pipeline options, got {type(dataflow_options).__name__}")
-    options = {str(k): v for k, v in dataflow_options.items()}
-    runners.check_option_names(options, "dataflow_options")
+    options = runners.checked_option_dict(dataflow_options)
     for key, value in (("project", project), ("region", region), ("runner", "DataflowRunner")):
         if key in options and options[key] != value:
             raise ValueError(f"dataflow_options[{key!r}]={options[key]!r} contradicts {key}={value!r}")
@@ -119,27 +114,27 @@ def _check_dataflow_options(dataflow_options: Optional[Mapping[str, Any]], proje
 
 
 def parse_option_flags(items: Sequence[str]) -> dict[str, Any]:
-    """`KEY=VALUE` / `KEY` strings (the CLI's --dataflow_option) → typed Beam options, as Beam parses them.
+    """`KEY=VALUE` / `KEY` strings (the CLI's --beam_option) → typed Beam options, as Beam parses them.
 
     A repeated KEY (labels, experiments, ...) accumulates; a bare KEY sets a boolean flag (no_auth).
     """
     from apache_beam.options.pipeline_options import PipelineOptions
 
     keys = [item.split("=", 1)[0] for item in items]
-    runners.check_option_names(keys, "--dataflow_option")
+    runners.check_option_names(keys, "--beam_option")
     try:
         parsed = PipelineOptions([f"--{item}" for item in items]).get_all_options(drop_default=False)
     except SystemExit:  # Beam's argparse has already printed what was wrong
-        raise ValueError(f"--dataflow_option: cannot parse {list(items)}") from None
+        raise ValueError(f"--beam_option: cannot parse {list(items)}") from None
     return {key: parsed[key] for key in dict.fromkeys(keys)}
 
 
-def check_table_reachable(table: Table, schema: Schema) -> None:
-    """Workers read the source and the images themselves, so both must be on Cloud Storage."""
+def check_table_reachable(table: Table, schema: Schema, workers: str = "Dataflow workers") -> None:
+    """The `workers` read the source and the images themselves, so both must be on Cloud Storage."""
     local = next((path for path in table.worker_files() if not storage.is_remote(path)), None)
     if local is not None:
         raise ValueError(
-            f"Dataflow workers cannot read the local file {local}: copy the source to gs:// or pass it as a "
+            f"{workers} cannot read the local file {local}: copy the source to gs:// or pass it as a "
             "DataFrame (pd.read_csv(...), pd.read_parquet(...)), which is staged for the workers automatically"
         )
     for column in schema.columns_of(types.ImageUri):
@@ -149,7 +144,7 @@ def check_table_reachable(table: Table, schema: Schema) -> None:
             uri = resolve_uri(str(value), table.base_dir if storage.is_remote(table.base_dir) else "")
             if not uri.startswith("gs://"):
                 raise ValueError(
-                    f"Dataflow workers can only read images on Cloud Storage: column {column!r} holds {value!r}"
+                    f"{workers} can only read images on Cloud Storage: column {column!r} holds {value!r}"
                 )
 
 

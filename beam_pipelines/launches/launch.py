@@ -1,11 +1,14 @@
-"""Launching a conversion's Beam graph, locally or on Dataflow: each launch owns its checks, its Beam
-options and its run.
+"""Launching a conversion's Beam graph, locally, on Dataflow or on a portable runner: each launch owns its
+checks, its Beam options and its run.
 
 `launch_for` picks one from the runner, once, before anything is written: a LocalLaunch (Beam's
 in-process FnApiRunner; forked encoding processes or Beam worker processes when they pay off, see
-beam_pipelines.launches.runners) or a DataflowLaunch (request checks, Cloud Storage reachability of the table,
-job options, worker package, submit without waiting; beam_pipelines.launches.dataflow_job). convert() and
-upgrade() call the chosen launch along one straight line, and `fail_job` is their one cleanup path.
+beam_pipelines.launches.runners), a DataflowLaunch (request checks, Cloud Storage reachability of the table,
+job options, worker package, submit without waiting; beam_pipelines.launches.dataflow_job) or a
+PortableLaunch (PortableRunner, FlinkRunner, SparkRunner: beam_pipelines.launches.portable_launch).
+A launch's `distributed` chooses the graph's distributed form (reshuffles spreading rows and shards over
+workers). convert() and upgrade() call the chosen launch along one straight line, and `fail_job` is their
+one cleanup path.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import dataclasses
 from typing import Any, Callable, Mapping, NoReturn, Optional, Union
 
 from beam_pipelines.launches import dataflow_job, runners
+from beam_pipelines.launches.portable_launch import PortableLaunch, check_request as check_portable_request
 from tfrecorder.errors import interruption, translate_pipeline_error
 from tfrecorder.format import job_directory
 from tfrecorder.io import storage, tensorflow_kernels
@@ -35,12 +39,16 @@ class LocalLaunch:
     """A run on this machine (DirectRunner): `run` blocks until the job is published."""
 
     runner = "DirectRunner"
+    distributed = False  # one stage less: the in-process runner would hold every reshuffled row in memory
 
     def __init__(self, beam_options: Mapping[str, Any]) -> None:
-        self.beam_options = beam_options  # the caller's dataflow_options (checked), given to the local runner
+        self.beam_options = beam_options  # the caller's beam_options (checked), given to the local runner
 
     def check_table(self, table: Any, schema: Schema) -> None:
         """Local workers read whatever the driver reads: nothing more to check."""
+
+    def check_readable_dir(self, path: str) -> None:
+        """Local workers read whatever the driver reads."""
 
     def shows_progress(self, progress: bool) -> bool:
         return should_show(progress)
@@ -78,12 +86,18 @@ class DataflowLaunch:
     """A job submitted to Dataflow: `run` returns as soon as it is submitted (or its template written)."""
 
     runner = "DataflowRunner"
+    distributed = True  # reshuffles spread rows and shards over every worker
 
     def __init__(self, request: dataflow_job.DataflowRequest) -> None:
         self.request = request
 
     def check_table(self, table: Any, schema: Schema) -> None:
         dataflow_job.check_table_reachable(table, schema)
+
+    def check_readable_dir(self, path: str) -> None:
+        """A directory the workers read (upgrade's legacy directory) must be on Cloud Storage."""
+        if not path.startswith("gs://"):
+            raise ValueError(f"Dataflow workers cannot read the local directory {path}: copy it to gs:// first")
 
     def shows_progress(self, progress: bool) -> bool:
         return False  # DataflowConversionResult.wait() reports the job's progress
@@ -103,19 +117,28 @@ class DataflowLaunch:
             return dataflow_job.submit(pipeline, self.request, config, rows_total, rows_estimated=rows_estimated)
 
 
-Launch = Union[LocalLaunch, DataflowLaunch]
+Launch = Union[LocalLaunch, DataflowLaunch, PortableLaunch]
 
 
 def launch_for(runner: str, output: OutputLocation, project: Optional[str], region: Optional[str],
-               job_label: Optional[str], dataflow_options: Optional[Mapping[str, Any]],
-               tfrecorder_wheel: Optional[str]) -> Launch:
-    """The launch for `runner`, its request checked (ValueError) before anything is written or staged; a
-    launch constrains where `output` may be (Dataflow: Cloud Storage only)."""
+               job_label: Optional[str], beam_options: Optional[Mapping[str, Any]],
+               tfrecorder_wheel: Optional[str], *, dataflow_options: Optional[Mapping[str, Any]] = None,
+               shared_filesystem: bool = False) -> Launch:
+    """The launch for `runner` with the caller's `beam_options` (or `dataflow_options`, their older name;
+    not both), its request checked (ValueError) before anything is written or staged; a launch constrains
+    where `output` may be (Dataflow, and portable workers that do not share this machine's files
+    (`shared_filesystem`): Cloud Storage only)."""
     runners.check_runner(runner)
+    options = runners.chosen_options(beam_options, dataflow_options)
+    if runner in runners.PORTABLE_RUNNERS:
+        return PortableLaunch(check_portable_request(runner, output, options, shared_filesystem))
+    if shared_filesystem:
+        raise ValueError(f"shared_filesystem=True is for workers of a portable runner ({list(runners.PORTABLE_RUNNERS)}), "
+                         f"not runner={runner!r}")
     if runner == DataflowLaunch.runner:
-        return DataflowLaunch(dataflow_job.check_request(output, project, region, job_label, dataflow_options,
-                                                     tfrecorder_wheel))
-    return LocalLaunch(runners.check_local_options(dataflow_options))
+        return DataflowLaunch(dataflow_job.check_request(output, project, region, job_label, options,
+                                                         tfrecorder_wheel))
+    return LocalLaunch(runners.check_local_options(options))
 
 
 def fail_job(exc: BaseException, temp_dir: str, final_dir: str, output_dir: str,

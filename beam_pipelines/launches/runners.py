@@ -2,9 +2,12 @@
 
 Locally we pin the in-process FnApiRunner: Beam's default DirectRunner first tries to download the
 Prism runner binary from the internet. DataflowRunner pipelines get Beam's Dataflow runner; with the
-`no_auth` option, Cloud Storage is accessed anonymously too (emulators, public buckets). Both are
-PlainPipelines, built the same way inside Jupyter as in a script (beam_pipelines.launches.plain_pipeline).
+`no_auth` option, Cloud Storage is accessed anonymously too (emulators, public buckets). PortableRunner,
+FlinkRunner and SparkRunner pipelines get Beam's runner of that name (a job service and SDK workers
+elsewhere: beam_pipelines.launches.portable_launch). All are PlainPipelines, built the same way inside
+Jupyter as in a script (beam_pipelines.launches.plain_pipeline).
 
+The caller's Beam options come as `beam_options` (`dataflow_options` is its older name: `chosen_options`).
 Option names are checked against the PipelineOptions classes Beam has registered (`check_option_names`,
 close matches named); a local run also refuses options that would choose another runner or where its
 workers run (`check_local_options`): it always runs in-process, and `runner=` is how to run elsewhere.
@@ -22,7 +25,14 @@ from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOpt
 from beam_pipelines.launches.plain_pipeline import PlainPipeline
 from tfrecorder.core.quiet import leaves_logging_alone
 
-KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner")
+PORTABLE_RUNNERS = ("PortableRunner", "FlinkRunner", "SparkRunner")  # a job service, SDK workers elsewhere
+KNOWN_RUNNERS = ("DirectRunner", "DataflowRunner", *PORTABLE_RUNNERS)
+# Runners Beam has that cannot run the conversion graph, with the reason.
+REFUSED_RUNNERS = {
+    "DaskRunner": "Beam's DaskRunner drops what a DoFn emits in finish_bundle and every tagged output, and the "
+                  "conversion graph sends its piece files and discarded rows exactly that way; run on a Flink or "
+                  "Spark cluster instead (runner='FlinkRunner' or 'SparkRunner', see docs/runners.md)",
+}
 # Local jobs spread their per-row work over the cores in one of two ways (encode_processes, local_options):
 # - forked encoding processes (beam_pipelines.workers.fork_pool): each child encodes and writes whole batches
 #   while the in-process worker reads and checks rows. Measured on 2 cores (benchmarks/convert_bench.py,
@@ -45,6 +55,8 @@ _OTHER_RUNNER_OPTIONS = ("PortableOptions", "JobServerOptions", "FlinkRunnerOpti
 
 def check_runner(runner: str) -> str:
     """`runner` if it is one of KNOWN_RUNNERS; checked once, when a conversion picks its launch."""
+    if runner in REFUSED_RUNNERS:
+        raise ValueError(f"runner={runner!r} is not supported: {REFUSED_RUNNERS[runner]}")
     if runner not in KNOWN_RUNNERS:
         raise ValueError(f"unknown runner {runner!r}; expected one of {list(KNOWN_RUNNERS)}")
     return runner
@@ -57,14 +69,39 @@ def beam_option_names() -> set[str]:
 
 
 @leaves_logging_alone
-def other_runner_option_names() -> set[str]:
-    """`runner` and the options of other runners' and portable workers' classes (job_endpoint, environment_type, ...)."""
-    options = PipelineOptions([])
-    names = {"runner"}
+def option_names_of(class_names: Iterable[str]) -> set[str]:
+    """The option names of Beam's PipelineOptions classes named `class_names` (e.g. 'FlinkRunnerOptions')."""
+    options, wanted = PipelineOptions([]), set(class_names)
+    names: set[str] = set()
     for cls in PipelineOptions.__subclasses__():
-        if cls.__name__ in _OTHER_RUNNER_OPTIONS:
+        if cls.__name__ in wanted:
             names.update(options.view_as(cls).get_all_options(current_only=True))
     return names
+
+
+def other_runner_option_names() -> set[str]:
+    """`runner` and the options of other runners' and portable workers' classes (job_endpoint, environment_type, ...)."""
+    return {"runner"} | option_names_of(_OTHER_RUNNER_OPTIONS)
+
+
+def chosen_options(beam_options: Optional[Mapping[str, Any]],
+                   dataflow_options: Optional[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    """The caller's Beam options: `beam_options`, or `dataflow_options` (its older name); ValueError for both."""
+    if beam_options is not None and dataflow_options is not None:
+        raise ValueError("pass Beam pipeline options once: beam_options= (dataflow_options= is its older name), "
+                         "not both")
+    return beam_options if beam_options is not None else dataflow_options
+
+
+def checked_option_dict(options: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    """The caller's Beam options as a dict of str keys whose every name is a Beam option (ValueError otherwise)."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ValueError(f"beam_options must be a dict of Beam pipeline options, got {type(options).__name__}")
+    options = {str(key): value for key, value in options.items()}
+    check_option_names(options, "beam_options")
+    return options
 
 
 def check_option_names(names: Iterable[str], what: str) -> None:
@@ -79,20 +116,16 @@ def check_option_names(names: Iterable[str], what: str) -> None:
 
 
 def check_local_options(options: Optional[Mapping[str, Any]]) -> dict[str, Any]:
-    """The caller's `dataflow_options` for a local run, checked before anything is written: ValueError for
+    """The caller's `beam_options` for a local run, checked before anything is written: ValueError for
     a name that is no Beam option, or one that would choose another runner or where workers run (a local
-    run always uses the in-process FnApiRunner; runner='DataflowRunner' runs elsewhere)."""
-    if options is None:
-        return {}
-    if not isinstance(options, Mapping):
-        raise ValueError(f"dataflow_options must be a dict of Beam pipeline options, got {type(options).__name__}")
-    options = {str(key): value for key, value in options.items()}
-    check_option_names(options, "dataflow_options")
+    run always uses the in-process FnApiRunner; runner='PortableRunner', 'FlinkRunner', 'SparkRunner' or
+    'DataflowRunner' runs elsewhere, and takes those options)."""
+    options = checked_option_dict(options)
     elsewhere = sorted(set(options) & other_runner_option_names())
     if elsewhere:
-        raise ValueError(f"dataflow_options {elsewhere} would choose another runner or where its workers run; a local "
+        raise ValueError(f"beam_options {elsewhere} would choose another runner or where its workers run; a local "
                          f"run always uses Beam's in-process runner: choose the runner with runner= (one of "
-                         f"{list(KNOWN_RUNNERS)})")
+                         f"{list(KNOWN_RUNNERS)}; {list(PORTABLE_RUNNERS)} take these options)")
     return options
 
 
@@ -129,6 +162,18 @@ def dataflow_pipeline(options: Mapping[str, Any]) -> beam.Pipeline:
     from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
 
     return PlainPipeline(runner=DataflowRunner(), options=pipeline_options)
+
+
+def portable_pipeline(runner: str, options: Mapping[str, Any]) -> beam.Pipeline:
+    """A Beam Pipeline on Beam's PortableRunner, FlinkRunner or SparkRunner (`runner`) with `options`
+    (typed values, used as given); nothing is started until it runs."""
+    if runner == "FlinkRunner":
+        from apache_beam.runners.portability.flink_runner import FlinkRunner as runner_class
+    elif runner == "SparkRunner":
+        from apache_beam.runners.portability.spark_runner import SparkRunner as runner_class
+    else:
+        from apache_beam.runners.portability.portable_runner import PortableRunner as runner_class
+    return PlainPipeline(runner=runner_class(), options=PipelineOptions([], **dict(options)))
 
 
 def usable_cores() -> int:

@@ -1,5 +1,6 @@
-"""Local runs: a worker process's error is the same tfrecorder error as an in-process one, and local Beam
-options (`dataflow_options=` without runner='DataflowRunner') are checked before anything is written."""
+"""Local runs: a worker process's error (Beam's worker processes, or a portable runner's SDK worker) is the
+same tfrecorder error as an in-process one, and local Beam options (`beam_options=` without another runner)
+are checked before anything is written."""
 from __future__ import annotations
 
 import logging
@@ -10,24 +11,27 @@ import pytest
 import tfrecorder
 from beam_pipelines.launches import runners
 from tfrecorder import errors
+from support.portable import SUBPROCESS_WORKERS
 
 MULTI = {"direct_running_mode": "multi_processing", "direct_num_workers": 2}
+MODES = {"in-process": {}, "multi-process": {"dataflow_options": MULTI},
+         "portable": {"runner": "PortableRunner", "beam_options": SUBPROCESS_WORKERS}}
 NO_TRAIN = "no rows are assigned to TRAIN (check the split column and split_ratios)"
 
 
-@pytest.mark.parametrize("options", [None, MULTI], ids=["in-process", "multi-process"])
-def test_a_whole_table_error_is_a_table_error_in_every_running_mode(tmp_path, options):
+@pytest.mark.parametrize("mode", MODES)
+def test_a_whole_table_error_is_a_table_error_in_every_running_mode(tmp_path, mode):
     source = tmp_path / "rows.csv"
     source.write_text("x,split\n1,TEST\n2,VALIDATION\n3,TEST\n")  # a CSV's TRAIN check runs in the pipeline
     with pytest.raises(errors.TableError) as raised:
         tfrecorder.convert(str(source), tmp_path / "out", schema={"x": "IntegerInput", "split": "SplitKey"},
-                           dataflow_options=options, progress=False)
+                           progress=False, **MODES[mode])
     assert str(raised.value) == NO_TRAIN
     assert os.listdir(tmp_path / "out") == []
 
 
-@pytest.mark.parametrize("options", [None, MULTI], ids=["in-process", "multi-process"])
-def test_a_storage_failure_is_a_storage_read_error_in_every_running_mode(gcs, proxy, tmp_path, image_files, options):
+@pytest.mark.parametrize("mode", MODES)
+def test_a_storage_failure_is_a_storage_read_error_in_every_running_mode(gcs, proxy, tmp_path, image_files, mode):
     """A storage error no retry helps (HTTP 501 from the store) fails the job the same way whether the
     worker runs in this process or in another one, which only sends back its traceback's text."""
     url = "gs://tfr-local-runs/a.jpg"
@@ -36,7 +40,7 @@ def test_a_storage_failure_is_a_storage_read_error_in_every_running_mode(gcs, pr
     source = tmp_path / "rows.csv"
     source.write_text(f"image_uri,label\n{url},a\n")
     with pytest.raises(errors.StorageReadError) as raised:
-        tfrecorder.convert(str(source), tmp_path / "out", dataflow_options=options, progress=False)
+        tfrecorder.convert(str(source), tmp_path / "out", progress=False, **MODES[mode])
     assert raised.value.strerror == (f"could not read {url}: HTTP 501 MethodNotImplemented; "
                                      "the conversion stopped and nothing was published")
     assert os.listdir(tmp_path / "out") == []

@@ -1,7 +1,8 @@
 """Keep Beam's and TensorFlow's log noise out of the user's notebook, and their logging setup untouched.
 
 `quiet_libraries` raises only the levels of those libraries' own loggers, and only while a conversion
-runs. `leaves_logging_alone` wraps the public calls (convert, load, inspect, verify): whatever they or
+runs; it also drops what Beam's own code logs straight on the root logger (its portable runner logs every
+job message there, workers' tracebacks included, which tfrecorder raises as its own errors instead). `leaves_logging_alone` wraps the public calls (convert, load, inspect, verify): whatever they or
 the libraries they use change in the root, `tensorflow`, `apache_beam` or `absl` loggers — Beam's
 `PipelineOptions()` calls `logging.basicConfig()`, TensorFlow's first log call adds a handler to its
 logger when the root has none — is put back as it was when the call returns or raises. (A change
@@ -13,6 +14,7 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import os
 from typing import Callable, Iterator, Optional, TypeVar
 
 NOISY_LOGGERS = ("apache_beam", "absl", "tensorflow", "google.auth", "urllib3")
@@ -21,9 +23,17 @@ KEPT_LOGGERS = ("", "tensorflow", "apache_beam", "absl")  # "" is the root logge
 Function = TypeVar("Function", bound=Callable)
 
 
+class BeamRootRecords(logging.Filter):
+    """Drops records below CRITICAL that Beam's own code logs on the root logger."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.CRITICAL or f"{os.sep}apache_beam{os.sep}" not in record.pathname
+
+
 @contextlib.contextmanager
 def quiet_libraries(verbose: bool = False) -> Iterator[None]:
-    """Silence NOISY_LOGGERS below CRITICAL for the duration (no-op when verbose)."""
+    """Silence NOISY_LOGGERS, and Beam's records on the root logger, below CRITICAL for the duration
+    (no-op when verbose)."""
     if verbose:
         yield
         return
@@ -31,9 +41,12 @@ def quiet_libraries(verbose: bool = False) -> Iterator[None]:
     saved = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.CRITICAL)
+    root, beam_records = logging.getLogger(), BeamRootRecords()
+    root.addFilter(beam_records)
     try:
         yield
     finally:
+        root.removeFilter(beam_records)
         for logger, level in zip(loggers, saved):
             logger.setLevel(level)
 

@@ -24,7 +24,7 @@ class JobConfig:
     final_dir: str
     temp_dir: str
     job_name: str
-    runner: str
+    runner: str  # recorded in metadata.json
     split_ratios: tuple[float, float, float]
     num_shards: int
     max_shard_bytes: int
@@ -35,6 +35,7 @@ class JobConfig:
     fetch_concurrency: int = 1  # images of a batch read in parallel (raise for remote storage)
     max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS  # larger images are discarded before any decode
     max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES  # larger image files are discarded unread
+    distributed: bool = False  # workers elsewhere (Dataflow, portable runners): reshuffles spread the work
     encode_processes: int = 1  # local jobs: forked processes that encode and write batches (1: in-process)
     progress_dir: Optional[str] = None  # local directory workers report rows done into (None: no bar)
     nullable_columns: tuple[str, ...] = ()  # input columns with a missing value somewhere (allow_missing)

@@ -59,6 +59,27 @@ def test_quiet_libraries_raises_only_the_noisy_loggers_and_only_for_the_duration
         beam.setLevel(saved)
 
 
+def test_beams_records_on_the_root_logger_are_dropped_only_while_quiet(root_capture):
+    """Beam's portable runner logs every job message (a worker's traceback too) with logging.log, i.e. on
+    the root logger; tfrecorder raises its own error for them instead."""
+    from apache_beam.runners.portability import portable_runner
+
+    root = logging.getLogger()
+
+    def log_from(path: str, level: int = logging.ERROR) -> None:
+        root.handle(root.makeRecord("root", level, path, 1, "job message", (), None))
+
+    beams_file = portable_runner.__file__
+    with quiet.quiet_libraries():
+        log_from(beams_file)
+        log_from(__file__)  # anyone else's root records pass
+        log_from(beams_file, logging.CRITICAL)
+    log_from(beams_file)  # and Beam's once the call is over
+    assert [(record.pathname, record.levelno) for record in root_capture.records] == [
+        (__file__, logging.ERROR), (beams_file, logging.CRITICAL), (beams_file, logging.ERROR)]
+    assert not root.filters
+
+
 def test_leaves_logging_alone_undoes_what_the_call_changed_even_when_it_raises():
     tensorflow = logging.getLogger("tensorflow")
     before = quiet.logging_state()

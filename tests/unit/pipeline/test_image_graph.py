@@ -1,5 +1,7 @@
-"""The conversion graph run directly: its progress counter accounts for every row."""
+"""The conversion graph run directly: its progress counter accounts for every row; its distributed form is the config's choice."""
 from __future__ import annotations
+
+import dataclasses
 
 from apache_beam.metrics.metric import MetricsFilter
 
@@ -40,3 +42,25 @@ def test_rows_processed_counts_rows_written_and_discarded_at_every_step(tmp_path
     assert sum(c.committed for c in counters) == 4 == rows_reported(str(tmp_path / "progress"))
     metadata = JobMetadata.read(final_dir).document
     assert metadata["records_written"] == 1 and metadata["discarded"] == 3
+
+
+def transform_names(config: JobConfig) -> set[str]:
+    pipeline = runners.local_pipeline()
+    build_image_graph(pipeline, config)
+    return {transform.unique_name for transform in pipeline.to_runner_api().components.transforms.values()}
+
+
+def test_the_distributed_graph_is_chosen_by_the_config_not_by_the_runners_name(tmp_path):
+    """Reshuffles spread rows and shard plans over workers elsewhere (Dataflow, Flink, Spark); the
+    in-process runner would only hold them in memory. The launch decides, whatever the runner is called."""
+    csv_path = tmp_path / "t.csv"
+    csv_path.write_text("split,image_uri,label\nTRAIN,a.jpg,cat\n")
+    schema = Schema({"split": types.SplitKey, "image_uri": types.ImageUri, "label": types.StringLabel})
+    config = JobConfig(
+        source=source_registry.open_table(str(csv_path)).row_source(schema, ""), schema=schema,
+        columns=tuple(schema), base_dir=str(tmp_path), final_dir="out/job", temp_dir="out/.incomplete-job",
+        job_name="job", runner="DataflowRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0,
+        max_shard_bytes=1 << 20, compression=None, image_size=None, validate="header")
+    spread = {"SpreadRows", "SpreadShards"}
+    assert not spread & transform_names(config)
+    assert spread <= transform_names(dataclasses.replace(config, runner="FlinkRunner", distributed=True))

@@ -89,3 +89,26 @@ def test_readme_exit_codes_match_the_cli():
     docs = [readme, *(path.read_text() for path in (REPO / "docs").glob("*.md"))]
     disk_lines = [line for doc in docs for line in doc.splitlines() if "disk" in line and "exit" in line]
     assert disk_lines and all(re.findall(r"exit (\d)", line) == [str(cli.EXIT_OUTPUT_ERROR)] for line in disk_lines)
+
+
+def test_convert_on_the_portable_runner_with_beam_options(tmp_path):
+    """--beam_option (--dataflow_option's new name) sets the portable runner's options; the job service
+    is Beam's embedded one, its worker a process of its own started with this interpreter."""
+    from support.portable import SUBPROCESS_WORKERS
+
+    (tmp_path / "t.csv").write_text("split,n\nTRAIN,1\nTRAIN,2\nTEST,3\n")
+    flags = [argument for name, value in SUBPROCESS_WORKERS.items() for argument in ("--beam_option", f"{name}={value}")]
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"),
+               "--runner", "PortableRunner", *flags)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "ConversionResult(PortableRunner)" and "TRAIN=2" in done.stdout
+    dask = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"),
+               "--runner", "DaskRunner")
+    assert dask.returncode == 2 and "finish_bundle" in dask.stderr
+    flink = ("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"),
+             "--runner", "FlinkRunner", "--beam_option", "environment_type=EXTERNAL",
+             "--beam_option", "environment_config=localhost:50000", "--beam_option", "flink_job_server_jar=no/such.jar")
+    remote = run(*flink)
+    assert remote.returncode == 2 and "output_dir must be gs://" in remote.stderr
+    shared = run(*flink, "--shared_filesystem")  # local paths allowed: the next check speaks
+    assert shared.returncode == 2 and "no file no/such.jar" in shared.stderr
