@@ -132,3 +132,16 @@ def test_a_metadata_file_linked_from_outside_is_refused(jobs):
     (ours / "metadata.json").symlink_to(theirs / "metadata.json")
     with pytest.raises(CorruptDataError, match="outside the job directory"):
         tfrecorder.data_source(str(ours), "train")
+
+
+@pytest.mark.parametrize("metadata", ['{"splits": ', '{"splits": []}', '{"splits": {"TRAIN": {"shards": [{}]}}}',
+                                      '{"splits": {"TRAIN": {"shards": "train.tfrecord"}}}'],
+                         ids=["not-json", "splits-a-list", "shard-without-file", "shards-a-string"])
+def test_a_metadata_json_that_lists_no_shards_is_corrupt_data(tmp_path, metadata):
+    """A damaged metadata.json is a CorruptDataError (exit 3) naming it, before any reader opens a file."""
+    job = small_job(tmp_path / "job", 1)
+    (job / "metadata.json").write_text(metadata)
+    with pytest.raises(CorruptDataError, match="metadata.json (is not valid JSON|does not list its splits' shards)"):
+        tfrecorder.verify(str(job))
+    with pytest.raises(CorruptDataError, match="metadata.json"):
+        tfrecorder.data_source(str(job), "train")

@@ -12,13 +12,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gzip
+import json
 from typing import Any, BinaryIO, Iterator, Mapping, Optional
 
 from tfrecorder.core import types
+from tfrecorder.errors import CorruptDataError
 from tfrecorder.format import job_directory
 from tfrecorder.format.legacy import v2_directory
 from tfrecorder.io import storage
 from tfrecorder.format.feature_spec import image_feature_prefix
+from tfrecorder.format.file_names import METADATA_FILE
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.core.schema import Schema
 from tfrecorder.format.framing import read_records
@@ -34,11 +37,18 @@ class JobInfo:
         tfrecord_dir = storage.user_path(tfrecord_dir, "job directory")
         try:
             job = cls(tfrecord_dir, JobMetadata.read(tfrecord_dir).document)
+        except json.JSONDecodeError as exc:
+            raise CorruptDataError(f"{tfrecord_dir}: {METADATA_FILE} is not valid JSON ({exc}); nothing is read") from None
         except ValueError:
             if not v2_directory.is_legacy_dir(tfrecord_dir):  # TFRecorder 2.0 wrote no metadata.json
                 raise
             job = cls(tfrecord_dir, v2_directory.read_metadata(tfrecord_dir))
-        for name in job.listed_files:
+        try:
+            names = job.listed_files
+        except (AttributeError, KeyError, TypeError) as exc:
+            raise CorruptDataError(f"{tfrecord_dir}: {METADATA_FILE} does not list its splits' shards as a job's "
+                                   f"does ({type(exc).__name__}: {exc}); nothing is read") from None
+        for name in names:
             job.path(name)  # CorruptDataError for a file outside the directory, before anything is opened
         return job
 
