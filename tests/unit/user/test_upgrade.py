@@ -142,13 +142,10 @@ def test_cli_upgrade(legacy, tmp_path):
 def test_upgrade_on_portable_workers_publishes_what_the_in_process_run_does(legacy, upgraded, tmp_path):
     """Beam's embedded job service with SDK workers in processes of their own (the distributed graph,
     shards read in parts); workers that may run elsewhere cannot read a local legacy directory."""
-    from support.portable import SUBPROCESS_WORKERS
-    from support.replay import snapshot
+    from support.portable import SUBPROCESS_WORKERS, published
 
     result = tfrecorder.upgrade(legacy, tmp_path / "portable", runner="PortableRunner", beam_options=SUBPROCESS_WORKERS)
-    portable, local = snapshot(result["tfrecord_dir"]), snapshot(upgraded["tfrecord_dir"])
-    assert (portable["metadata"].pop("runner"), local["metadata"].pop("runner")) == ("PortableRunner", "DirectRunner")
-    assert portable == local
+    assert published(result["tfrecord_dir"], "PortableRunner") == published(upgraded["tfrecord_dir"], "DirectRunner")
     with pytest.raises(ValueError, match="FlinkRunner workers cannot read the local directory"):
         tfrecorder.upgrade(legacy, "gs://bucket/out", runner="FlinkRunner",
                            beam_options={"environment_type": "EXTERNAL", "environment_config": "localhost:50000"})
