@@ -2,8 +2,10 @@
 Dataflow runs, with its reshuffles) on SDK workers in processes of their own, started with this very
 interpreter (`beam:env:harness_subprocess_python:v1`). What they publish is what the in-process run
 publishes, shard for shard and byte for byte, for every kind of job: images (both validate modes), a CSV
-table, a Parquet file, a DataFrame (staged for the workers) and a detection table. (A worker's table error
-and storage outage, raised as tfrecorder's own errors: tests/behaviour/test_local_runs.py.)"""
+table, a Parquet file, a DataFrame (staged for the workers) and a detection table; and so do EXTERNAL
+workers started by Beam's worker pool, the job submitted to Beam's job service, both servers of their own.
+(A worker's table error and storage outage, raised as tfrecorder's own errors:
+tests/behaviour/test_local_runs.py.)"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,7 +20,7 @@ import tfrecorder
 from tfrecorder.sample_data import make_sample_dataset
 from tfrecorder.format import file_names
 from support.boxes import box_table
-from support.portable import SUBPROCESS_WORKERS, published
+from support.portable import SUBPROCESS_WORKERS, job_service_and_worker_pool, published
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +34,13 @@ def image_csv(tmp_path_factory) -> Path:
     return Path(path)
 
 
-def run_both(source, tmp_path: Path, **options) -> tuple[dict, dict]:
+def run_both(source, tmp_path: Path, beam_options: dict = SUBPROCESS_WORKERS, shared_filesystem: bool = False,
+             **options) -> tuple[dict, dict]:
+    """What the in-process run and the portable run (`beam_options`) of the same job publish."""
     local = tfrecorder.convert(source, tmp_path / "local", job_label="same", progress=False, **options)
     portable = tfrecorder.convert(source, tmp_path / "portable", job_label="same", progress=False,
-                                  runner="PortableRunner", beam_options=SUBPROCESS_WORKERS, **options)
+                                  runner="PortableRunner", beam_options=beam_options,
+                                  shared_filesystem=shared_filesystem, **options)
     return (published(local["tfrecord_dir"], "DirectRunner"),
             published(portable["tfrecord_dir"], "PortableRunner"))
 
@@ -48,11 +53,16 @@ def test_an_image_job_on_portable_workers_publishes_what_the_in_process_run_does
     assert local["metadata"]["validate"] == validate
 
 
-def test_a_tabular_csv_job_on_portable_workers_publishes_what_the_in_process_run_does(tmp_path):
-    source = tmp_path / "table.csv"
+def table_csv(directory: Path) -> Path:
+    """300 rows of ids, prices, names and every split."""
+    source = directory / "table.csv"
     rows = [f"{i},{i * 0.5},name-{i % 7},{['TRAIN', 'VALIDATION', 'TEST'][i % 3]}" for i in range(300)]
     source.write_text("id,price,name,split\n" + "\n".join(rows) + "\n")
-    local, portable = run_both(str(source), tmp_path, max_shard_bytes=4_000)
+    return source
+
+
+def test_a_tabular_csv_job_on_portable_workers_publishes_what_the_in_process_run_does(tmp_path):
+    local, portable = run_both(str(table_csv(tmp_path)), tmp_path, max_shard_bytes=4_000)
     assert portable == local
     assert local["metadata"]["records_written"] == 300 and len(local["records"]["TRAIN"]) > 1
 
@@ -95,3 +105,15 @@ def test_a_detection_job_on_portable_workers_publishes_what_the_in_process_run_d
     assert portable == local
     assert b"name: 'cat'" in local["other_files"][file_names.LABEL_MAP_FILE]
     assert local["metadata"]["records_written"] == 3 and local["metadata"]["discarded"] > 0
+
+
+def test_a_job_service_and_worker_pool_of_their_own_publish_what_the_in_process_run_does(tmp_path):
+    """Beam's job service and Beam's worker pool started as servers of their own (as on a cluster), the
+    workers the pool starts with a TMPDIR of their own (their temporary files are not the driver's)."""
+    services = tmp_path / "services"
+    with job_service_and_worker_pool(services) as beam_options:
+        local, portable = run_both(str(table_csv(tmp_path)), tmp_path, beam_options=beam_options,
+                                   shared_filesystem=True, max_shard_bytes=4_000)
+    assert portable == local
+    assert b"Starting worker with command ['python'" in (services / "worker-pool.log").read_bytes()
+    assert local["metadata"]["records_written"] == 300 and len(local["records"]["TRAIN"]) > 1
