@@ -219,7 +219,7 @@ def convert(
             else:
                 from beam_pipelines.graphs.image_graph import build_image_graph as build_graph
             submitted = launch.run(build_graph, config, beam_options, options.verbose, table.rows_estimate,
-                                   rows_estimated=table.rows_estimated)
+                                   rows_estimated=table.rows_estimated, progress=options.progress)
             if submitted is not None:
                 return DataflowConversionResult.of(submitted)
     except BaseException as exc:

@@ -71,7 +71,8 @@ class LocalLaunch:
                                              tabular=not config.schema.image_columns)
 
     def run(self, build: BuildGraph, config: JobConfig, options: Optional[Mapping[str, Any]], verbose: bool,
-            rows_total: int, rows_estimated: bool = False) -> None:
+            rows_total: int, rows_estimated: bool = False, progress: Optional[bool] = False) -> None:
+        """Run the job here; its bar (`progress`) is the caller's, over config.progress_dir (shows_progress)."""
         if decodes_images(config):
             tensorflow_kernels.load_in_background()  # while the graph is built; the decoding DoFn waits for it
         with quiet_libraries(verbose):
@@ -110,7 +111,9 @@ class DataflowLaunch:
         return config, self.job_options(config)
 
     def run(self, build: BuildGraph, config: JobConfig, options: Mapping[str, Any], verbose: bool,
-            rows_total: int, rows_estimated: bool = False) -> dataflow_job.SubmittedJob:
+            rows_total: int, rows_estimated: bool = False,
+            progress: Optional[bool] = False) -> dataflow_job.SubmittedJob:
+        """Submit the job and return; its progress is DataflowConversionResult.wait()'s (`progress` unused)."""
         with quiet_libraries(verbose):
             pipeline = runners.dataflow_pipeline(options)
             build(pipeline, config)

@@ -18,7 +18,9 @@ an environment Beam knows with the config it needs, and a job-server jar that ex
 
 Workers must be able to import tfrecorder (installed in their image or environment); the graph is
 the distributed one Dataflow runs (`distributed`), without the local fork pool, and without the local
-progress bar, whose directory is a driver-local path (rows done are still Beam counters).
+progress directory, a driver-local path. The progress bar reads the job's rows_processed counter from the
+job service instead, while the job runs and once more when it is done (Beam 2.77's own job service
+reports a job's counters only once it is done; the bar then jumps to the end).
 """
 from __future__ import annotations
 
@@ -26,11 +28,15 @@ import dataclasses
 import os
 import shlex
 import sys
+import threading
 from typing import Any, Callable, Mapping, Optional
 
 from apache_beam.portability import python_urns
+from apache_beam.portability.api import beam_job_api_pb2
 
 from beam_pipelines.launches import dataflow_job, runners
+from beam_pipelines.steps.progress_counters import rows_processed_in
+from tfrecorder.core.progress_bar import ProgressBar, should_show
 from tfrecorder.core.quiet import quiet_libraries
 from tfrecorder.core.schema import Schema
 from tfrecorder.io import storage
@@ -57,6 +63,19 @@ def subprocess_worker_command(python: str = sys.executable) -> str:
     """The `environment_config` of SUBPROCESS_ENVIRONMENT: an SDK worker run by `python` (by default this
     very interpreter, so the worker imports what the driver imports)."""
     return f"{shlex.quote(python)} -m apache_beam.runners.worker.sdk_worker_main"
+
+
+def job_rows_processed(result: Any) -> Optional[int]:
+    """The rows_processed counter of a portable job (Beam's portable PipelineResult) as its job service
+    reports it now; None when it reports none yet or does not answer (progress is best effort). Asks the
+    job service each time: Beam's `result.metrics()` keeps its first answer."""
+    from apache_beam.runners.portability.portable_runner import PortableMetrics
+
+    try:
+        response = result._job_service.GetJobMetrics(beam_job_api_pb2.GetJobMetricsRequest(job_id=result._job_id))
+        return rows_processed_in(PortableMetrics(response))
+    except Exception:  # noqa: BLE001 - a job service that cannot say leaves the bar where it is
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +147,7 @@ class PortableLaunch:
                              "or pass shared_filesystem=True if every worker sees this machine's files")
 
     def shows_progress(self, progress: bool) -> bool:
-        """No local bar: it counts in a directory on this machine, which workers elsewhere cannot write."""
+        """No local progress directory (workers elsewhere cannot write it): `run` shows the bar itself."""
         return False
 
     def job_options(self, config: JobConfig) -> dict[str, Any]:
@@ -140,10 +159,24 @@ class PortableLaunch:
         return config, self.job_options(config)
 
     def run(self, build: Callable[[Any, JobConfig], Any], config: JobConfig, options: Mapping[str, Any],
-            verbose: bool, rows_total: int, rows_estimated: bool = False) -> None:
+            verbose: bool, rows_total: int, rows_estimated: bool = False, progress: Optional[bool] = False) -> None:
         """Build the graph, submit it to the job service, and wait until the job is done (a failed job
-        raises Beam's RuntimeError, whose text holds the worker's traceback for translate_pipeline_error)."""
+        raises Beam's RuntimeError, whose text holds the worker's traceback for translate_pipeline_error).
+        With `progress` (and a terminal or notebook to show it), a bar over `rows_total` follows the job's
+        rows_processed counter; an estimated total becomes the rows processed once the job is done."""
         with quiet_libraries(verbose):
             pipeline = runners.portable_pipeline(self.runner, options)
             build(pipeline, config)
-            pipeline.run().wait_until_finish()
+            result = pipeline.run()
+            if not should_show(progress):
+                result.wait_until_finish()
+                return
+            finished = threading.Event()
+
+            def counts() -> tuple[Optional[int], Optional[int]]:
+                done = job_rows_processed(result)
+                return done, done if finished.is_set() and rows_estimated else None
+
+            with ProgressBar(counts, rows_total):
+                result.wait_until_finish()
+                finished.set()

@@ -1,7 +1,10 @@
 """Counters the pipeline reports while it runs; the driver reads them back to show progress."""
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
 
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.core.progress_bar import ProgressReporter
@@ -10,6 +13,16 @@ NAMESPACE = "tfrecorder"
 ROWS_PROCESSED = "rows_processed"  # rows written or discarded (by the prepare or the encode step)
 
 rows_processed_counter = beam.metrics.Metrics.counter(NAMESPACE, ROWS_PROCESSED)
+
+
+def rows_processed_in(metric_results: Any) -> Optional[int]:
+    """The rows_processed counter in Beam's MetricResults of a job (a PipelineResult's `metrics()`),
+    summed over the steps that count: committed values, else attempted ones; None when the job service
+    reports none (yet)."""
+    counters = metric_results.query(MetricsFilter().with_namespace(NAMESPACE).with_name(ROWS_PROCESSED))["counters"]
+    values = [counter.committed if counter.committed is not None else counter.attempted for counter in counters]
+    values = [value for value in values if value is not None]
+    return sum(values) if values else None
 
 
 class RowsDone:

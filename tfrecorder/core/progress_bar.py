@@ -1,22 +1,25 @@
-"""Progress of a local conversion: rows processed / total, as a tqdm.auto bar.
+"""Progress of a conversion: rows processed / total, as a tqdm.auto bar.
 
 For a DataFrame the total is its length; for a CSV the bar starts on an estimate from the driver's
-sample and switches to the exact count as soon as the pipeline has counted the rows.
+sample and switches to the exact count as soon as it is known.
 
-Workers (in this process or in worker subprocesses on this machine) each keep a running count in a
-tiny file of their own under a local directory; a driver thread sums the files a few times a second.
+The bar reads a count a few times a second from a driver thread. Locally, workers (in this process or
+in worker subprocesses on this machine) each keep a running count in a tiny file of their own under a
+local directory (`directory_counts` sums them, and reads the total the pipeline counted). Workers
+elsewhere (a portable runner's) count in a Beam counter, which the driver reads from the job service.
 The bar renders in Jupyter and terminals and stays silent when output is neither (CI logs).
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import sys
 import tempfile
 import threading
 import uuid
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 POLL_SECONDS = 0.25
 
@@ -67,6 +70,14 @@ def rows_reported(directory: str) -> int:
     return total
 
 
+def directory_counts(directory: str) -> tuple[int, Optional[int]]:
+    """The rows the workers reported into `directory`, and the total the pipeline counted (None: not yet)."""
+    return rows_reported(directory), total_reported(directory)
+
+
+Counts = Callable[[], tuple[Optional[int], Optional[int]]]  # → (rows done or None: unknown yet, exact total or None)
+
+
 def _in_notebook() -> bool:
     shell = sys.modules.get("IPython") and getattr(sys.modules["IPython"], "get_ipython", lambda: None)()
     return type(shell).__name__ == "ZMQInteractiveShell"
@@ -80,23 +91,25 @@ def should_show(progress: Optional[bool]) -> bool:
 
 
 class ProgressBar:
-    """Driver side: a context manager showing rows processed / total while the pipeline runs."""
+    """Driver side: a context manager showing rows processed / total while the pipeline runs, from
+    `counts()` (e.g. `directory_counts` of the workers' directory), read a few times a second and once more
+    on exit."""
 
-    def __init__(self, directory: str, total: int, description: str = "converting", file=None) -> None:
+    def __init__(self, counts: Counts, total: int, description: str = "converting", file=None) -> None:
         from tqdm.auto import tqdm
 
-        self.directory = directory
+        self.counts = counts
         self.bar = tqdm(total=total, desc=description, unit="row", file=file, dynamic_ncols=True)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, name="tfrecorder-progress", daemon=True)
 
     def _update(self) -> None:
-        total = total_reported(self.directory)
+        done, total = self.counts()
         if total is not None and total != self.bar.total:
             self.bar.total = total
             self.bar.refresh()
-        done = min(rows_reported(self.directory), self.bar.total)
-        self.bar.update(done - self.bar.n)
+        if done is not None:
+            self.bar.update(min(done, self.bar.total) - self.bar.n)
 
     def _poll(self) -> None:
         while not self._stop.wait(POLL_SECONDS):
@@ -122,7 +135,7 @@ def local_progress(show: bool, total: int) -> Iterator[Optional[str]]:
         return
     directory = tempfile.mkdtemp(prefix="tfrecorder-progress-")
     try:
-        with ProgressBar(directory, total):
+        with ProgressBar(functools.partial(directory_counts, directory), total):
             yield directory
     finally:
         shutil.rmtree(directory, ignore_errors=True)

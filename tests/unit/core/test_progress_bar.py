@@ -3,7 +3,9 @@ from __future__ import annotations
 import io
 import time
 
-from tfrecorder.core.progress_bar import ProgressBar, ProgressReporter, report_total, rows_reported, should_show
+from support.cli_runs import run_on_a_terminal
+from tfrecorder.core.progress_bar import (ProgressBar, ProgressReporter, directory_counts, report_total,
+                                          rows_reported, should_show)
 
 
 def test_reporters_sum_across_workers(tmp_path):
@@ -17,7 +19,7 @@ def test_reporters_sum_across_workers(tmp_path):
 def test_bar_follows_reports_and_finishes(tmp_path):
     out = io.StringIO()
     reporter = ProgressReporter(str(tmp_path))
-    with ProgressBar(str(tmp_path), total=100, file=out) as bar:
+    with ProgressBar(lambda: directory_counts(str(tmp_path)), total=100, file=out) as bar:
         reporter.add(40)
         deadline = time.monotonic() + 10
         while bar.bar.n < 40 and time.monotonic() < deadline:
@@ -30,7 +32,8 @@ def test_bar_follows_reports_and_finishes(tmp_path):
 def test_bar_starts_on_an_estimate_and_switches_to_the_counted_total(tmp_path):
     out = io.StringIO()
     reporter = ProgressReporter(str(tmp_path))
-    with ProgressBar(str(tmp_path), total=1000, file=out) as bar:  # the driver's estimate from a CSV's head
+    # 1000: the driver's estimate from a CSV's head
+    with ProgressBar(lambda: directory_counts(str(tmp_path)), total=1000, file=out) as bar:
         report_total(str(tmp_path), 987)  # the pipeline has counted the rows
         reporter.add(500)
         deadline = time.monotonic() + 10
@@ -46,43 +49,13 @@ def test_quiet_when_nobody_watches():
     assert should_show(None) is False  # pytest captures stderr: not a terminal, not a notebook
 
 
-def run_cli_on_a_terminal(args, cwd):
-    """Run the CLI with stderr on a pseudo-terminal (so a person 'watches'); returns (code, terminal text)."""
-    import os
-    import pty
-    import subprocess
-    import sys
-
-    import fcntl
-    import struct
-    import termios
-
-    leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a real terminal's size
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": os.getcwd()}
-    process = subprocess.Popen([sys.executable, "-m", "tfrecorder", *args], stdout=subprocess.DEVNULL,
-                               stderr=follower, cwd=cwd, env=env)
-    os.close(follower)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # the terminal closed: the process is gone
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(leader)
-    return process.wait(timeout=300), b"".join(chunks).decode(errors="replace")
-
-
 def test_cli_shows_rows_processed_on_a_terminal_only(tmp_path):
     from tfrecorder.sample_data import make_sample_dataset
 
     csv_path = make_sample_dataset(tmp_path / "data", count=30)
-    code, text = run_cli_on_a_terminal(["convert", "--source", str(csv_path), "--output_dir", "out"], tmp_path)
+    code, text = run_on_a_terminal(["convert", "--source", str(csv_path), "--output_dir", "out"], tmp_path)
     assert code == 0, text
     assert "converting" in text and "30/30" in text
-    code, text = run_cli_on_a_terminal(
+    code, text = run_on_a_terminal(
         ["convert", "--source", str(csv_path), "--output_dir", "out", "--no_progress"], tmp_path)
     assert code == 0 and "30/30" not in text

@@ -145,3 +145,17 @@ def test_spark_options_reach_beams_spark_runner_and_job_server_command(tmp_path)
     arguments = server.java_arguments(8099, 8098, 8097, "/artifacts")
     assert arguments[arguments.index("--spark-master-url") + 1] == "spark://spark-host:7077"
     assert dataclasses.asdict(launch.request)["options"] == options
+
+
+def test_a_portable_job_on_a_terminal_shows_its_rows_processed_counter(tmp_path):
+    """The bar follows the job's Beam counter, read from the job service (no progress directory: the
+    workers are other processes); Beam's embedded job service reports it when the job is done."""
+    from support.cli_runs import run_on_a_terminal
+
+    source = tmp_path / "table.csv"
+    source.write_text("id,split\n" + "".join(f"{i},{['TRAIN', 'TEST'][i % 2]}\n" for i in range(300)))
+    flags = [flag for name, value in SUBPROCESS_WORKERS.items() for flag in ("--beam_option", f"{name}={value}")]
+    code, text = run_on_a_terminal(["convert", "--source", str(source), "--output_dir", "out",
+                                    "--runner", "PortableRunner", *flags], tmp_path)
+    assert code == 0, text
+    assert "converting" in text and "300/300" in text

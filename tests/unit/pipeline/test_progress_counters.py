@@ -45,7 +45,16 @@ def test_rows_done_count_in_beams_counter_for_dataflow(tmp_path):
     counters = result.metrics().query(MetricsFilter().with_namespace(progress_counters.NAMESPACE)
                                       .with_name(progress_counters.ROWS_PROCESSED))["counters"]
     assert sum(counter.committed for counter in counters) == 7
+    assert progress_counters.rows_processed_in(result.metrics()) == 7
     assert list(tmp_path.iterdir()) == []
+
+
+def test_no_rows_processed_counter_is_none_not_zero():
+    pipeline = beam.Pipeline("DirectRunner")
+    _ = pipeline | beam.Create([1])  # no step counts rows
+    result = pipeline.run()
+    result.wait_until_finish()
+    assert progress_counters.rows_processed_in(result.metrics()) is None
 
 
 def test_rows_counted_in_a_child_are_taken_once():
