@@ -202,6 +202,19 @@ def build_worker_wheel(directory: str, requirements: Sequence[str] = WORKER_REQU
     return path
 
 
+def stage_worker_wheel(pipeline, config: JobConfig, directory: str, wheel: Optional[str] = None) -> str:
+    """Add tfrecorder's worker package to the pipeline's `extra_packages`, which Beam stages for workers
+    that install what they run (Dataflow, and the portable runner's DOCKER and PROCESS workers): `wheel`
+    if given, else one built into `directory` (which must outlive `pipeline.run()`). Returns its path."""
+    from apache_beam.options.pipeline_options import SetupOptions
+
+    setup = pipeline.options.view_as(SetupOptions)
+    requirements = WORKER_REQUIREMENTS + (DECODE_REQUIREMENTS if config.validate == "decode" else ())
+    wheel = wheel or build_worker_wheel(directory, requirements)
+    setup.extra_packages = [*(setup.extra_packages or []), wheel]
+    return wheel
+
+
 def rows_processed(job_metrics) -> Optional[int]:
     """The committed `tfrecorder/rows_processed` counter from a Dataflow JobMetrics message (None: not yet)."""
     from beam_pipelines.steps.progress_counters import NAMESPACE, ROWS_PROCESSED
@@ -231,13 +244,10 @@ def submit(pipeline, request: DataflowRequest, config: JobConfig, rows_total: in
 
     `rows_total` is exact for a DataFrame; for a file source it is estimated from the driver's sample
     (`rows_estimated`), and metadata.json has the exact count once the job is done."""
-    from apache_beam.options.pipeline_options import GoogleCloudOptions, SetupOptions, TestOptions
+    from apache_beam.options.pipeline_options import GoogleCloudOptions, TestOptions
 
     with tempfile.TemporaryDirectory(prefix="tfrecorder-wheel-") as scratch:
-        setup = pipeline.options.view_as(SetupOptions)
-        requirements = WORKER_REQUIREMENTS + (DECODE_REQUIREMENTS if config.validate == "decode" else ())
-        wheel = request.tfrecorder_wheel or build_worker_wheel(scratch, requirements)
-        setup.extra_packages = [*(setup.extra_packages or []), wheel]
+        stage_worker_wheel(pipeline, config, scratch, request.tfrecorder_wheel)
         beam_result = pipeline.run()
     cloud = pipeline.options.view_as(GoogleCloudOptions)
     fields = dict(tfrecord_dir=config.final_dir, job_name=cloud.job_name, project=request.project,

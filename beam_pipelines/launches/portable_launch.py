@@ -28,6 +28,7 @@ import dataclasses
 import os
 import shlex
 import sys
+import tempfile
 import threading
 from typing import Any, Callable, Mapping, Optional
 
@@ -132,6 +133,13 @@ class PortableLaunch:
         return self.request.runner
 
     @property
+    def stages_worker_package(self) -> bool:
+        """Whether Beam stages tfrecorder's wheel for the workers: DOCKER (Beam's default) and PROCESS workers
+        install the job's extra packages; EXTERNAL, LOOPBACK and this machine's workers must already have
+        tfrecorder installed (docs/runners.md)."""
+        return self.request.options.get("environment_type", "DOCKER") in ("DOCKER", "PROCESS")
+
+    @property
     def workers(self) -> str:
         return f"{self.runner} workers"
 
@@ -164,9 +172,11 @@ class PortableLaunch:
         raises Beam's RuntimeError, whose text holds the worker's traceback for translate_pipeline_error).
         With `progress` (and a terminal or notebook to show it), a bar over `rows_total` follows the job's
         rows_processed counter; an estimated total becomes the rows processed once the job is done."""
-        with quiet_libraries(verbose):
+        with quiet_libraries(verbose), tempfile.TemporaryDirectory(prefix="tfrecorder-wheel-") as scratch:
             pipeline = runners.portable_pipeline(self.runner, options)
             build(pipeline, config)
+            if self.stages_worker_package:
+                dataflow_job.stage_worker_wheel(pipeline, config, scratch)
             result = pipeline.run()
             if not should_show(progress):
                 result.wait_until_finish()

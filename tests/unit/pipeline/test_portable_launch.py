@@ -159,3 +159,33 @@ def test_a_portable_job_on_a_terminal_shows_its_rows_processed_counter(tmp_path)
                                     "--runner", "PortableRunner", *flags], tmp_path)
     assert code == 0, text
     assert "converting" in text and "300/300" in text
+
+
+@pytest.mark.parametrize("environment, stages", [(None, True), ("DOCKER", True), ("PROCESS", True),
+                                                 ("EXTERNAL", False), ("LOOPBACK", False), (SUBPROCESS_ENVIRONMENT, False)])
+def test_the_worker_wheel_is_staged_for_workers_that_install_packages(environment, stages):
+    options = {"job_endpoint": "localhost:8099", **({"environment_type": environment} if environment else {})}
+    if environment in ("PROCESS", "EXTERNAL", SUBPROCESS_ENVIRONMENT):
+        options["environment_config"] = "x"
+    launch = PortableLaunch(check_request("PortableRunner", GCS_OUT, options, shared_filesystem=False))
+    assert launch.stages_worker_package is stages
+
+
+@pytest.mark.parametrize("validate", ["header", "decode"])
+def test_the_staged_wheel_holds_tfrecorder_and_the_workers_requirements(tmp_path, validate):
+    import zipfile
+
+    from apache_beam.options.pipeline_options import SetupOptions
+
+    from beam_pipelines.launches import dataflow_job
+
+    pipeline = runners.portable_pipeline("PortableRunner", {"job_endpoint": "localhost:8099",
+                                                            "extra_packages": ["other.tar.gz"]})
+    wheel = dataflow_job.stage_worker_wheel(pipeline, dataclasses.replace(config(str(tmp_path)), validate=validate),
+                                            str(tmp_path))
+    assert pipeline.options.view_as(SetupOptions).extra_packages == ["other.tar.gz", wheel]
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        metadata = archive.read(next(n for n in names if n.endswith("/METADATA"))).decode()
+    assert {"tfrecorder/__init__.py", "beam_pipelines/launches/portable_launch.py"} <= names
+    assert ("Requires-Dist: tensorflow" in metadata) == (validate == "decode")
