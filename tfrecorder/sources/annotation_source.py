@@ -17,28 +17,16 @@ from tfrecorder.core.schema import Schema
 from tfrecorder.io import storage
 from tfrecorder.sources import parquet_files
 from tfrecorder.sources.annotation_files import FORMATS, columns_for, detect_format, iter_rows, schema_for, task_of
-from tfrecorder.sources.source_protocol import REASONED, SAMPLE_ROWS, Table, parent_dir
+from tfrecorder.sources.source_protocol import REASONED, SAMPLE_ROWS, FileTable, OnePart, parent_dir
 
 
 @dataclasses.dataclass(frozen=True)
-class AnnotationRows:
+class AnnotationRows(OnePart):
     """An annotation file as workers read it: the whole file is one part, streamed line by line."""
 
     path: str
     format: str  # one of annotation_files.FORMATS
     kind: str = "annotations"
-
-    def known_parts(self) -> list[int]:
-        return [0]
-
-    def scan_units(self) -> list:
-        return []
-
-    def scan(self, unit: Any) -> Any:
-        raise NotImplementedError("an annotation file is one part: nothing to scan")
-
-    def plan_parts(self, scans: Sequence[Any]) -> list[int]:
-        return [0]
 
     def read_part(self, part: int, columns: Sequence[str], schema: Schema) -> Iterator[Any]:
         for item in iter_rows(self.path, self.format):
@@ -53,10 +41,8 @@ class AnnotationRows:
 
 
 @dataclasses.dataclass
-class AnnotationTable(Table):
-    """An annotation file opened from a sample of its lines."""
-
-    rows: Optional[AnnotationRows] = None
+class AnnotationTable(FileTable):
+    """An annotation file opened from a sample of its lines (`rows`: its AnnotationRows)."""
 
     def default_schema(self) -> Optional[Schema]:
         return schema_for(task_of(self.rows.format, self.rows.path))
@@ -66,11 +52,6 @@ class AnnotationTable(Table):
         table check yet)."""
         yield from (row for row in iter_rows(self.rows.path, self.rows.format) if not isinstance(row, tuple))
 
-    def worker_files(self) -> list[str]:
-        return [self.rows.path]
-
-    def row_source(self, schema: Schema, work_dir: str) -> AnnotationRows:
-        return self.rows
 
 
 def open_annotations(source: Any, annotation_format: Optional[str] = None) -> Optional[AnnotationTable]:

@@ -25,7 +25,7 @@ from tfrecorder.core.schema import Schema, check_column_names
 from tfrecorder.io import storage
 from tfrecorder.sources import csv_slicing, csv_text
 from tfrecorder.sources.csv_columns import CsvBatches, csv_bytes_batches
-from tfrecorder.sources.source_protocol import REASONED, RECORDS, SAMPLE_ROWS, Table, parent_dir
+from tfrecorder.sources.source_protocol import RECORDS, REASONED, SAMPLE_ROWS, FileTable, parent_dir
 
 SAMPLE_BYTES = 32 * 1024 * 1024  # the most of a CSV the driver reads (header, sample, row estimate)
 HEAD_STEP_BYTES = 1024 * 1024  # the driver reads a CSV's head in growing steps until it holds the sample
@@ -249,16 +249,8 @@ class CsvRows:
 
 
 @dataclasses.dataclass
-class CsvTable(Table):
-    """A CSV file opened from its head."""
-
-    rows: Optional[CsvRows] = None
-
-    def worker_files(self) -> list[str]:
-        return [self.rows.path]
-
-    def row_source(self, schema: Schema, work_dir: str) -> CsvRows:
-        return self.rows
+class CsvTable(FileTable):
+    """A CSV file opened from its head (`rows`: its CsvRows)."""
 
 
 def read_head(read_at: Callable[[int, int], bytes], encoding: str) -> tuple[bytes, bool]:

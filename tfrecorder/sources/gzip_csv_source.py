@@ -16,7 +16,7 @@ from typing import Any, Iterator, Optional, Sequence
 from tfrecorder.core.schema import Schema
 from tfrecorder.io import storage
 from tfrecorder.sources import csv_source, csv_text
-from tfrecorder.sources.source_protocol import Table, parent_dir
+from tfrecorder.sources.source_protocol import FileTable, OnePart, parent_dir
 
 GZIP_MAGIC = b"\x1f\x8b"
 DAMAGED = (EOFError, gzip.BadGzipFile, zlib.error)  # what gzip raises for compressed data that ends early or is corrupt
@@ -28,25 +28,13 @@ def is_gzip(path: str) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class GzipCsvRows:
+class GzipCsvRows(OnePart):
     """A gzip-compressed CSV as workers read it: the whole file as one part (part 0), streamed."""
 
     path: str
     encoding: str = csv_text.DEFAULT_ENCODING  # a codec name checked by conversion_options
     record_bytes: int = 0  # mean decompressed bytes per record of the driver's sample (csv_source.batches_pay)
     kind: str = "gzip csv"
-
-    def known_parts(self) -> list[int]:
-        return [0]
-
-    def scan_units(self) -> list:
-        return []
-
-    def scan(self, unit: Any) -> Any:
-        raise NotImplementedError("a gzip file has no scan: it is one part")
-
-    def plan_parts(self, scans: Sequence[Any]) -> list[int]:
-        return [0]
 
     def read_part(self, part: int, columns: Sequence[str], schema: Schema) -> Iterator[Any]:
         return self._items(part, columns, None)
@@ -67,16 +55,8 @@ class GzipCsvRows:
 
 
 @dataclasses.dataclass
-class GzipCsvTable(Table):
-    """A gzip-compressed CSV file opened from its decompressed head."""
-
-    rows: Optional[GzipCsvRows] = None
-
-    def worker_files(self) -> list[str]:
-        return [self.rows.path]
-
-    def row_source(self, schema: Schema, work_dir: str) -> GzipCsvRows:
-        return self.rows
+class GzipCsvTable(FileTable):
+    """A gzip-compressed CSV file opened from its decompressed head (`rows`: its GzipCsvRows)."""
 
 
 def open_gzip_csv(path: str, encoding: str = csv_text.DEFAULT_ENCODING) -> GzipCsvTable:

@@ -91,6 +91,36 @@ class Table:
         raise NotImplementedError
 
 
+class OnePart:
+    """The part plan of a source read whole by one worker (an annotation file, a gzip stream): part 0,
+    nothing to scan."""
+
+    def known_parts(self) -> list[int]:
+        return [0]
+
+    def scan_units(self) -> list:
+        return []
+
+    def scan(self, unit: Any) -> Any:
+        raise NotImplementedError("a source read as one part has nothing to scan")
+
+    def plan_parts(self, scans: Sequence[Any]) -> list[int]:
+        return [0]
+
+
+@dataclasses.dataclass
+class FileTable(Table):
+    """A table of one file, read by workers through `rows` (a RowSource with the file's `path`)."""
+
+    rows: Any = None
+
+    def worker_files(self) -> list[str]:
+        return [self.rows.path]
+
+    def row_source(self, schema: Schema, work_dir: str) -> RowSource:
+        return self.rows
+
+
 def parent_dir(path: str) -> str:
     """The directory a table file sits in (absolute when local): where its relative image URIs are resolved."""
     if storage.is_remote(path):
