@@ -29,6 +29,7 @@ from typing import Any, Iterator, Optional, Union
 from tfrecorder.core import types
 from tfrecorder.io import storage
 from tfrecorder.rows.detection_encoder import BOX_COLUMNS
+from tfrecorder.sources import csv_text
 from tfrecorder.core.schema import IMAGE_SUFFIXES, Schema
 from tfrecorder.core.splits import SPLITS, UNASSIGNED
 
@@ -189,11 +190,22 @@ def _automl_row(number: int, fields: list[str], fmt: str) -> Parsed:
     return row, f"invalid box: line {number} needs 2 vertices (X_MIN,Y_MIN,,,X_MAX,Y_MAX,,) or 4"
 
 
+def _invalid_text(number: int, text: str) -> Optional[tuple[Row, str]]:
+    """The discard of a line holding bytes that are not UTF-8 (import files are UTF-8 by their spec), else None."""
+    if not csv_text.has_invalid(text):
+        return None
+    return {LINE: number}, f"invalid text: line {number}: byte(s) {csv_text.invalid_bytes(text)} are not valid utf-8"
+
+
 def _iter_automl(path: str, fmt: str) -> Iterator[Parsed]:
     with storage.open_read(path) as raw:
-        reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", newline=""))
+        reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8-sig", errors=csv_text.INVALID, newline=""))
         for number, fields in enumerate(reader, start=1):
             if not fields or not any(f.strip() for f in fields):
+                continue
+            invalid = _invalid_text(number, ",".join(fields))
+            if invalid is not None:
+                yield invalid
                 continue
             if len(fields) < 2 and not _is_path(fields[0]):
                 yield {LINE: number}, f"malformed AutoML row: line {number} has no image path"
@@ -230,8 +242,12 @@ def _jsonl_rows(number: int, item: dict, task: str) -> list[Parsed]:
 
 def _iter_jsonl(path: str, task: str) -> Iterator[Parsed]:
     with storage.open_read(path) as raw:
-        for number, line in enumerate(io.TextIOWrapper(raw, encoding="utf-8-sig"), start=1):
+        for number, line in enumerate(io.TextIOWrapper(raw, encoding="utf-8-sig", errors=csv_text.INVALID), start=1):
             if not line.strip():
+                continue
+            invalid = _invalid_text(number, line)
+            if invalid is not None:
+                yield invalid
                 continue
             try:
                 item = json.loads(line)

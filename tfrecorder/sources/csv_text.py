@@ -74,13 +74,18 @@ def readable(value: str) -> str:
     return _MARKED.sub(lambda found: f"\\x{ord(found.group()) - 0xDC00:02x}", value)
 
 
+def invalid_bytes(value: str) -> str:
+    """The first invalid bytes marked in decoded text, as `0xff 0xfe` (at most eight)."""
+    return " ".join(f"0x{ord(c) - 0xDC00:02x}" for c in _MARKED.findall(value)[:8])
+
+
 def invalid_fields(fields: Sequence[str], header: Sequence[str], encoding: str) -> Optional[str]:
     """None when every field is valid text; else what is wrong, naming the first bad field's bytes and column.
     (Marks are never ASCII: readers skip the call for a record whose text is all ASCII.)"""
     if not has_invalid("".join(fields)):
         return None
     position, value = next((i, f) for i, f in enumerate(fields) if has_invalid(f))
-    found = " ".join(f"0x{ord(c) - 0xDC00:02x}" for c in _MARKED.findall(value)[:8])
+    found = invalid_bytes(value)
     column = repr(header[position]) if position < len(header) else f"#{position + 1}"
     return f"byte(s) {found} in column {column} are not valid {codecs.lookup(encoding).name}"
 

@@ -207,3 +207,21 @@ def test_cli_converts_annotation_files(tmp_path):
     done = run("convert", "--source", str(tmp_path / "boxes.csv"), "--output_dir", str(tmp_path / "out3"),
                "--annotation_format", "coco")
     assert done.returncode == 2 and "annotation_format must be one of" in done.stderr
+
+
+def test_a_line_that_is_not_utf8_is_one_discard_in_csv_and_jsonl_files(tmp_path):
+    """Import files are UTF-8: a line holding other bytes is discarded with its line number, the rest converts."""
+    paths = write_images(tmp_path / "img", ["a.jpg", "b.jpg"])
+    csv_file = tmp_path / "automl.csv"
+    csv_file.write_bytes(f"TRAIN,{paths['a.jpg']},cat\nTRAIN,{paths['b.jpg']},d".encode() + b"\xff\xfeg\n"
+                         + f"TRAIN,{paths['b.jpg']},dog\n".encode())
+    jsonl = tmp_path / "import.jsonl"
+    good = {"imageGcsUri": str(paths["a.jpg"]), "classificationAnnotation": {"displayName": "cat"},
+            "dataItemResourceLabels": {annotation_files.ML_USE_KEY: "training"}}
+    jsonl.write_bytes(json.dumps(good).encode() + b'\n{"imageGcsUri": "b\xe9.jpg"}\n')
+    for source, written in ((csv_file, {"TRAIN": 2}), (jsonl, {"TRAIN": 1})):
+        result = tfrecorder.convert(str(source), tmp_path / source.stem, progress=False)
+        assert result["written"] == written
+        [discard] = discards_of(result["tfrecord_dir"])
+        expected = "0xff 0xfe" if source is csv_file else "0xe9"
+        assert discard["line"] == "2" and discard["reason"] == f"invalid text: line 2: byte(s) {expected} are not valid utf-8"
