@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, NoReturn, Optional, Union
 
 from beam_pipelines.launches import dataflow_job, runners
 from beam_pipelines.launches.portable_launch import PortableLaunch, check_request as check_portable_request
+from tfrecorder.core.deferred_interrupts import deferred_interrupts
 from tfrecorder.errors import interruption, translate_pipeline_error
 from tfrecorder.format import job_directory
 from tfrecorder.io import storage, tensorflow_kernels
@@ -152,7 +153,8 @@ def fail_job(exc: BaseException, temp_dir: str, final_dir: str, output_dir: str,
     (an error the caller recognised in `exc`, stated without Beam's chain) if given, else `exc`
     translated into a tfrecorder error (chained to it), else `exc` itself.
     """
-    job_directory.abandon(temp_dir, final_dir)
+    with deferred_interrupts():  # a second Ctrl-C must not leave the job half-removed
+        job_directory.abandon(temp_dir, final_dir)
     interrupted = interruption(exc)
     if interrupted is not None:
         raise interrupted from None
