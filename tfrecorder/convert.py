@@ -156,8 +156,8 @@ def convert(
     a progress bar (rows processed / total) shows in terminals and notebooks unless progress=False.
     With runner="DataflowRunner" (needs project, region and a gs:// output_dir) it returns a
     DataflowConversionResult as soon as the job is submitted; call `.wait()`. runner="PortableRunner",
-    "FlinkRunner" or "SparkRunner" runs on that job service and returns when the job is done (no progress
-    bar); files must be on gs:// unless the workers run on this machine or `shared_filesystem=True`
+    "FlinkRunner" or "SparkRunner" runs on that job service and returns when the job is done (its bar
+    follows the job's row counter as the job service reports it); files must be on gs:// unless the workers run on this machine or `shared_filesystem=True`
     (docs/runners.md). `beam_options` are Beam pipeline options for the runner (`dataflow_options` is
     their older name).
 
