@@ -19,7 +19,7 @@ from tfrecorder.core.progress_bar import local_progress
 from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.core.schema import Schema, check_column_names
 from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
-from tfrecorder.format import detection_keys, file_names, job_directory
+from tfrecorder.format import detection_keys, file_names
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.io.decode_check import DEFAULT_VALIDATION
@@ -27,6 +27,8 @@ from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE
 from tfrecorder.legacy import v2_compat
 from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, ConvertOptions, OutputLocation
 from tfrecorder.options.job_config import JobConfig
+from tfrecorder.options.job_fingerprint import job_fingerprint
+from tfrecorder.options.job_resumption import check_resume, choose_job_dir
 from tfrecorder.result import ConversionResult, DataflowConversionResult
 from tfrecorder.rows import detection_encoder
 from tfrecorder.rows.table_stats import StatsCounter, TableStats
@@ -135,6 +137,7 @@ def convert(
     annotation_format: Optional[str] = None,
     box_units: str = "relative",
     encoding: str = DEFAULT_ENCODING,
+    resume: Union[str, bool] = "auto",
     **legacy_options: Any,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file, Parquet files (a file, a directory or a glob) or SPLIT/LABEL image
@@ -170,6 +173,13 @@ def convert(
     knows, e.g. "latin-1" or "utf-16". A row holding bytes invalid in it is discarded as `invalid text`
     with its line number; a gzip-compressed CSV (`.csv.gz`) is read as it streams.
 
+    `resume` (issue 27): a local job killed part-way (SIGKILL, out of memory, a lost session) leaves its
+    `.incomplete-` directory; calling convert() again with the same source and output-affecting options
+    continues it, reading and encoding only the source parts not yet committed, and publishes what an
+    uninterrupted run publishes. "auto" (default) continues a matching incomplete job, else starts a
+    new one (logging why a near match was passed over); True fails unless one matches; False always
+    starts a new job, leaving old ones alone. `tfrecorder.incomplete_jobs(output_dir)` lists them.
+
     TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there
     (see `tfrecorder.legacy.v2_compat.legacy_arguments`).
     """
@@ -196,8 +206,12 @@ def convert(
     images_remote = _images_remote(table, resolved_schema)
     concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)
     _check_in_driver(table, resolved_schema, options.split_ratios)
+    resume = check_resume(resume)
 
-    final_dir, temp_dir = job_directory.reserve_job_dir(options.output_dir, options.job_label)
+    resumable = getattr(launch, "resumable", False) and not is_detection
+    fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection) if resumable else None
+    job = choose_job_dir(options.output_dir, options.job_label, fingerprint, resume, table.rows_estimate, None)
+    final_dir, temp_dir = job.final_dir, job.temp_dir
     try:
         with local_progress(launch.shows_progress(options.progress), table.rows_estimate) as progress_dir:
             rows = table.row_source(resolved_schema, storage.join(temp_dir, file_names.WORK_DIR))  # stages a DataFrame
@@ -210,7 +224,9 @@ def convert(
                 compression=options.compression, image_size=options.image_size, validate=options.validate,
                 fetch_concurrency=concurrency, max_image_pixels=options.max_image_pixels,
                 max_image_bytes=options.max_image_bytes, progress_dir=progress_dir,
-                extra_metadata={"task": detection_keys.TASK, "box_units": options.box_units} if is_detection else {},
+                extra_metadata={"task": detection_keys.TASK, "box_units": options.box_units} if is_detection
+                else job.resumed_entry(),
+                resumable=resumable,
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,
                                                encoding_pool=not is_detection)
@@ -223,6 +239,8 @@ def convert(
             if submitted is not None:
                 return DataflowConversionResult.of(submitted)
     except BaseException as exc:
+        job.release()
         fail_job(exc, temp_dir, final_dir, options.output_dir)
+    job.release()
     metadata = JobMetadata.read(final_dir).document
     return ConversionResult.from_metadata(final_dir, launch.runner, metadata, time.monotonic() - started)

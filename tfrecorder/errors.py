@@ -101,6 +101,10 @@ class DataflowJobError(TFRecorderError, RuntimeError):
     """A Dataflow job ended in a state other than DONE."""
 
 
+class JobBusyError(TFRecorderError, RuntimeError):
+    """Another run is continuing the same incomplete job (its lock is held): this one stops, touching nothing."""
+
+
 _BEAM_STEP = re.compile(r"( \[while running '[^']*'\])+$")
 
 

@@ -22,6 +22,9 @@ class ConversionResult(Mapping[str, Any]):
         bytes_written = sum(info["bytes"] for info in splits.values())
         upgraded = metadata.get("upgraded_from")  # tfrecorder.upgrade(): bytes before and after
         sizes = {"input_bytes": upgraded["input_bytes"], "output_bytes": bytes_written} if upgraded else {}
+        carried = metadata.get("resumed")  # issue 27: a continued job says what it did not redo
+        sizes.update({"resumed": True, "rows_carried_over": carried["rows_carried_over"],
+                      "parts_carried_over": carried["parts_carried_over"]} if carried else {"resumed": False})
         return cls(
             tfrecord_dir=tfrecord_dir,
             job_id=job_id,
@@ -74,6 +77,8 @@ class ConversionResult(Mapping[str, Any]):
             lines.append(f"  discard reasons: {reasons}")
         if "bytes_written" in f:
             lines.append(f"  bytes written: {f['bytes_written']:,}  elapsed: {f['elapsed_seconds']:.1f} s")
+        if f.get("resumed"):
+            lines.append(f"  resumed: {f['rows_carried_over']:,} rows ({f['parts_carried_over']} parts) carried over")
         if f.get("validate"):
             lines.append(f"  image check: validate={f['validate']!r}")
         if "input_bytes" in f:

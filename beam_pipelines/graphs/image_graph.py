@@ -25,7 +25,7 @@ instead (beam_pipelines.graphs.tabular_graph: each part read, encoded and writte
 from __future__ import annotations
 
 import apache_beam as beam
-from apache_beam.pvalue import AsSingleton
+from apache_beam.pvalue import AsDict, AsSingleton
 
 from beam_pipelines.graphs import tabular_graph
 from beam_pipelines.graphs.job_outputs import write_outputs
@@ -33,7 +33,9 @@ from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps import read_rows
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD
-from beam_pipelines.steps.encode_rows import IMAGE_KINDS, EncodeAndWritePieces, ImageKindsFn
+from beam_pipelines.steps.encode_rows import IMAGE_KINDS, EncodeAndWritePieces, EncodeImageParts, ImageKindsFn
+from beam_pipelines.steps.part_commits import DISCARD_PARTS
+from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, REASONED
 from beam_pipelines.steps.finalize_job import finalize_with_stats
 from beam_pipelines.steps.prepare_rows import PrepareRows
 
@@ -47,12 +49,14 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
     empty table is checked too.
     """
     if tabular_graph.is_tabular(config):  # image-free rows: encoded column-wise (issue 19)
-        pieces, found, stats = tabular_graph.encode_table(pipeline, config)
+        pieces, found, stats, committed = tabular_graph.encode_table(pipeline, config)
         return write_outputs(pipeline, config, pieces, found, finalize_with_stats, AsSingleton(stats),
-                             image_kinds={})
+                             committed_discards=committed, image_kinds={})
     parts = read_rows.SourceParts(pipeline, config)
     stats = count_table(parts, config)
     stats_side = AsSingleton(stats)
+    if config.resumable:
+        return _resumable_graph(pipeline, config, parts, stats)
     batches, malformed = parts.branch("Rows") | "ReadRows" >> read_rows.ReadRows(config, batch_rows=config.batch_size)
     prepared = batches | "Prepare" >> beam.ParDo(PrepareRows(config)).with_outputs(
         DISCARD, main="rows"
@@ -76,3 +80,20 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
                          image_kinds=AsSingleton(image_kinds, default_value={}))
 
 
+
+
+def _resumable_graph(pipeline: beam.Pipeline, config: JobConfig, parts: read_rows.SourceParts,
+                     stats: beam.PCollection) -> beam.PCollection:
+    """A resumable job's graph (issue 27): each part read, prepared, encoded and committed whole by one
+    step (EncodeImageParts), so that a part done once is never read again; parts are spread over the
+    workers, batches of a part over the forked encoding processes."""
+    vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
+    encoded = parts.branch("Rows") | "EncodeParts" >> beam.ParDo(EncodeImageParts(config), vocabulary_side).with_outputs(
+        DISCARD_PARTS, MALFORMED, RECORDS, REASONED, IMAGE_KINDS, main="pieces")
+    numbered = encoded[MALFORMED] | "NumberLines" >> beam.Map(
+        read_rows.number_malformed, AsDict(encoded[RECORDS]), len(config.columns))
+    image_kinds = encoded[IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(ImageKindsFn()).without_defaults()
+    found = {"Read": (numbered, encoded[REASONED]) | "AllMalformed" >> beam.Flatten()}
+    return write_outputs(pipeline, config, encoded.pieces, found, finalize_with_stats, AsSingleton(stats),
+                         committed_discards=encoded[DISCARD_PARTS],
+                         image_kinds=AsSingleton(image_kinds, default_value={}))

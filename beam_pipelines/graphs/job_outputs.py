@@ -1,6 +1,8 @@
 """The common tail of every conversion graph: shards assembled from the pieces, discarded.csv, then finalize."""
 from __future__ import annotations
 
+from typing import Optional
+
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
@@ -11,10 +13,11 @@ from beam_pipelines.steps.shard_planning import plan_shards
 
 
 def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollection,
-                  found: dict[str, beam.PCollection], finalize, *finalize_inputs, **finalize_options) -> beam.PCollection:
+                  found: dict[str, beam.PCollection], finalize, *finalize_inputs,
+                  committed_discards: Optional[beam.PCollection] = None, **finalize_options) -> beam.PCollection:
     """The graph's common tail: assemble shards from `pieces`, write discarded.csv from the discards
-    `found` by each step, then `finalize(_, config, shards, *finalize_inputs, discard reasons, pieces,
-    **finalize_options)`."""
+    `found` by each step (and the DiscardParts of parts committed whole, `committed_discards`: resumable
+    jobs), then `finalize(_, config, shards, *finalize_inputs, discard reasons, pieces, **finalize_options)`."""
     start = pipeline | "Start" >> beam.Create([None])
     plans = start | "PlanShards" >> beam.FlatMap(
         lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(pieces))
@@ -24,7 +27,7 @@ def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PColl
     discard_parts = [  # written where they are found (fused with the step): discards are never buffered
         discards | f"{step}DiscardParts" >> beam.ParDo(WriteDiscardParts(config))
         for step, discards in found.items()
-    ] | "AllDiscardParts" >> beam.Flatten()
+    ] + ([] if committed_discards is None else [committed_discards]) | "AllDiscardParts" >> beam.Flatten()
     discard_reasons = start | "WriteDiscards" >> beam.Map(
         lambda _, parts: write_discards(parts, config), AsList(discard_parts)
     )

@@ -18,6 +18,7 @@ from beam_pipelines.steps import read_rows
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_columns import EncodePart
+from beam_pipelines.steps.part_commits import DISCARD_PARTS
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, reads_batches
 
 
@@ -29,12 +30,12 @@ def is_tabular(config: JobConfig) -> bool:
 
 def encode_table(pipeline: beam.Pipeline, config: JobConfig) -> tuple:
     """The columnar graph up to the common tail (pipeline.write_outputs): (pieces, discards found by
-    each step, checked table stats)."""
+    each step, checked table stats, DiscardParts of committed parts: resumable jobs)."""
     parts = read_rows.SourceParts(pipeline, config)
     stats = count_table(parts, config)
     vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
     encoded = parts.branch("Rows") | "EncodeAndWrite" >> beam.ParDo(EncodePart(config), vocabulary_side).with_outputs(
-        DISCARD, MALFORMED, RECORDS, main="pieces")
+        DISCARD, MALFORMED, RECORDS, DISCARD_PARTS, main="pieces")
     malformed = encoded[MALFORMED] | "NumberLines" >> beam.Map(
         read_rows.number_malformed, AsDict(encoded[RECORDS]), len(config.columns))
-    return encoded.pieces, {"Read": malformed, "Encode": encoded[DISCARD]}, stats
+    return encoded.pieces, {"Read": malformed, "Encode": encoded[DISCARD]}, stats, encoded[DISCARD_PARTS]

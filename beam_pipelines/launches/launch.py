@@ -41,6 +41,7 @@ class LocalLaunch:
 
     runner = "DirectRunner"
     distributed = False  # one stage less: the in-process runner would hold every reshuffled row in memory
+    resumable = True  # a killed job is continued by the next run (issue 27)
 
     def __init__(self, beam_options: Mapping[str, Any]) -> None:
         self.beam_options = beam_options  # the caller's beam_options (checked), given to the local runner
@@ -89,6 +90,7 @@ class DataflowLaunch:
 
     runner = "DataflowRunner"
     distributed = True  # reshuffles spread rows and shards over every worker
+    resumable = False  # not yet: a resubmitted Dataflow job starts afresh (issue 27, docs/dataflow.md)
 
     def __init__(self, request: dataflow_job.DataflowRequest) -> None:
         self.request = request

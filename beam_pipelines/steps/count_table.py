@@ -1,4 +1,7 @@
-"""The table-stats branch: whole-table facts (rows, malformed lines, nullable columns, TRAIN, vocabularies) counted per part and merged."""
+"""The table-stats branch: whole-table facts (rows, malformed lines, nullable columns, TRAIN, vocabularies) counted per part and merged.
+
+A resumable job commits each part's facts (beam_pipelines.steps.part_commits.part_stats): a resumed job
+reads them instead of the part."""
 from __future__ import annotations
 
 from typing import Iterable, Mapping
@@ -7,6 +10,7 @@ import apache_beam as beam
 import pyarrow as pa
 
 from tfrecorder.options.job_config import JobConfig
+from beam_pipelines.steps.part_commits import part_stats
 from beam_pipelines.steps.read_rows import RECORDS, SourceParts, read_batches, read_part, reads_batches
 from tfrecorder.core.progress_bar import report_total
 from tfrecorder.rows import columnar_encoder
@@ -35,13 +39,16 @@ class BatchPartStats(beam.DoFn):
         self.schema = self.config.schema
 
     def process(self, part):
+        yield part_stats(self.config, part, lambda: self._count(part))
+
+    def _count(self, part) -> TableStats:
         stats = TableStats()
         for item in read_batches(self.config, part):
             if isinstance(item, pa.RecordBatch):
                 columnar_encoder.count_batch(item, self.schema, self.config.split_ratios, stats)
             elif item[0] != RECORDS:
                 stats.malformed += 1
-        yield stats
+        return stats
 
 
 class VocabularyFn(beam.CombineFn):
@@ -76,6 +83,9 @@ class RowPartStats(beam.DoFn):
         self._counter = StatsCounter(self.config.schema, self.config.split_ratios)
 
     def process(self, part):
+        yield part_stats(self.config, part, lambda: self._count(part))
+
+    def _count(self, part) -> TableStats:
         stats = TableStats()
 
         def rows():
@@ -85,7 +95,7 @@ class RowPartStats(beam.DoFn):
                 elif item[0] != RECORDS:
                     stats.malformed += 1
 
-        yield self._counter.count(rows(), stats)
+        return self._counter.count(rows(), stats)
 
 
 def merge_stats(parts: Iterable[TableStats]) -> TableStats:

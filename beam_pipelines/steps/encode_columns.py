@@ -1,4 +1,7 @@
-"""The encode stage of image-free tables: each part read, prepared and encoded a whole Arrow batch at a time."""
+"""The encode stage of image-free tables: each part read, prepared and encoded a whole Arrow batch at a time.
+
+A resumable job closes a part's pieces at the part's end and commits them with its discards
+(beam_pipelines.steps.part_commits): a part done once is never read again."""
 from __future__ import annotations
 
 from typing import Mapping
@@ -9,7 +12,8 @@ import pyarrow as pa
 
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.bundle_outputs import in_global_window
-from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps import part_commits
+from beam_pipelines.steps.discard_files import DISCARD, DiscardPartWriter
 from beam_pipelines.steps.piece_files import PieceWriter
 from beam_pipelines.steps.progress_counters import RowsDone
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, read_batches
@@ -35,6 +39,38 @@ class EncodePart(beam.DoFn):
     def process(self, part, vocabularies: Mapping[str, list[str]]):
         if self._encoder is None:
             self._encoder = columnar_encoder.TableEncoder(self.schema, vocabularies)
+        if self.config.resumable:
+            yield from self._process_part(part)
+            return
+        yield from self._encode(part)
+
+    def _process_part(self, part):
+        """A resumable job's part: its pieces (closed at the part's end) and discards committed in its
+        manifest, or the manifest an earlier attempt or run committed (part_commits)."""
+        manifest = part_commits.committed(self.config, part)
+        if manifest is None:
+            pieces, records, malformed = [], None, []
+            discards = DiscardPartWriter(self.config.discards_dir, self.config.columns)
+            for output in self._encode(part):
+                if not isinstance(output, beam.pvalue.TaggedOutput):
+                    pieces.append(output)
+                elif output.tag == DISCARD:
+                    discards.write(*output.value)
+                elif output.tag == RECORDS:
+                    records = output.value
+                else:
+                    malformed.append(output.value)
+            pieces.extend(writer.close() for writer in self.writers.values())
+            self.writers = {}
+            closed = discards.close()
+            manifest = part_commits.commit(self.config, part, self._rows, pieces, closed if closed.rows else None,
+                                           records, malformed)
+        else:
+            self._rows_done.add(manifest["rows"])
+        yield from part_commits.emit(self.config, manifest)
+
+    def _encode(self, part):
+        self._rows = 0
         for item in read_batches(self.config, part):
             if not isinstance(item, pa.RecordBatch):
                 yield beam.pvalue.TaggedOutput(RECORDS if item[0] == RECORDS else MALFORMED,
@@ -52,6 +88,7 @@ class EncodePart(beam.DoFn):
                     yield from self._write(split, encoded.records.take(pa.array(chosen)),
                                            encoded.unknown_labels[chosen])
             self._rows_done.add(item.num_rows)
+            self._rows += item.num_rows
 
     def _write(self, split: str, records: pa.LargeBinaryArray, unknown: np.ndarray):
         """Append records to the split's piece; close it once it reaches max_shard_bytes (after the record

@@ -10,7 +10,10 @@ import apache_beam as beam
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.launches.runners import usable_cores
 from beam_pipelines.steps.bundle_outputs import in_global_window
-from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps import part_commits
+from beam_pipelines.steps.discard_files import DISCARD, DiscardPartWriter
+from beam_pipelines.steps.part_commits import IMAGE_KINDS
+from beam_pipelines.steps.read_rows import read_part
 from beam_pipelines.steps.fetch_images import Fetcher, reader_for
 from beam_pipelines.steps.piece_files import PieceWriter
 from beam_pipelines.steps.progress_counters import RowsCounted, RowsDone
@@ -19,9 +22,9 @@ from beam_pipelines.workers.fork_pool import ForkPool
 from tfrecorder.errors import RowError, StorageReadError
 from tfrecorder.io import storage
 from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES
-from tfrecorder.rows.row_encoding import RowEncoder
+from tfrecorder.rows.row_encoding import RowEncoder, prepare_row
+from tfrecorder.sources.source_protocol import REASONED, RECORDS
 
-IMAGE_KINDS = "image_kinds"
 
 
 def read_image(uri: str, max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> bytes:
@@ -82,6 +85,7 @@ class EncodeAndWritePieces(beam.DoFn):
     """
 
     _pool: Optional[ForkPool] = None  # also for subclasses with their own setup (upgrade, detection)
+    pieces_per_batch = False  # EncodeImageParts: each batch's pieces closed with it (boundaries fixed by the part)
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config
@@ -196,6 +200,8 @@ class EncodeAndWritePieces(beam.DoFn):
         operation, batch = task
         if operation == "batch":
             outputs = list(self.encode_batch(batch, self._vocabularies))
+            if self.pieces_per_batch:
+                outputs.extend(self.close_pieces())
             return outputs, self._rows_done.take()
         if operation == "finish":
             return list(self.close_pieces()), 0
@@ -203,6 +209,94 @@ class EncodeAndWritePieces(beam.DoFn):
             writer.abandon()
         self.writers = {}
         return [], 0
+
+
+class EncodeImageParts(EncodeAndWritePieces):
+    """A resumable job's encode stage: one whole source part per element — read, prepared (split, label
+    checks), encoded and written — then committed with its discards (beam_pipelines.steps.part_commits),
+    or emitted from the manifest an earlier attempt or run committed, without reading it.
+
+    Rows are taken in batches of `config.batch_size` rows of the part, and each batch's pieces are
+    closed with it (also in the forked encoding processes), so piece boundaries, hence shards, depend
+    only on the part, never on which bundle, process or run encoded it.
+    """
+
+    pieces_per_batch = True
+
+    def process(self, part, vocabularies: Mapping[str, list[str]]):
+        manifest = part_commits.committed(self.config, part)
+        if manifest is None:
+            manifest = self._encode_part(part, vocabularies)
+        else:
+            self._rows_done.add(manifest["rows"])
+        yield from part_commits.emit(self.config, manifest)
+
+    def _encode_part(self, part, vocabularies: Mapping[str, list[str]]) -> dict:
+        found = _PartOutputs(DiscardPartWriter(self.config.discards_dir, self.config.columns))
+        batch: list[dict[str, Any]] = []
+        for item in read_part(self.config, part):
+            if isinstance(item, dict):
+                batch.append(item)
+                found.rows += 1
+                if len(batch) == self.config.batch_size:
+                    self._encode_rows(batch, vocabularies, found)
+                    batch = []
+            elif item[0] == RECORDS:
+                found.records = item[1]
+            elif item[0] == REASONED:
+                found.reasoned.append(item[1])
+            else:
+                found.malformed.append(item)
+        if batch:
+            self._encode_rows(batch, vocabularies, found)
+        if self._pool is not None:
+            for outputs, rows in self._pool.drain():
+                self._rows_done.add(rows)
+                found.add(outputs)
+        discards = found.discards.close()
+        return part_commits.commit(self.config, part, found.rows, found.pieces, discards if discards.rows else None,
+                                   found.records, found.malformed, found.reasoned, found.image_kinds)
+
+    def _encode_rows(self, batch: list[dict[str, Any]], vocabularies: Mapping[str, list[str]],
+                     found: "_PartOutputs") -> None:
+        prepared = []
+        for row in batch:
+            try:
+                prepared.append((prepare_row(row, self.schema, self.config.split_ratios), row))
+            except RowError as exc:
+                found.discards.write(row, str(exc))
+        self._rows_done.add(len(batch) - len(prepared))  # discarded rows are done
+        if not prepared:
+            return
+        if self.config.encode_processes > 1:
+            for outputs, rows in self._pool_for(vocabularies).submit(("batch", prepared)):
+                self._rows_done.add(rows)
+                found.add(outputs)
+            return
+        found.add(self.encode_batch(prepared, vocabularies))
+        found.add(self.close_pieces())
+
+
+class _PartOutputs:
+    """What encoding one part produced so far: pieces, discards (written to the part's file), image kinds."""
+
+    def __init__(self, discards: DiscardPartWriter) -> None:
+        self.discards = discards
+        self.rows = 0
+        self.pieces: list = []
+        self.records = None
+        self.malformed: list = []
+        self.reasoned: list = []
+        self.image_kinds: set = set()
+
+    def add(self, outputs: Iterable[Any]) -> None:
+        for output in outputs:
+            if not isinstance(output, beam.pvalue.TaggedOutput):
+                self.pieces.append(output)
+            elif output.tag == DISCARD:
+                self.discards.write(*output.value)
+            else:  # IMAGE_KINDS
+                self.image_kinds.update(tuple(kind) for kind in output.value)
 
 
 class ImageKindsFn(beam.CombineFn):

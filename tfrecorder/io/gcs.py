@@ -219,6 +219,23 @@ def size(url: str) -> int:
     return int(_existing_blob(url).size)
 
 
+def generation(url: str) -> tuple[int, int]:
+    """(generation, size) of an existing object: a new generation for every overwrite."""
+    blob = _existing_blob(url)
+    return int(blob.generation), int(blob.size)
+
+
+def create_exclusive(url: str, data: bytes) -> bool:
+    """Create the object holding `data` only if it does not exist (a generation precondition of 0):
+    True if this call created it, False if it was there already."""
+    with os_errors(url):
+        try:
+            _blob(url).upload_from_string(data, if_generation_match=0, retry=RETRY)
+        except api_exceptions.PreconditionFailed:
+            return False
+    return True
+
+
 def list_files(prefix_url: str) -> list[str]:
     """Every object under the "directory" prefix_url, sorted (folder placeholder objects excluded)."""
     bucket, name = split_url(prefix_url.rstrip("/") + "/")

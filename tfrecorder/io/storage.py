@@ -222,6 +222,41 @@ def write_bytes(path: str, data: bytes) -> None:
         stream.write(data)
 
 
+def create_exclusive(path: str, data: bytes) -> bool:
+    """Create `path` holding `data` only if nothing is there yet; True if this call created it, False
+    if it existed. Atomic: locally written under a temporary name and hard-linked into place (a link
+    never replaces), so a reader never sees half of it; on gs:// one upload with a generation
+    precondition of 0. What the first creator wrote wins."""
+    if gcs.is_gcs(path):
+        return gcs.create_exclusive(path, data)
+    if is_remote(path):
+        raise UnsupportedLocation(f"exclusive creation is not supported on {path}")
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    descriptor, staging = tempfile.mkstemp(dir=directory, prefix=".create-")
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+        try:
+            os.link(staging, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        os.remove(staging)
+
+
+def identity(path: str) -> tuple:
+    """What changes when a file changes: (size, modification time in ns) locally, (generation, size) on
+    gs://, (size,) elsewhere."""
+    if gcs.is_gcs(path):
+        return gcs.generation(path)
+    if is_remote(path):
+        return (size(path),)
+    status = os.stat(path)
+    return status.st_size, status.st_mtime_ns
+
+
 def exists(path: str) -> bool:
     """True for an existing file or object (a gs:// "directory" prefix is not an object)."""
     if gcs.is_gcs(path):

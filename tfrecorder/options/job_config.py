@@ -38,6 +38,7 @@ class JobConfig:
     distributed: bool = False  # workers elsewhere (Dataflow, portable runners): reshuffles spread the work
     encode_processes: int = 1  # local jobs: forked processes that encode and write batches (1: in-process)
     progress_dir: Optional[str] = None  # local directory workers report rows done into (None: no bar)
+    resumable: bool = False  # parts commit a manifest (tfrecorder.format.resume_files) and are skipped once done
     nullable_columns: tuple[str, ...] = ()  # input columns with a missing value somewhere (allow_missing)
     extra_metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -54,6 +55,13 @@ class JobConfig:
         return storage.join(self.temp_dir, file_names.DISCARDS_DIR)
 
     @property
+    def parts_dir(self) -> str:
+        return storage.join(self.temp_dir, file_names.PARTS_DIR)
+
+    @property
     def scratch_dirs(self) -> tuple[str, ...]:
-        """Directories of intermediate files under temp_dir, removed before the job is published."""
-        return self.pieces_dir, self.work_dir, self.discards_dir
+        """Directories of intermediate files under temp_dir, removed before the job is published, in
+        this order: part manifests first (a run killed after that redoes every part rather than trust
+        pieces being removed), the fingerprint last (until then a killed job can be continued)."""
+        return (self.parts_dir, self.pieces_dir, self.work_dir, self.discards_dir,
+                storage.join(self.temp_dir, file_names.RESUME_DIR))

@@ -1,0 +1,241 @@
+"""What makes a job resumable, on disk: its fingerprint, the lock of the run continuing it, and a
+manifest per committed source part (issue 27).
+
+An unpublished job directory `.incomplete-<name>/` of a resumable job holds
+- `_resume/fingerprint.json`: what the job's output depends on (source identity, every
+  output-affecting option: tfrecorder.options.job_fingerprint). A later run with an equal fingerprint
+  continues this directory instead of starting a new one.
+- `_resume/lock`: created exclusively by the run working on the job (host, pid); a second run finds
+  it held and stops (JobBusyError). A lock whose process is gone (same host) is stale and is taken over.
+- `_parts/<part key>.json`: one source part's committed work (its pieces, its discard part file, the
+  CSV record count and malformed lines, image kinds, rows), created exclusively once all of it is
+  closed: the first committed manifest wins, and a replayed or resumed attempt emits its content
+  instead of doing the part again. `_parts/<part key>.stats.json`: the part's whole-table facts
+  (rows, malformed lines, nullable columns, TRAIN seen, TRAIN labels), written the same way.
+  docs/format.md describes both; issue 28 (append) reuses them.
+
+Finalize removes `_parts/` first (a run killed after that redoes every part, its pieces being
+removed next) and `_resume/` last, just before metadata.json is written.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import socket
+import time
+from typing import Any, Optional
+
+from tfrecorder.errors import JobBusyError
+from tfrecorder.format.file_names import METADATA_FILE, PARTS_DIR, RESUME_DIR, TEMP_PREFIX
+from tfrecorder.format import job_directory
+from tfrecorder.io import storage
+
+FINGERPRINT_FILE = "fingerprint.json"
+LOCK_FILE = "lock"
+MANIFEST_SUFFIX = ".json"
+STATS_SUFFIX = ".stats.json"
+
+
+def part_key(part: Any) -> str:
+    """A stable name for a source part (its descriptor's repr: plain frozen values), the same in every
+    process and every run over the same source."""
+    return hashlib.sha256(repr(part).encode("utf-8")).hexdigest()[:32]
+
+
+def parts_dir(temp_dir: str) -> str:
+    return storage.join(temp_dir, PARTS_DIR)
+
+
+def resume_dir(temp_dir: str) -> str:
+    return storage.join(temp_dir, RESUME_DIR)
+
+
+def manifest_path(temp_dir: str, key: str) -> str:
+    return storage.join(parts_dir(temp_dir), key + MANIFEST_SUFFIX)
+
+
+def stats_path(temp_dir: str, key: str) -> str:
+    return storage.join(parts_dir(temp_dir), key + STATS_SUFFIX)
+
+
+def _encode(document: Any) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def read_json(path: str) -> Optional[Any]:
+    """The JSON document at `path`, or None if there is none (files here are created whole)."""
+    try:
+        return json.loads(storage.read_bytes(path))
+    except FileNotFoundError:
+        return None
+
+
+def commit_json(path: str, document: Any) -> Any:
+    """Create `path` holding `document` unless it exists; returns what the file holds (the first
+    committed document wins, so every attempt goes on with the same one)."""
+    if storage.create_exclusive(path, _encode(document)):
+        return document
+    existing = read_json(path)
+    return document if existing is None else existing
+
+
+def write_fingerprint(temp_dir: str, fingerprint: dict) -> None:
+    storage.write_bytes(storage.join(resume_dir(temp_dir), FINGERPRINT_FILE), _encode(fingerprint))
+
+
+def read_fingerprint(temp_dir: str) -> Optional[dict]:
+    try:
+        return read_json(storage.join(resume_dir(temp_dir), FINGERPRINT_FILE))
+    except (OSError, ValueError):
+        return None
+
+
+def committed_parts(temp_dir: str) -> list[dict]:
+    """Every committed part manifest of the job (O(parts) small files)."""
+    directory = parts_dir(temp_dir)
+    if not storage.is_remote(directory) and not os.path.isdir(directory):
+        return []
+    manifests = []
+    for path in storage.list_files(directory):
+        if path.endswith(MANIFEST_SUFFIX) and not path.endswith(STATS_SUFFIX):
+            document = read_json(path)
+            if document is not None:
+                manifests.append(document)
+    return manifests
+
+
+class JobLock:
+    """The lock of the run continuing an incomplete job: `_resume/lock`, created exclusively."""
+
+    def __init__(self, temp_dir: str) -> None:
+        self.path = storage.join(resume_dir(temp_dir), LOCK_FILE)
+        self.held = False
+
+    def acquire(self) -> "JobLock":
+        """Take the lock, or raise JobBusyError naming who holds it. A local lock left by a process
+        that is gone (SIGKILL, a lost machine's reboot) is taken over."""
+        owner = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
+        for _ in range(2):
+            if storage.create_exclusive(self.path, _encode(owner)):
+                self.held = True
+                return self
+            holder = read_json(self.path) or {}
+            if not _stale(holder):
+                raise JobBusyError(
+                    f"another run (pid {holder.get('pid')} on {holder.get('host')}) is continuing the incomplete "
+                    f"job {os.path.dirname(os.path.dirname(self.path))}; wait for it, or pass resume=False to "
+                    "start a new job")
+            storage.delete_files([self.path])
+        raise JobBusyError(f"could not take the lock {self.path}: another run took it first")
+
+    def release(self) -> None:
+        if self.held:
+            storage.delete_files([self.path])
+            self.held = False
+
+
+def _stale(holder: dict) -> bool:
+    """Whether a lock's holder is a process of this machine that no longer runs."""
+    if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
+        return False
+    try:
+        os.kill(holder["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def lock_held(temp_dir: str) -> bool:
+    """Whether a live run holds the job's lock."""
+    holder = read_json(storage.join(resume_dir(temp_dir), LOCK_FILE))
+    return holder is not None and not _stale(holder)
+
+
+@dataclasses.dataclass(frozen=True)
+class IncompleteJob:
+    """An unpublished job directory under an output directory, as `tfrecorder status` lists it."""
+
+    path: str  # the .incomplete-<name> directory
+    name: str  # the job directory it publishes as
+    resumable: bool  # has a fingerprint, is not published and no run is continuing it
+    reason: str  # why it is not resumable ("" when it is)
+    parts_done: int
+    parts_total: Optional[int]  # None while the source's parts are not known (a CSV before its scan)
+    rows_done: int
+    rows_total: Optional[int]
+    age_seconds: float
+    fingerprint: Optional[dict] = None
+
+    def as_dict(self) -> dict:
+        document = dataclasses.asdict(self)
+        document.pop("fingerprint")
+        return document
+
+
+def incomplete_dirs(output_dir: str) -> list[str]:
+    """The `.incomplete-` directories directly under `output_dir`, sorted."""
+    if storage.is_remote(output_dir):
+        prefix = output_dir.rstrip("/") + "/"
+        names = {path[len(prefix):].split("/", 1)[0] for path in storage.list_files(output_dir)}
+        return [prefix + name for name in sorted(names) if name.startswith(TEMP_PREFIX)]
+    if not os.path.isdir(output_dir):
+        return []
+    return [os.path.join(output_dir, name) for name in sorted(os.listdir(output_dir))
+            if name.startswith(TEMP_PREFIX) and os.path.isdir(os.path.join(output_dir, name))]
+
+
+def final_dir_of(temp_dir: str) -> str:
+    parent, name = temp_dir.rstrip("/").rsplit("/", 1) if storage.is_remote(temp_dir) else os.path.split(temp_dir)
+    return storage.join(parent, name[len(TEMP_PREFIX):])
+
+
+def describe(temp_dir: str, now: Optional[float] = None) -> IncompleteJob:
+    """One incomplete job: its progress and whether a run can continue it."""
+    fingerprint = read_fingerprint(temp_dir)
+    final_dir = final_dir_of(temp_dir)
+    manifests = committed_parts(temp_dir) if fingerprint is not None else []
+    reason = ""
+    if fingerprint is None:
+        reason = "no fingerprint (not a resumable job, or its finalize had started)"
+    elif job_directory.is_published(final_dir):
+        reason = "already published: what is left is cleanup"
+    elif lock_held(temp_dir):
+        reason = "a run is continuing it now"
+    started = (fingerprint or {}).get("created", None)
+    if started is None:
+        started = _modified(temp_dir)
+    current = time.time() if now is None else now
+    return IncompleteJob(
+        path=temp_dir, name=os.path.basename(final_dir.rstrip("/")), resumable=not reason, reason=reason,
+        parts_done=len(manifests), parts_total=(fingerprint or {}).get("parts_total"),
+        rows_done=sum(int(m.get("rows", 0)) for m in manifests), rows_total=(fingerprint or {}).get("rows_estimate"),
+        age_seconds=max(0.0, current - started), fingerprint=fingerprint)
+
+
+def _modified(temp_dir: str) -> float:
+    if storage.is_remote(temp_dir):
+        return time.time()
+    try:
+        return os.stat(temp_dir).st_mtime
+    except OSError:
+        return time.time()
+
+
+def incomplete_jobs(output_dir: str) -> list[IncompleteJob]:
+    """Every incomplete job under `output_dir`, oldest name first."""
+    return [describe(path) for path in incomplete_dirs(output_dir)]
+
+
+def remove(temp_dir: str) -> None:
+    """Remove an abandoned incomplete job (and the half-published copy of a job whose publishing never
+    reached metadata.json)."""
+    job_directory.abandon(temp_dir, final_dir_of(temp_dir))
+
+
+def is_finished_copy(temp_dir: str) -> bool:
+    """Whether the temp directory holds a metadata.json already (finalize got that far)."""
+    return storage.exists(storage.join(temp_dir, METADATA_FILE))

@@ -1,0 +1,108 @@
+"""A job's fingerprint: what its output depends on, so that a later run can tell whether an incomplete
+job is the same job (issue 27: resumable conversion).
+
+Two runs match only if the source is unchanged — every file the workers read by path, size and
+modification time (gs://: generation and size), a DataFrame (an image folder's listing too) by a
+column-wise content hash (pandas.util.hash_pandas_object: no row loop) — and every option that changes
+output is equal. Options that change only how the job runs (fetch_concurrency, beam_options, progress,
+verbose) are left out: a resumed job may run with others.
+"""
+from __future__ import annotations
+
+import hashlib
+import pickle
+import time
+from typing import Any, Optional
+
+import pandas as pd
+
+from tfrecorder.core.schema import Schema
+from tfrecorder.core.version import __version__
+from tfrecorder.io import storage
+
+FINGERPRINT_VERSION = 1
+
+
+def frame_hash(frame: pd.DataFrame) -> str:
+    """A content hash of a DataFrame, column by column (hash_pandas_object's vectorised hashes; a column
+    it cannot hash, such as one of lists, is hashed through its pickled values)."""
+    digest = hashlib.sha256()
+    digest.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode("utf-8"))
+    digest.update(pd.util.hash_pandas_object(frame.index, index=False).to_numpy().tobytes())
+    for column in frame.columns:
+        series = frame[column]
+        try:
+            hashed = pd.util.hash_pandas_object(series, index=False).to_numpy().tobytes()
+        except TypeError:  # unhashable cells (lists, dicts, arrays)
+            hashed = pickle.dumps(series.tolist(), protocol=4)
+        digest.update(hashlib.sha256(hashed).digest())
+    return digest.hexdigest()
+
+
+def source_identity(table: Any) -> dict[str, Any]:
+    """The source as the fingerprint sees it: its files' identities, or a DataFrame's content hash."""
+    frame = getattr(table, "frame", None)
+    if isinstance(frame, pd.DataFrame):
+        return {"dataframe": frame_hash(frame), "rows": len(frame), "base_dir": table.base_dir}
+    files = sorted(table.worker_files())
+    return {"files": [[path, list(storage.identity(path))] for path in files], "base_dir": table.base_dir}
+
+
+def job_fingerprint(table: Any, schema: Schema, options: Any, runner: str, is_detection: bool) -> dict[str, Any]:
+    """Everything the output depends on: the source's identity and every output-affecting option
+    (`options`: a checked ConvertOptions)."""
+    return {
+        "version": FINGERPRINT_VERSION,
+        "tfrecorder_version": __version__,
+        "source": source_identity(table),
+        "options": {
+            "schema": schema.to_json(),
+            "detection": is_detection,
+            "runner": runner,
+            "job_label": options.job_label,
+            "num_shards": options.num_shards,
+            "max_shard_bytes": options.max_shard_bytes,
+            "compression": options.compression,
+            "image_size": list(options.image_size) if options.image_size else None,
+            "validate": options.validate,
+            "split_ratios": list(options.split_ratios),
+            "max_image_pixels": options.max_image_pixels,
+            "max_image_bytes": options.max_image_bytes,
+            "box_units": options.box_units,
+            "annotation_format": options.annotation_format,
+            "encoding": options.encoding,
+        },
+    }
+
+
+def with_progress_facts(fingerprint: dict, rows_estimate: int, parts_total: Optional[int]) -> dict:
+    """The fingerprint as written: plus when the job started and its size (for `tfrecorder status`;
+    never compared)."""
+    return {**fingerprint, "created": time.time(), "rows_estimate": rows_estimate, "parts_total": parts_total}
+
+
+def mismatch(old: Optional[dict], new: dict) -> Optional[str]:
+    """Why the job of fingerprint `old` is not the job of `new` (one line), or None when they match."""
+    if old is None:
+        return "it has no fingerprint"
+    for key in ("version", "tfrecorder_version"):
+        if old.get(key) != new[key]:
+            return f"it was written by another tfrecorder ({key} {old.get(key)} ≠ {new[key]})"
+    old_source, new_source = old.get("source", {}), new["source"]
+    if old_source != new_source:
+        if ("dataframe" in old_source) != ("dataframe" in new_source):
+            return "its source is of another kind"
+        if "dataframe" in new_source:
+            return "the DataFrame's content changed"
+        old_files = dict((path, identity) for path, identity in old_source.get("files", []))
+        for path, identity in new_source["files"]:
+            if path not in old_files:
+                return f"the source file {path} is not the one it read"
+            if old_files[path] != identity:
+                return f"the source file {path} changed (size, modification time or generation)"
+        return "the source changed"
+    old_options = old.get("options", {})
+    for name, value in new["options"].items():
+        if old_options.get(name) != value:
+            return f"option {name} differs ({old_options.get(name)!r} then, {value!r} now)"
+    return None
