@@ -1,0 +1,141 @@
+"""Issue 27: a conversion killed at any moment is continued by the next run with the same source and
+options, which publishes exactly what an uninterrupted run publishes (apart from timing fields)."""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+import tfrecorder
+from tfrecorder.errors import JobBusyError
+from tfrecorder.format import resume_files
+from support.resume_runs import (convert_code, image_parquet, incomplete, job_contents, manifests, published,
+                                 run_killed, tabular_csv)
+
+CSV_RANGE_BYTES = 20_000  # a 6,000-row CSV in ~10 parts
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("resume")
+    return {"image": (image_parquet(folder / "images"), None), "tabular": (tabular_csv(folder / "table"), CSV_RANGE_BYTES)}
+
+
+@pytest.fixture(scope="module")
+def references(sources, tmp_path_factory):
+    """Each kind's uninterrupted job, converted in this process."""
+    import tfrecorder.sources.csv_slicing as slicing
+
+    found = {}
+    for kind, (source, range_bytes) in sources.items():
+        output = tmp_path_factory.mktemp(f"reference-{kind}")
+        saved = slicing.RANGE_BYTES
+        slicing.RANGE_BYTES = range_bytes or saved
+        try:
+            result = tfrecorder.convert(str(source), str(output), num_shards=3, progress=False,
+                                        beam_options={"direct_num_workers": 1})
+        finally:
+            slicing.RANGE_BYTES = saved
+        assert result["resumed"] is False
+        found[kind] = job_contents(Path(result["tfrecord_dir"]))
+    return found
+
+
+def _moments(output: Path):
+    """Moments to kill a run at: after some parts are committed, while shards are assembled, once
+    discarded.csv or metadata.json is in the temporary directory, while scratch files are removed."""
+    def parts(count):
+        return lambda: manifests(output) >= count
+
+    def in_temp(pattern):
+        return lambda: any(any(job.glob(pattern)) for job in incomplete(output))
+
+    def scratch_going():
+        return any(not (job / "_parts").exists() and (job / "_resume").exists() for job in incomplete(output))
+
+    return [parts(1), parts(3), parts(6), in_temp("*.tfrecord"), in_temp("discarded.csv"), scratch_going,
+            in_temp("metadata.json"), parts(2)]
+
+
+@pytest.mark.parametrize("kind", ["image", "tabular"])
+def test_killed_at_random_moments_then_resumed_publishes_the_identical_job(kind, sources, references, tmp_path):
+    """Runs one after another, each killed at a moment drawn (seeded) from _moments, each continuing
+    what the killed one left; then one run to the end. Every published job is the reference job."""
+    source, range_bytes = sources[kind]
+    output = tmp_path / "out"
+    code = convert_code(source, output, csv_range_bytes=range_bytes, num_shards=3)
+    moments = _moments(output)
+    random.Random(27 if kind == "image" else 28).shuffle(moments)
+    kills, resumed = 0, 0
+    for moment in moments[:6] + [lambda: False]:
+        if run_killed(code, moment) is None:
+            kills += 1
+        for job in published(output):  # a published job is whole and identical; it is not continued
+            assert job_contents(job) == references[kind]
+            resumed += "resumed" in json.loads((job / "metadata.json").read_text())
+            shutil.rmtree(job)
+        assert len(incomplete(output)) <= 1  # a killed job is continued, never started again beside it
+    assert kills >= 4 and resumed >= 1
+    assert incomplete(output) == []
+
+
+def test_a_resumed_job_reads_only_the_parts_not_committed(sources, references, tmp_path):
+    source, _ = sources["image"]
+    output = tmp_path / "out"
+    run_killed(convert_code(source, output, num_shards=3), lambda: manifests(output) >= 4)
+    (job,) = incomplete(output)
+    done = resume_files.committed_parts(str(job))
+    assert 4 <= len(done) < 12
+    result = tfrecorder.convert(str(source), str(output), num_shards=3, progress=False,
+                                beam_options={"direct_num_workers": 1})
+    assert result["resumed"] is True
+    assert result["parts_carried_over"] == len(done)
+    assert result["rows_carried_over"] == sum(m["rows"] for m in done)
+    assert Path(result["tfrecord_dir"]).name == job.name[len(".incomplete-"):]
+    assert job_contents(Path(result["tfrecord_dir"])) == references["image"]
+    assert incomplete(output) == []
+
+
+def test_bundle_replay_of_a_resumed_job_gives_the_identical_job(sources, references, tmp_path):
+    source, _ = sources["image"]
+    output = tmp_path / "out"
+    run_killed(convert_code(source, output, num_shards=3), lambda: manifests(output) >= 3)
+    result = tfrecorder.convert(str(source), str(output), num_shards=3, progress=False,
+                                beam_options={"direct_num_workers": 1, "direct_runner_bundle_repeat": 1})
+    assert result["resumed"] is True
+    assert job_contents(Path(result["tfrecord_dir"])) == references["image"]
+
+
+def test_changed_options_or_source_start_a_new_job_and_say_why(sources, tmp_path, caplog):
+    source, _ = sources["image"]
+    output = tmp_path / "out"
+    run_killed(convert_code(source, output, num_shards=3), lambda: manifests(output) >= 2)
+    (old,) = incomplete(output)
+    with caplog.at_level("WARNING", logger="tfrecorder"):
+        result = tfrecorder.convert(str(source), str(output), num_shards=2, progress=False,
+                                    beam_options={"direct_num_workers": 1})
+    assert result["resumed"] is False
+    assert any("option num_shards differs (3 then, 2 now)" in r.getMessage() for r in caplog.records)
+    assert incomplete(output) == [old]  # left alone
+    with pytest.raises(ValueError, match="resume=True: no incomplete job .* matches"):
+        tfrecorder.convert(str(source), str(output), num_shards=4, resume=True, progress=False)
+
+
+def test_resume_false_starts_a_new_job_and_a_held_lock_stops_a_second_run(sources, tmp_path):
+    source, _ = sources["image"]
+    output = tmp_path / "out"
+    run_killed(convert_code(source, output, num_shards=3), lambda: manifests(output) >= 2)
+    (old,) = incomplete(output)
+    result = tfrecorder.convert(str(source), str(output), num_shards=3, resume=False, progress=False,
+                                beam_options={"direct_num_workers": 1})
+    assert result["resumed"] is False and incomplete(output) == [old]
+    lock = resume_files.JobLock(str(old)).acquire()  # another run is continuing it
+    try:
+        with pytest.raises(JobBusyError, match="another run .* is continuing the incomplete job"):
+            tfrecorder.convert(str(source), str(output), num_shards=3, resume=True, progress=False)
+    finally:
+        lock.release()
+    assert incomplete(output) == [old] and len(resume_files.committed_parts(str(old))) >= 2
