@@ -1,0 +1,58 @@
+import json
+import os
+
+import pytest
+
+from tfrecorder.errors import JobBusyError
+from tfrecorder.format import resume_files
+from tfrecorder.sources.csv_slicing import Slice
+
+
+def test_part_keys_are_stable_and_distinct():
+    one, two = Slice(0, 0, 10), Slice(1, 10, 20)
+    assert resume_files.part_key(one) == resume_files.part_key(Slice(0, 0, 10))
+    assert resume_files.part_key(one) != resume_files.part_key(two)
+    assert len(resume_files.part_key(0)) == 32
+
+
+def test_the_first_committed_document_wins(tmp_path):
+    path = str(tmp_path / "_parts" / "k.json")
+    assert resume_files.commit_json(path, {"n": 1}) == {"n": 1}
+    assert resume_files.commit_json(path, {"n": 2}) == {"n": 1}  # a replayed attempt goes on with the first
+    assert resume_files.read_json(path) == {"n": 1}
+    assert resume_files.read_json(str(tmp_path / "missing.json")) is None
+    assert [p for p in os.listdir(tmp_path / "_parts")] == ["k.json"]  # no staging file left
+
+
+def test_a_lock_is_exclusive_and_a_dead_holders_lock_is_taken_over(tmp_path):
+    temp_dir = str(tmp_path / ".incomplete-job")
+    lock = resume_files.JobLock(temp_dir).acquire()
+    with pytest.raises(JobBusyError, match="another run"):
+        resume_files.JobLock(temp_dir).acquire()
+    assert resume_files.lock_held(temp_dir)
+    lock.release()
+    assert not resume_files.lock_held(temp_dir)
+    dead = json.dumps({"host": __import__("socket").gethostname(), "pid": 2 ** 22 + 12345}).encode()
+    (tmp_path / ".incomplete-job" / "_resume" / "lock").write_bytes(dead)
+    assert not resume_files.lock_held(temp_dir)
+    resume_files.JobLock(temp_dir).acquire().release()
+
+
+def test_incomplete_jobs_report_their_progress_and_whether_they_can_be_continued(tmp_path):
+    temp_dir = str(tmp_path / ".incomplete-tfrecorder-20260101-000000")
+    os.makedirs(temp_dir)
+    old = str(tmp_path / ".incomplete-tfrecorder-20250101-000000")
+    os.makedirs(old)  # a job of a tfrecorder without fingerprints
+    resume_files.write_fingerprint(temp_dir, {"created": 100.0, "rows_estimate": 50, "parts_total": 4})
+    for key, rows in (("a", 10), ("b", 15)):
+        resume_files.commit_json(resume_files.manifest_path(temp_dir, key), {"rows": rows})
+    resume_files.commit_json(resume_files.stats_path(temp_dir, "a"), {"rows": 10})
+    jobs = resume_files.incomplete_jobs(str(tmp_path))
+    assert [job.name for job in jobs] == ["tfrecorder-20250101-000000", "tfrecorder-20260101-000000"]
+    stale, job = jobs
+    assert not stale.resumable and "no fingerprint" in stale.reason
+    assert job.resumable and (job.parts_done, job.parts_total, job.rows_done, job.rows_total) == (2, 4, 25, 50)
+    assert job.as_dict()["name"] == job.name and "fingerprint" not in job.as_dict()
+    resume_files.remove(temp_dir)
+    assert not os.path.exists(temp_dir)
+    assert resume_files.incomplete_jobs(str(tmp_path / "nothing")) == []

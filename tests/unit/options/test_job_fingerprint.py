@@ -1,0 +1,58 @@
+import os
+
+import pandas as pd
+
+from tfrecorder.core.schema import Schema
+from tfrecorder.options.conversion_options import ConvertOptions, OutputLocation
+from tfrecorder.options.job_fingerprint import frame_hash, job_fingerprint, mismatch, with_progress_facts
+from tfrecorder.sources.source_registry import open_table
+
+
+def options(tmp_path, **changed):
+    values = dict(job_label=None, num_shards=0, max_shard_bytes=1 << 20, compression=None, image_size=None,
+                  validate="header", split_ratios=(0.8, 0.1, 0.1), fetch_concurrency=None, max_image_pixels=10 ** 6,
+                  max_image_bytes=10 ** 6, box_units="relative", annotation_format=None, encoding="utf-8",
+                  verbose=False, progress=False)
+    values.update(changed)
+    return ConvertOptions.check(OutputLocation.of(str(tmp_path / "out")), **values)
+
+
+def fingerprint(source, tmp_path, **changed):
+    table = open_table(source, None, "utf-8")
+    schema = Schema({"split": "SplitKey", "n": "IntegerInput", "label": "StringLabel"})
+    return job_fingerprint(table, schema, options(tmp_path, **changed), "DirectRunner", False)
+
+
+def write_csv(path, rows=5):
+    path.write_text("split,n,label\n" + "".join(f"TRAIN,{i},a\n" for i in range(rows)))
+    return str(path)
+
+
+def test_the_same_source_and_options_match(tmp_path):
+    source = write_csv(tmp_path / "t.csv")
+    first = with_progress_facts(fingerprint(source, tmp_path), 5, None)  # the facts added are not compared
+    assert mismatch(first, fingerprint(source, tmp_path, fetch_concurrency=4, verbose=True)) is None
+
+
+def test_a_changed_file_or_option_is_named_in_one_line(tmp_path):
+    source = write_csv(tmp_path / "t.csv")
+    first = fingerprint(source, tmp_path)
+    assert mismatch(first, fingerprint(source, tmp_path, num_shards=3)) == "option num_shards differs (0 then, 3 now)"
+    assert mismatch(first, fingerprint(source, tmp_path, validate="decode")).startswith("option validate differs")
+    write_csv(tmp_path / "t.csv", rows=6)
+    os.utime(source, ns=(1, 1))
+    assert mismatch(first, fingerprint(source, tmp_path)) == f"the source file {source} changed (size, modification time or generation)"
+    assert mismatch(None, first) == "it has no fingerprint"
+    assert "another tfrecorder" in mismatch({**first, "tfrecorder_version": "0.0.1"}, first)
+
+
+def test_a_dataframe_is_hashed_by_content_column_by_column(tmp_path):
+    frame = pd.DataFrame({"split": ["TRAIN"] * 3, "n": [1, 2, 3], "label": ["a", "b", "a"]})
+    assert frame_hash(frame) == frame_hash(frame.copy())
+    changed = frame.copy()
+    changed.loc[1, "n"] = 7
+    assert frame_hash(changed) != frame_hash(frame)
+    assert frame_hash(frame.assign(tags=[[1], [2], [3]])) != frame_hash(frame.assign(tags=[[1], [2], [4]]))  # lists
+    first = fingerprint(frame, tmp_path)
+    assert mismatch(first, fingerprint(changed, tmp_path)) == "the DataFrame's content changed"
+    assert mismatch(first, fingerprint(write_csv(tmp_path / "t.csv"), tmp_path)) == "its source is of another kind"
