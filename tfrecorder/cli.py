@@ -1,10 +1,12 @@
-"""Command-line interface: convert, verify, inspect, load-stats and upgrade.
+"""Command-line interface: convert, verify, inspect, load-stats, upgrade, status and clean.
 
     tfrecorder convert --source data.csv --output_dir out/
     tfrecorder verify out/tfrecorder-20261121-193000
     tfrecorder inspect out/tfrecorder-20261121-193000 --split TRAIN --num_records 5
     tfrecorder load-stats out/tfrecorder-20261121-193000
     tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/
+    tfrecorder status out/                     # incomplete jobs: progress, age, resumable
+    tfrecorder clean out/ --older-than 7d      # remove abandoned incomplete jobs
 
 `create-tfrecords --input_data` is TFRecorder 2.0's spelling of `convert --source`.
 
@@ -53,6 +55,8 @@ EXAMPLES = """examples:
   tfrecorder inspect out/pets-20261121-193000 --split validation --num_records 10
   tfrecorder load-stats out/pets-20261121-193000 --image_size 224x224
   tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/   # a TFRecorder 2.0 dataset → job directory
+  tfrecorder status out/                   # incomplete jobs (a killed convert continues with the same call)
+  tfrecorder clean out/ --older-than 7d    # remove abandoned incomplete jobs
 
 exit codes: 0 ok; 1 unexpected failure; 2 bad input (one line on stderr); 3 verify found a mismatch
   or a record is corrupt; 4 the output could not be written (disk full, quota, file size limit);
@@ -155,6 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--tfrecorder_wheel", help="stage this wheel for Dataflow workers instead of building one")
     convert.add_argument("--no_wait", action="store_true",
                          help="DataflowRunner: print the job id and console URL and return without waiting")
+    convert.add_argument("--resume", action=argparse.BooleanOptionalAction, default=None,
+                         help="--resume: continue the matching incomplete job or fail; --no-resume: always start a "
+                              "new job (default: continue a matching one if there is one)")
+    status = commands.add_parser("status", help="list the incomplete jobs under an output directory")
+    status.add_argument("output_dir", help="an output directory (local or gs://)")
+    status.add_argument("--json", action="store_true", help="one JSON object per job")
+    clean = commands.add_parser("clean", help="remove incomplete jobs no run is working on")
+    clean.add_argument("output_dir", help="an output directory (local or gs://)")
+    clean.add_argument("--older-than", "--older_than", dest="older_than",
+                       help="only jobs older than this (30m, 12h, 7d, 2w)")
     verify = commands.add_parser(
         "verify", help="check every shard, record CRC, parse and count against metadata.json (exit 3 on mismatch)")
     verify.add_argument("tfrecord_dir", help="a finished job directory (local or gs://)")
@@ -267,7 +281,7 @@ def _run_convert(args: argparse.Namespace) -> int:
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
                      "split_ratios", "validate", "fetch_concurrency", "max_image_pixels", "max_image_bytes",
                      "project", "region", "verbose", "progress",
-                     "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem")
+                     "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem", "resume")
         if getattr(args, name) is not None
     }
     if args.schema is not None:
@@ -285,6 +299,28 @@ def _finish(result, no_wait: bool) -> int:
         print(result, flush=True)
         result.wait()
     print(result)
+    return EXIT_OK
+
+
+def _run_status(args: argparse.Namespace) -> int:
+    from tfrecorder.job_status import incomplete_jobs, status_lines
+
+    jobs = incomplete_jobs(args.output_dir)
+    if args.json:
+        for job in jobs:
+            print(json.dumps(job.as_dict()))
+    else:
+        print("\n".join(status_lines(jobs)))
+    return EXIT_OK
+
+
+def _run_clean(args: argparse.Namespace) -> int:
+    from tfrecorder.job_status import clean_incomplete
+
+    removed = clean_incomplete(args.output_dir, args.older_than)
+    for job in removed:
+        print(f"removed {job.path}")
+    print(f"{len(removed)} incomplete job(s) removed")
     return EXIT_OK
 
 
@@ -307,7 +343,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         commands = {"convert": _run_convert, "create-tfrecords": _run_convert, "verify": _run_verify,
-                    "inspect": _run_inspect, "load-stats": _run_load_stats, "upgrade": _run_upgrade}
+                    "inspect": _run_inspect, "load-stats": _run_load_stats, "upgrade": _run_upgrade,
+                    "status": _run_status, "clean": _run_clean}
         return commands[args.command](args)
     except CorruptDataError as exc:  # not a ValueError: damaged data is not bad input (exit 3, not 2)
         print(f"tfrecorder: error: corrupt data: {exc}", file=sys.stderr)

@@ -112,3 +112,29 @@ def test_convert_on_the_portable_runner_with_beam_options(tmp_path):
     assert remote.returncode == 2 and "output_dir must be gs://" in remote.stderr
     shared = run(*flink, "--shared_filesystem")  # local paths allowed: the next check speaks
     assert shared.returncode == 2 and "no file no/such.jar" in shared.stderr
+
+
+def test_status_and_clean_of_incomplete_jobs(tmp_path):
+    from tfrecorder.format import resume_files
+
+    temp_dir = tmp_path / "out" / ".incomplete-x-20260101-000000"
+    temp_dir.mkdir(parents=True)
+    resume_files.write_fingerprint(str(temp_dir), {"created": 0, "rows_estimate": 10, "parts_total": 2})
+    done = run("status", str(tmp_path / "out"), entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("x-20260101-000000: parts 0 / 2, rows 0 / ~10, age ") and "resumable" in done.stdout
+    done = run("clean", str(tmp_path / "out"), "--older-than", "bad", entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 2 and "expected an age such as" in done.stderr
+    done = run("clean", str(tmp_path / "out"), "--older-than", "1d", entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 0 and done.stdout.endswith("1 incomplete job(s) removed\n")
+    assert os.listdir(tmp_path / "out") == []
+
+
+def test_convert_no_resume_starts_a_new_job_beside_an_incomplete_one(tmp_path):
+    (tmp_path / "t.csv").write_text("split,n\nTRAIN,1\nTRAIN,2\n")
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"), "--resume",
+               entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 2 and "resume=True: no incomplete job" in done.stderr
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"), "--no-resume",
+               "--no_progress", entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 0, done.stderr
