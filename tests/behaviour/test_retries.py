@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import tfrecorder
+from beam_pipelines.steps import part_commits
 from tfrecorder.format import file_names
 from tfrecorder.io import storage
 from tfrecorder.sample_data import make_sample_dataset
@@ -50,6 +51,22 @@ def piece_writes(monkeypatch) -> list[str]:
     return opened
 
 
+@pytest.fixture
+def part_lookups(monkeypatch) -> list[bool]:
+    """Whether each look-up of a part's manifest found it committed (issue 27: a replayed attempt of a
+    part finds the first attempt's manifest and emits it, writing nothing again)."""
+    found: list[bool] = []
+    real_committed = part_commits.committed
+
+    def watched(config, part):
+        manifest = real_committed(config, part)
+        found.append(manifest is not None)
+        return manifest
+
+    monkeypatch.setattr(part_commits, "committed", watched)
+    return found
+
+
 CASES = {
     "csv": dict(),
     "dataframe": dict(source="frame"),
@@ -60,14 +77,16 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_replaying_every_bundle_gives_the_same_job(case, table, csv_source, tmp_path, piece_writes):
+def test_replaying_every_bundle_gives_the_same_job(case, table, csv_source, tmp_path, piece_writes, part_lookups):
     options = dict(CASES[case])
     source = table if options.pop("source", None) == "frame" else csv_source
     normal = tfrecorder.convert(source, tmp_path / "normal", job_label="retry", progress=False, **options)
     normal_pieces = len(piece_writes)
     replayed = tfrecorder.convert(source, tmp_path / "replayed", job_label="retry", progress=False,
                                   dataflow_options=REPLAY, **options)
-    assert len(piece_writes) - normal_pieces >= 2 * normal_pieces > 0  # every writing bundle ran twice
+    # every writing bundle ran twice; the second attempt of a part found it committed and wrote nothing
+    assert len(piece_writes) == 2 * normal_pieces > 0
+    assert part_lookups.count(True) == part_lookups.count(False) // 2 > 0
     expected, got = snapshot(normal["tfrecord_dir"]), snapshot(replayed["tfrecord_dir"])
     assert got == expected
     assert got["metadata"]["discarded"] == (4 if source is csv_source else 3)
