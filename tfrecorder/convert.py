@@ -40,6 +40,7 @@ from tfrecorder.sources.source_registry import open_table
 logger = logging.getLogger("tfrecorder")
 
 REMOTE_FETCH_CONCURRENCY = 16  # default when images live in an object store (tens of ms per read)
+DETECTION_BUCKET_ROWS = 2_000  # a resumable detection job commits its images in buckets of about this many rows
 LOCAL_FETCH_CONCURRENCY = 1  # default for local files: reads are fast, threads would only add overhead
 
 
@@ -208,7 +209,7 @@ def convert(
     _check_in_driver(table, resolved_schema, options.split_ratios)
     resume = check_resume(resume)
 
-    resumable = getattr(launch, "resumable", False) and not is_detection
+    resumable = getattr(launch, "resumable", False)
     fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection) if resumable else None
     job = choose_job_dir(options.output_dir, options.job_label, fingerprint, resume, table.rows_estimate, None)
     final_dir, temp_dir = job.final_dir, job.temp_dir
@@ -224,9 +225,9 @@ def convert(
                 compression=options.compression, image_size=options.image_size, validate=options.validate,
                 fetch_concurrency=concurrency, max_image_pixels=options.max_image_pixels,
                 max_image_bytes=options.max_image_bytes, progress_dir=progress_dir,
-                extra_metadata={"task": detection_keys.TASK, "box_units": options.box_units} if is_detection
-                else job.resumed_entry(),
-                resumable=resumable,
+                extra_metadata={**({"task": detection_keys.TASK, "box_units": options.box_units} if is_detection
+                                   else {}), **job.resumed_entry()},
+                resumable=resumable, commit_buckets=max(1, -(-table.rows_estimate // DETECTION_BUCKET_ROWS)),
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,
                                                encoding_pool=not is_detection)

@@ -10,12 +10,15 @@ either inside a written Example (counted by the encoder) or discarded, and metad
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import apache_beam as beam
 from apache_beam.pvalue import AsSingleton
 
-from beam_pipelines.steps import read_rows
+from beam_pipelines.steps import part_commits, read_rows
+from beam_pipelines.steps.discard_files import DiscardPartWriter
+from beam_pipelines.steps.part_commits import DISCARD_PARTS, ROWS_WRITTEN
 from beam_pipelines.graphs.job_outputs import write_outputs
 from beam_pipelines.steps.count_table import VocabularyFn
 from beam_pipelines.steps.discard_files import DISCARD
@@ -32,7 +35,6 @@ from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.errors import RowError
 from tfrecorder.core.schema import SPLIT_COLUMN
 
-ROWS_WRITTEN = "rows_written"
 
 
 def _box_units(config: JobConfig) -> str:
@@ -122,6 +124,48 @@ class EncodeImages(EncodeAndWritePieces):
             yield beam.pvalue.TaggedOutput(ROWS_WRITTEN, rows_written)
 
 
+def image_bucket(uri: str, buckets: int) -> int:
+    """The commit bucket of an image: a stable hash of its URI (the same in every process and run)."""
+    return int(hashlib.sha256(uri.encode("utf-8")).hexdigest()[:8], 16) % buckets
+
+
+class EncodeImageBuckets(EncodeImages):
+    """A resumable job's encode stage (issue 27): one bucket of images (image_bucket) per element,
+    encoded in URI order in batches whose pieces close with them, then committed with its discards
+    (beam_pipelines.steps.part_commits) — or emitted from the manifest an earlier attempt or run
+    committed, without fetching an image. Grouping rows by image needs every row read, so a resumed
+    detection job reads the annotations again (no image) and encodes only the buckets not committed."""
+
+    def process(self, element, vocabularies):
+        bucket, images = element
+        key = ("detection bucket", bucket, self.config.commit_buckets)
+        manifest = part_commits.committed(self.config, key)
+        if manifest is None:
+            manifest = self._encode_bucket(key, sorted(images, key=lambda image: image[1]), vocabularies)
+        else:
+            self._rows_done.add(manifest["rows"])
+        yield from part_commits.emit(self.config, manifest)
+
+    def _encode_bucket(self, key, images, vocabularies) -> dict:
+        discards = DiscardPartWriter(self.config.discards_dir, self.config.columns)
+        pieces, rows_written = [], 0
+        for start in range(0, len(images), self.config.batch_size):
+            outputs = list(EncodeImages.process(self, images[start:start + self.config.batch_size], vocabularies))
+            outputs.extend(writer.close() for writer in self.writers.values())
+            self.writers = {}
+            for output in outputs:
+                if not isinstance(output, beam.pvalue.TaggedOutput):
+                    pieces.append(output)
+                elif output.tag == DISCARD:
+                    discards.write(*output.value)
+                elif output.tag == ROWS_WRITTEN:
+                    rows_written += output.value
+        closed = discards.close()
+        rows = sum(len(image_rows) for _split, _uri, image_rows in images)
+        return part_commits.commit(self.config, key, rows, pieces, closed if closed.rows else None,
+                                   rows_written=rows_written)
+
+
 def _count(pcoll, label: str):
     return pcoll | label >> beam.combiners.Count.Globally().without_defaults()
 
@@ -146,18 +190,31 @@ def build_detection_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PC
         | "Vocabulary" >> beam.CombineGlobally(VocabularyFn()).without_defaults(),
         default_value={},
     )
-    encoded = (
-        images.images
-        | "SpreadImages" >> beam.Reshuffle()
-        | "BatchImages" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
-        | "EncodeAndWrite" >> beam.ParDo(EncodeImages(config), vocabulary_side).with_outputs(
-            DISCARD, ROWS_WRITTEN, main="pieces")
-    )
+    found = {"Read": malformed, "Check": checked[DISCARD], "Split": images[DISCARD]}
+    committed = None
+    if config.resumable:  # issue 27: images encoded and committed bucket by bucket
+        buckets = config.commit_buckets
+        encoded = (
+            images.images
+            | "BucketImages" >> beam.Map(lambda image: (image_bucket(image[1], buckets), image))
+            | "GroupByBucket" >> beam.GroupByKey()
+            | "EncodeBuckets" >> beam.ParDo(EncodeImageBuckets(config), vocabulary_side).with_outputs(
+                DISCARD_PARTS, ROWS_WRITTEN, main="pieces")
+        )
+        committed = encoded[DISCARD_PARTS]
+    else:
+        encoded = (
+            images.images
+            | "SpreadImages" >> beam.Reshuffle()
+            | "BatchImages" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
+            | "EncodeAndWrite" >> beam.ParDo(EncodeImages(config), vocabulary_side).with_outputs(
+                DISCARD, ROWS_WRITTEN, main="pieces")
+        )
+        found["Encode"] = encoded[DISCARD]
     rows_written = encoded[ROWS_WRITTEN] | "RowsWritten" >> beam.CombineGlobally(sum).without_defaults()
-    found = {"Read": malformed, "Check": checked[DISCARD], "Split": images[DISCARD],
-             "Encode": encoded[DISCARD]}
     return write_outputs(pipeline, config, encoded.pieces, found, finalize_detection_job, vocabulary_side,
-                         AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0))
+                         AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0),
+                         committed_discards=committed)
 
 
 def finalize_detection_job(_, config: JobConfig, shards, vocabularies, rows_in, rows_written, discard_reasons, pieces):

@@ -27,6 +27,7 @@ from tfrecorder.rows.table_stats import TableStats
 
 DISCARD_PARTS = "discard_parts"  # tagged output: a committed part's DiscardPart
 IMAGE_KINDS = "image_kinds"  # tagged output: (feature prefix, format, channels) of the images written
+ROWS_WRITTEN = "rows_written"  # tagged output (detection): rows inside the written Examples
 
 
 def _relative(config: JobConfig, path: str) -> str:
@@ -45,8 +46,9 @@ def committed(config: JobConfig, part: Any) -> Optional[dict]:
 
 def commit(config: JobConfig, part: Any, rows: int, pieces: Iterable[Piece], discards: Optional[DiscardPart],
            records: Optional[tuple] = None, malformed: Iterable[tuple] = (), reasoned: Iterable[tuple] = (),
-           image_kinds: Iterable[tuple] = ()) -> dict:
-    """Commit the part's closed work; returns the manifest that won (this one, or an earlier attempt's)."""
+           image_kinds: Iterable[tuple] = (), rows_written: Optional[int] = None) -> dict:
+    """Commit the part's closed work; returns the manifest that won (this one, or an earlier attempt's).
+    `rows_written`: detection jobs, the part's rows inside written Examples."""
     manifest = {
         "part": repr(part)[:300],
         "rows": rows,
@@ -59,6 +61,7 @@ def commit(config: JobConfig, part: Any, rows: int, pieces: Iterable[Piece], dis
         "malformed": [list(item) for item in malformed],
         "reasoned": [list(item) for item in reasoned],
         "image_kinds": sorted(list(kind) for kind in image_kinds),
+        **({} if rows_written is None else {"rows_written": rows_written}),
     }
     return resume_files.commit_json(resume_files.manifest_path(config.temp_dir, resume_files.part_key(part)),
                                     manifest)
@@ -86,6 +89,8 @@ def emit(config: JobConfig, manifest: dict) -> Iterator[Any]:
         yield beam.pvalue.TaggedOutput(REASONED, tuple(item))
     if manifest.get("image_kinds"):
         yield beam.pvalue.TaggedOutput(IMAGE_KINDS, [tuple(kind) for kind in manifest["image_kinds"]])
+    if manifest.get("rows_written"):
+        yield beam.pvalue.TaggedOutput(ROWS_WRITTEN, manifest["rows_written"])
 
 
 def stats_document(stats: TableStats) -> dict:

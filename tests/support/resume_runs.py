@@ -55,10 +55,19 @@ def tabular_csv(folder: Path, rows: int = 6000) -> Path:
     return path
 
 
-def convert_code(source: Path, output_dir: Path, csv_range_bytes: Optional[int] = None, **options) -> str:
-    """Python code converting `source` into `output_dir` (one in-process worker; CSV ranges of
-    `csv_range_bytes` bytes, so that a small CSV has several parts)."""
-    patch = f"import tfrecorder.sources.csv_slicing as s; s.RANGE_BYTES = {csv_range_bytes}; " if csv_range_bytes else ""
+PARTS_PATCH = ("import sys, tfrecorder, tfrecorder.sources.csv_slicing as s; s.RANGE_BYTES = 20_000; "
+               "sys.modules['tfrecorder.convert'].DETECTION_BUCKET_ROWS = 100; ")  # small sources, several parts
+
+
+def small_parts() -> None:
+    """In this process: what PARTS_PATCH does in a run's."""
+    exec(PARTS_PATCH)
+
+
+def convert_code(source: Path, output_dir: Path, **options) -> str:
+    """Python code converting `source` into `output_dir` (one in-process worker; small CSV ranges and
+    detection buckets, so that a small source has several parts: PARTS_PATCH)."""
+    patch = PARTS_PATCH
     arguments = ", ".join(f"{key}={value!r}" for key, value in options.items())
     return (f"{patch}import tfrecorder; r = tfrecorder.convert({str(source)!r}, {str(output_dir)!r}, progress=False, "
             f"beam_options={{'direct_num_workers': 1}}, {arguments}); print('RESUMED', r['resumed'])")
@@ -115,3 +124,24 @@ def incomplete(output_dir: Path) -> list[Path]:
 def manifests(output_dir: Path) -> int:
     return sum(1 for job in incomplete(output_dir) for p in (job / "_parts").glob("*.json")
                if not p.name.endswith(".stats.json"))
+
+
+def detection_csv(folder: Path, images: int = 300, files: int = 30) -> Path:
+    """A detection table (one row per box, 1–3 boxes per image) of `images` images, with a few bad boxes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(11)
+    for i in range(files):
+        Image.fromarray(rng.integers(0, 255, (16, 12 + i % 5, 3), dtype=np.uint8)).save(folder / f"f{i}.png")
+    lines = ["split,image_uri,label,xmin,ymin,xmax,ymax"]
+    for i in range(images):
+        # distinct URIs per image: the same file under other names (a symbolic link each)
+        link = folder / f"img{i}.png"
+        if not link.exists():
+            link.symlink_to(folder / f"f{i % files}.png")
+        split = ("TRAIN", "TRAIN", "VALIDATION", "TEST")[i % 4]
+        for box in range(1 + i % 3):
+            xmax = 0.5 + box / 10 if i % 61 else 1.5  # out of range: a discarded box
+            lines.append(f"{split},{link},{('car', 'bus', 'person')[(i + box) % 3]},0.1,0.2,{xmax},0.9")
+    path = folder / "boxes.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -39,6 +39,7 @@ class JobConfig:
     encode_processes: int = 1  # local jobs: forked processes that encode and write batches (1: in-process)
     progress_dir: Optional[str] = None  # local directory workers report rows done into (None: no bar)
     resumable: bool = False  # parts commit a manifest (tfrecorder.format.resume_files) and are skipped once done
+    commit_buckets: int = 1  # resumable detection jobs: images are committed in this many buckets (by URI hash)
     nullable_columns: tuple[str, ...] = ()  # input columns with a missing value somewhere (allow_missing)
     extra_metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
 

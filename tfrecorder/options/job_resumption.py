@@ -77,7 +77,8 @@ def choose_job_dir(output_dir: str, job_label: Optional[str], fingerprint: Optio
     reserved as before, without fingerprint or lock)."""
     if fingerprint is None:
         if resume is True:
-            raise ValueError("resume=True: only local conversions (not object detection) can be continued yet")
+            raise ValueError("resume=True: only conversions run on this machine (runner='DirectRunner') can be "
+                             "continued yet")
         return JobDirectory(*job_directory.reserve_job_dir(output_dir, job_label))
     if resume is not False:
         temp_dir, passed = find_matching(output_dir, fingerprint, resume)
