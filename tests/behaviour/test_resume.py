@@ -145,3 +145,36 @@ def test_resume_false_starts_a_new_job_and_a_held_lock_stops_a_second_run(source
     finally:
         lock.release()
     assert incomplete(output) == [old] and len(resume_files.committed_parts(str(old))) >= 2
+
+
+def test_a_killed_job_writing_to_gcs_is_continued_there(sources, references, gcs, monkeypatch, tmp_path):
+    """gs:// output (the emulator, behind a proxy that honours ifGenerationMatch=0 as Cloud Storage
+    does): part manifests and the lock are objects created with a generation precondition."""
+    from support.gcs_proxy import FaultProxy
+
+    gcs.bucket("tfr-resume")
+    proxy = FaultProxy(gcs.host, preconditions=True).start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
+    output = "gs://tfr-resume/out"
+    source = sources["image"]
+
+    def parts_on_gcs(count):
+        return lambda: sum(1 for url in gcs.list(output + "/") if "/_parts/" in url
+                           and not url.endswith(".stats.json")) >= count
+
+    try:
+        run_killed(convert_code(source, output, num_shards=3), parts_on_gcs(3))
+        (job,) = [job for job in resume_files.incomplete_jobs(output)]
+        assert job.resumable and job.parts_done >= 3
+        result = tfrecorder.convert(str(source), output, num_shards=3, progress=False,
+                                    beam_options={"direct_num_workers": 1})
+        assert result["resumed"] is True and result["parts_carried_over"] >= 3
+        local = tmp_path / "job"
+        for url in gcs.list(result["tfrecord_dir"] + "/"):
+            path = local / url[len(result["tfrecord_dir"]) + 1:]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(gcs.download(url))
+        assert job_contents(local) == references["image"]
+        assert resume_files.incomplete_jobs(output) == []
+    finally:
+        proxy.stop()

@@ -6,6 +6,10 @@ after `delay_seconds`. `fail(fragment, status, times)` makes the next `times` re
 path contains `fragment` answer `status` instead (status None: close the connection without an
 answer, like a reset). Used by tests (retries, 403) and by benchmarks/gcs_fetch_bench.py (latency).
 
+`preconditions=True` makes it honour `ifGenerationMatch=0` on uploads (create only if absent: 412
+otherwise), which the emulator ignores: tests of exclusive creation (issue 27's part manifests and
+locks) run against it.
+
 Run as a script to serve a delaying proxy from a separate process:
 `python tests/support/gcs_proxy.py --upstream http://127.0.0.1:PORT --delay-ms 20` prints the proxy URL and
 serves until stdin closes.
@@ -27,8 +31,10 @@ _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connectio
 
 
 class FaultProxy:
-    def __init__(self, upstream: str, delay_seconds: float = 0.0) -> None:
+    def __init__(self, upstream: str, delay_seconds: float = 0.0, preconditions: bool = False) -> None:
         parsed = urllib.parse.urlsplit(upstream)
+        self.preconditions = preconditions
+        self._creating = threading.Lock()  # one conditional create at a time: check and write are one step
         self.upstream = (parsed.hostname, parsed.port)
         self.delay_seconds = delay_seconds
         self._faults: list[list] = []  # [fragment, status, remaining]
@@ -124,6 +130,18 @@ class _Handler(BaseHTTPRequestHandler):
             payload = json.dumps({"error": {"code": status, "message": "injected by FaultProxy"}}).encode()
             self._answer(status, [("Content-Type", "application/json")], payload)
             return
+        if proxy.preconditions and self.command == "POST" and "ifGenerationMatch=0" in self.path:
+            with proxy._creating:
+                if _object_exists(proxy.upstream, self.path, body):
+                    payload = json.dumps({"error": {"code": 412, "message": "conditionNotMet"}}).encode()
+                    self._answer(412, [("Content-Type", "application/json")], payload)
+                    proxy._record(path, started)
+                    return
+                self._send_upstream(proxy, path, body, started)
+            return
+        self._send_upstream(proxy, path, body, started)
+
+    def _send_upstream(self, proxy: "FaultProxy", path: str, body: Optional[bytes], started: float) -> None:
         upstream = http.client.HTTPConnection(*proxy.upstream, timeout=60)
         try:
             headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
@@ -144,6 +162,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _forward
+
+
+def _object_exists(upstream: tuple, path: str, body: Optional[bytes]) -> bool:
+    """Whether the object an upload request names exists (its name in the query or the multipart metadata)."""
+    parsed = urllib.parse.urlsplit(path)
+    bucket = parsed.path.split("/b/", 1)[1].split("/", 1)[0]
+    name = urllib.parse.parse_qs(parsed.query).get("name", [None])[0]
+    if name is None and body:
+        start = body.find(b"{")
+        metadata, _ = json.JSONDecoder().raw_decode(body[start:].decode("utf-8", "replace"))
+        name = metadata.get("name")
+    connection = http.client.HTTPConnection(*upstream, timeout=60)
+    try:
+        connection.request("GET", f"/storage/v1/b/{bucket}/o/{urllib.parse.quote(name, safe='')}")
+        response = connection.getresponse()
+        response.read()
+        return response.status == 200
+    finally:
+        connection.close()
 
 
 def main() -> None:

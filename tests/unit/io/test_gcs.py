@@ -121,3 +121,20 @@ def test_gcs_failures_become_os_errors_naming_the_url(error, expected_type, mess
     assert (type(raised.value), raised.value.strerror, raised.value.filename) == (expected_type, message, "gs://bucket/a.jpg")
     io_errno = errno.EINVAL if isinstance(error, api_exceptions.BadRequest) else errno.EIO  # a bad name is the row's
     assert raised.value.errno == {FileNotFoundError: errno.ENOENT, PermissionError: errno.EACCES}.get(expected_type, io_errno)
+
+
+def test_exclusive_creation_is_a_generation_precondition_and_identity_a_generation(gcs, monkeypatch):
+    from support.gcs_proxy import FaultProxy
+
+    gcs.bucket("tfr-exclusive")
+    proxy = FaultProxy(gcs.host, preconditions=True).start()  # the emulator ignores ifGenerationMatch
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
+    url = "gs://tfr-exclusive/job/_parts/k.json"
+    assert storage.create_exclusive(url, b"first") is True
+    assert storage.create_exclusive(url, b"second") is False  # if_generation_match=0: the first one stays
+    assert gcs.download(url) == b"first"
+    generation, size = storage.identity(url)
+    assert size == 5 and generation > 0
+    gcs.upload(url, b"changed")
+    assert storage.identity(url) != (generation, size)
+    proxy.stop()

@@ -85,3 +85,12 @@ def test_check_writable_dir_probes_the_nearest_existing_ancestor(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match=f"cannot be a directory: {tmp_path / 'file'} is a file"):
         storage.check_writable_dir(str(tmp_path / "file" / "out"))
+
+
+def test_exclusive_creation_keeps_the_first_content_and_leaves_no_staging_file(tmp_path):
+    path = str(tmp_path / "d" / "k.json")
+    assert storage.create_exclusive(path, b"first") is True
+    assert storage.create_exclusive(path, b"second") is False
+    assert open(path, "rb").read() == b"first" and os.listdir(tmp_path / "d") == ["k.json"]
+    size, modified = storage.identity(path)
+    assert size == 5 and modified == os.stat(path).st_mtime_ns
