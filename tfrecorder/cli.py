@@ -17,7 +17,8 @@ must be decoded (TensorFlowUnavailable) or a failed Dataflow job; 2 bad input
 found a mismatch (missing, extra, truncated or corrupt shard, unparsable record, wrong record count)
 or inspect / load-stats met a damaged record, or a job directory names a file outside itself
 (CorruptDataError); 4 the output could not be written (disk full, quota, file size limit); 130 interrupted
-(Ctrl-C: nothing is published). Every error is reported on one line.
+(Ctrl-C: nothing is published; a local job keeps its committed work, which the same command continues).
+Every error is reported on one line.
 """
 from __future__ import annotations
 
@@ -361,8 +362,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except DataflowJobError as exc:
         print(f"tfrecorder: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
-    except KeyboardInterrupt:  # convert and upgrade remove their unfinished output before it gets here
-        print("tfrecorder: interrupted; nothing was published", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # convert and upgrade remove their unfinished output, or keep it resumable
+        kept = getattr(exc, "kept_job", None)
+        print("tfrecorder: interrupted; nothing was published"
+              + (f"; its committed work is kept in {kept}: the same command continues it" if kept else ""),
+              file=sys.stderr)
         return EXIT_INTERRUPTED
 
 

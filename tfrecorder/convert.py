@@ -241,7 +241,7 @@ def convert(
                 return DataflowConversionResult.of(submitted)
     except BaseException as exc:
         job.release()
-        fail_job(exc, temp_dir, final_dir, options.output_dir)
+        fail_job(exc, temp_dir, final_dir, options.output_dir, keep_resumable=resumable)
     job.release()
     metadata = JobMetadata.read(final_dir).document
     return ConversionResult.from_metadata(final_dir, launch.runner, metadata, time.monotonic() - started)

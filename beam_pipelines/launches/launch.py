@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, NoReturn, Optional, Union
 from beam_pipelines.launches import dataflow_job, runners
 from beam_pipelines.launches.portable_launch import PortableLaunch, check_request as check_portable_request
 from tfrecorder.core.deferred_interrupts import deferred_interrupts
-from tfrecorder.errors import interruption, translate_pipeline_error
+from tfrecorder.errors import StorageReadError, interruption, translate_pipeline_error
 from tfrecorder.format import job_directory
 from tfrecorder.io import storage, tensorflow_kernels
 from tfrecorder.io.decode_check import DECODE
@@ -148,21 +148,33 @@ def launch_for(runner: str, output: OutputLocation, project: Optional[str], regi
 
 
 def fail_job(exc: BaseException, temp_dir: str, final_dir: str, output_dir: str,
-             own_error: Optional[Exception] = None) -> NoReturn:
+             own_error: Optional[Exception] = None, keep_resumable: bool = False) -> NoReturn:
     """Called from the `except` of a failed launch: leave nothing of the job behind, then raise.
 
     Raises the KeyboardInterrupt if `exc` is (or Beam made a RuntimeError of) Ctrl-C, else `own_error`
     (an error the caller recognised in `exc`, stated without Beam's chain) if given, else `exc`
     translated into a tfrecorder error (chained to it), else `exc` itself.
+
+    `keep_resumable` (a resumable job, issue 27): a job stopped by Ctrl-C or by a storage outage keeps
+    its `.incomplete-` directory and committed parts, which the same call continues; the error says
+    so (an interrupt carries the directory as `kept_job`). Bad input and a full disk still remove it.
     """
-    with deferred_interrupts():  # a second Ctrl-C must not leave the job half-removed
-        job_directory.abandon(temp_dir, final_dir)
     interrupted = interruption(exc)
+    translated = translate_pipeline_error(exc, output_dir) if interrupted is None and own_error is None else None
+    keep = keep_resumable and (interrupted is not None or isinstance(translated, StorageReadError))
+    if not keep:
+        with deferred_interrupts():  # a second Ctrl-C must not leave the job half-removed
+            job_directory.abandon(temp_dir, final_dir)
     if interrupted is not None:
+        if keep:
+            interrupted.kept_job = temp_dir
         raise interrupted from None
     if own_error is not None:
         raise own_error from None
-    translated = translate_pipeline_error(exc, output_dir)
     if translated is exc:
         raise  # noqa: PLE0704 - re-raises the exception being handled by the caller
+    if keep:
+        translated = StorageReadError(translated.errno, translated.strerror.replace(
+            "nothing was published", f"nothing was published; its committed work is kept in {temp_dir}: "
+            "the same call continues it"))
     raise translated from exc

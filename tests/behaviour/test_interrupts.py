@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+import tfrecorder
 from beam_pipelines.launches import runners
 
 pytestmark = pytest.mark.skipif(not runners.can_fork(), reason="SIGINT and /proc are Linux-only here")
@@ -86,8 +87,10 @@ def test_ctrl_c_during_a_cli_conversion_exits_130_with_one_line_and_publishes_no
         [sys.executable, "-m", "tfrecorder", "convert", "--source", str(slow_table), "--output_dir",
          str(output_dir), "--validate", "header", "--no_progress"], output_dir)
     assert done.returncode == 130, done.stderr
-    assert done.stderr.splitlines() == ["tfrecorder: interrupted; nothing was published"]
-    assert list(output_dir.iterdir()) == []  # no job directory, and the .incomplete- one removed
+    (kept,) = output_dir.iterdir()  # no job directory; the .incomplete- one kept to be continued (issue 27)
+    assert kept.name.startswith(".incomplete-") and not (kept / "_resume" / "lock").exists()
+    assert done.stderr.splitlines() == [f"tfrecorder: interrupted; nothing was published; its committed work is "
+                                        f"kept in {kept}: the same command continues it"]
 
 
 def test_ctrl_c_during_an_api_conversion_raises_keyboard_interrupt_after_cleanup(slow_table, tmp_path):
@@ -95,4 +98,7 @@ def test_ctrl_c_during_an_api_conversion_raises_keyboard_interrupt_after_cleanup
     done = _interrupt_once_working([sys.executable, "-c", API, str(slow_table), str(output_dir)], output_dir)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "KeyboardInterrupt None True"  # not Beam's RuntimeError, nor shown chained to it
-    assert list(output_dir.iterdir()) == []
+    (kept,) = output_dir.iterdir()
+    assert kept.name.startswith(".incomplete-")
+    (job,) = tfrecorder.incomplete_jobs(output_dir)  # the same call would continue it
+    assert job.resumable and job.path == str(kept)

@@ -48,9 +48,15 @@ def test_a_503_that_never_ends_fails_the_run_with_one_clear_error_and_publishes_
     proxy.fail(down[len("gs://tfr-outage/"):], 503, times=10**6)
     with pytest.raises(StorageReadError) as raised:
         tfrecorder.convert(table(images), tmp_path / "out", progress=False)
+    (kept,) = os.listdir(tmp_path / "out")  # issue 27: its committed work is kept for the next run
+    assert kept.startswith(".incomplete-")
     assert raised.value.strerror == (f"could not read {down}: gave up retrying: HTTP 503 ServiceUnavailable; "
-                                     "the conversion stopped and nothing was published")
-    assert os.listdir(tmp_path / "out") == []
+                                     f"the conversion stopped and nothing was published; its committed work is "
+                                     f"kept in {tmp_path / 'out' / kept}: the same call continues it")
+    proxy.clear()  # the outage is over: the same call continues the job
+    result = tfrecorder.convert(table(images), tmp_path / "out", progress=False)
+    assert result["resumed"] is True and result["written"] == {"TRAIN": 4}
+    assert os.listdir(tmp_path / "out") == [kept[len(".incomplete-"):]]
 
 
 def test_a_503_that_ends_within_the_retry_window_writes_the_row(proxy, images, short_retries, tmp_path):
@@ -100,7 +106,8 @@ def test_the_cli_reports_an_outage_on_one_line(proxy, images, tmp_path):
     done = subprocess.run([sys.executable, "-c", script, "convert", "--source", str(source), "--output_dir",
                            str(tmp_path / "out")], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 1
+    (kept,) = os.listdir(tmp_path / "out")
     assert done.stderr.strip().splitlines() == [
         f"tfrecorder: error: could not read {down}: gave up retrying: HTTP 503 ServiceUnavailable; "
-        "the conversion stopped and nothing was published"]
-    assert os.listdir(tmp_path / "out") == []
+        f"the conversion stopped and nothing was published; its committed work is kept in "
+        f"{tmp_path / 'out' / kept}: the same call continues it"]

@@ -71,3 +71,30 @@ def test_an_untranslated_error_is_raised_as_is_and_an_own_error_without_its_chai
             fail_job(exc, str(tmp_path / "t2"), str(tmp_path / "j2"), str(tmp_path), own_error=own)
     assert raised.value is own and raised.value.__cause__ is None and raised.value.__suppress_context__
     assert not os.path.exists(tmp_path / "t2")
+
+
+def test_a_resumable_job_stopped_by_an_outage_or_ctrl_c_keeps_its_work(tmp_path):
+    from tfrecorder.errors import StorageReadError
+
+    outage = RuntimeError("tfrecorder.errors.StorageReadError: [Errno 5] could not read gs://b/x.jpg: gave up")
+    for number, (exc, expected) in enumerate(((outage, StorageReadError), (KeyboardInterrupt(), KeyboardInterrupt))):
+        temp_dir = tmp_path / f".incomplete-{number}"
+        temp_dir.mkdir()
+        with pytest.raises(expected) as raised:
+            try:
+                raise exc
+            except BaseException as caught:
+                fail_job(caught, str(temp_dir), str(tmp_path / str(number)), str(tmp_path), keep_resumable=True)
+        assert temp_dir.exists()
+        if expected is StorageReadError:
+            assert raised.value.strerror.endswith(f"its committed work is kept in {temp_dir}: the same call continues it")
+        else:
+            assert raised.value.kept_job == str(temp_dir)
+    temp_dir = tmp_path / ".incomplete-bad"  # bad input: nothing to continue
+    temp_dir.mkdir()
+    with pytest.raises(ValueError):
+        try:
+            raise ValueError("the table is empty")
+        except ValueError as caught:
+            fail_job(caught, str(temp_dir), str(tmp_path / "bad"), str(tmp_path), keep_resumable=True)
+    assert not temp_dir.exists()
