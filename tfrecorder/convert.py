@@ -15,7 +15,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import apache_beam  # noqa: F401  (Beam loads with tfrecorder, so the first conversion does not pay for it)
 import pandas as pd
 
-from tfrecorder.core.progress_bar import local_progress
+from tfrecorder.core.progress_bar import ProgressReporter, local_progress
 from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.core.schema import Schema, check_column_names
 from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
@@ -215,6 +215,8 @@ def convert(
     final_dir, temp_dir = job.final_dir, job.temp_dir
     try:
         with local_progress(launch.shows_progress(options.progress), table.rows_estimate) as progress_dir:
+            if progress_dir and job.rows_done:  # a continued job's bar starts at the rows carried over
+                ProgressReporter(progress_dir).add(job.rows_done)
             rows = table.row_source(resolved_schema, storage.join(temp_dir, file_names.WORK_DIR))  # stages a DataFrame
             config = JobConfig(
                 source=rows, schema=resolved_schema, columns=tuple(table.columns),

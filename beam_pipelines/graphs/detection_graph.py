@@ -142,8 +142,6 @@ class EncodeImageBuckets(EncodeImages):
         manifest = part_commits.committed(self.config, key)
         if manifest is None:
             manifest = self._encode_bucket(key, sorted(images, key=lambda image: image[1]), vocabularies)
-        else:
-            self._rows_done.add(manifest["rows"])
         yield from part_commits.emit(self.config, manifest)
 
     def _encode_bucket(self, key, images, vocabularies) -> dict:

@@ -65,8 +65,6 @@ class EncodePart(beam.DoFn):
             closed = discards.close()
             manifest = part_commits.commit(self.config, part, self._rows, pieces, closed if closed.rows else None,
                                            records, malformed)
-        else:
-            self._rows_done.add(manifest["rows"])
         yield from part_commits.emit(self.config, manifest)
 
     def _encode(self, part):

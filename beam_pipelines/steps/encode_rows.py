@@ -227,8 +227,6 @@ class EncodeImageParts(EncodeAndWritePieces):
         manifest = part_commits.committed(self.config, part)
         if manifest is None:
             manifest = self._encode_part(part, vocabularies)
-        else:
-            self._rows_done.add(manifest["rows"])
         yield from part_commits.emit(self.config, manifest)
 
     def _encode_part(self, part, vocabularies: Mapping[str, list[str]]) -> dict:

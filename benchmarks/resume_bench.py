@@ -1,0 +1,131 @@
+"""Work saved by resuming (issue 27): a default-mode image job killed at ~80% of its rows, then resumed.
+
+    .venv/bin/python benchmarks/resume_bench.py                     # 20,000 images (the issue's target)
+    .venv/bin/python benchmarks/resume_bench.py --images 2000       # a quick look
+
+The table is Parquet with row groups of `--part-rows` rows (one source part each); images are small
+distinct JPEGs generated once into benchmarks/.corpus/resume-<N>/. Three conversions run, each in a
+fresh process and timed by wall clock from its start to its end (start-up included):
+  full     - the uninterrupted job;
+  killed   - the same job, SIGKILLed once part manifests covering `--kill-at` of the rows are committed;
+  resumed  - the same call again: it continues the killed job.
+Reported, as ratios measured in this one run: the share of images the resume read again (rows of the
+parts it did not carry over / all rows; target at most 25%), and resumed / full wall time (target at
+most 35%). The resumed job's shards are checked identical to the full job's.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CORPUS = HERE / ".corpus"
+OUT = HERE / ".out" / "resume"
+
+
+def make_table(images: int, part_rows: int) -> Path:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    folder = CORPUS / f"resume-{images}"
+    table = folder / f"table-{part_rows}.parquet"
+    if table.exists():
+        return table
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(27)
+    base = rng.integers(0, 255, (96, 128, 3), dtype=np.uint8)
+    for i in range(images):
+        path = folder / f"{i:06d}.jpg"
+        if not path.exists():
+            pixels = np.roll(base, i % 97, axis=1) ^ np.uint8(i % 251)
+            Image.fromarray(pixels).save(path, quality=85)
+    splits = ("TRAIN",) * 8 + ("VALIDATION", "TEST")
+    frame = pd.DataFrame({
+        "split": [splits[i % 10] for i in range(images)],
+        "image_uri": [str(folder / f"{i:06d}.jpg") for i in range(images)],
+        "label": [("cat", "dog", "fox")[i % 3] for i in range(images)],
+    })
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), table, row_group_size=part_rows)
+    return table
+
+
+def code(table: Path, output: Path) -> str:
+    return ("import tfrecorder; r = tfrecorder.convert(%r, %r, progress=False, num_shards=4); "
+            "import json; print(json.dumps({'resumed': r['resumed'], 'rows_in': r['rows_in'], "
+            "'carried': r['rows_carried_over'] if r['resumed'] else 0, 'dir': r['tfrecord_dir']}))"
+            % (str(table), str(output)))
+
+
+def run(source: str, kill_when=None) -> tuple[float, dict]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    start = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-c", source], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    while kill_when is not None and process.poll() is None and not kill_when():
+        time.sleep(0.01)
+    if kill_when is not None and process.poll() is None:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        return time.perf_counter() - start, {}
+    out, err = process.communicate()
+    if process.returncode:
+        sys.exit(f"conversion failed: {err.decode()[-2000:]}")
+    return time.perf_counter() - start, json.loads(out.decode().strip().splitlines()[-1])
+
+
+def committed_rows(output: Path) -> int:
+    rows = 0
+    for manifest in output.glob(".incomplete-*/_parts/*.json"):
+        if manifest.name.endswith(".stats.json"):
+            continue
+        try:
+            rows += json.loads(manifest.read_text())["rows"]
+        except (OSError, ValueError):
+            pass
+    return rows
+
+
+def shards(job: str) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(Path(job).glob("*.tfrecord"))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--images", type=int, default=20_000)
+    parser.add_argument("--part-rows", type=int, default=1_000, help="rows per Parquet row group (one part each)")
+    parser.add_argument("--kill-at", type=float, default=0.8, help="share of rows committed when the job is killed")
+    args = parser.parse_args()
+    table = make_table(args.images, args.part_rows)
+    shutil.rmtree(OUT, ignore_errors=True)
+    full_seconds, full = run(code(table, OUT / "full"))
+    resumed_out = OUT / "resumed"
+    killed_seconds, _ = run(code(table, resumed_out), lambda: committed_rows(resumed_out) >= args.kill_at * args.images)
+    carried_before = committed_rows(resumed_out)
+    resumed_seconds, resumed = run(code(table, resumed_out))
+    reread = (resumed["rows_in"] - resumed["carried"]) / resumed["rows_in"]
+    ratio = resumed_seconds / full_seconds
+    identical = shards(full["dir"]) == shards(resumed["dir"])
+    print(f"images: {args.images:,} in parts of {args.part_rows:,} rows, validate='decode'")
+    print(f"full job:    {full_seconds:6.1f} s")
+    print(f"killed at:   {killed_seconds:6.1f} s with {carried_before:,} rows committed ({carried_before / args.images:.0%})")
+    print(f"resumed job: {resumed_seconds:6.1f} s, {resumed['carried']:,} rows carried over, resumed={resumed['resumed']}")
+    print(f"images read again by the resume: {reread:.1%} (target <= 25%)")
+    print(f"resume / full wall time: {ratio:.2f} (target <= 0.35)")
+    print(f"shards identical to the full job's: {identical}")
+    ok = resumed["resumed"] and reread <= 0.25 and ratio <= 0.35 and identical
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
