@@ -4,7 +4,8 @@
     .venv/bin/python benchmarks/resume_bench.py --images 2000       # a quick look
 
 The table is Parquet with row groups of `--part-rows` rows (one source part each); images are small
-distinct JPEGs generated once into benchmarks/.corpus/resume-<N>/. Three conversions run, each in a
+distinct photo-like JPEGs (~80 KB, 500x375, as convert_bench.py's) generated once into
+benchmarks/.corpus/resume-photos-<N>/. Three conversions run, each in a
 fresh process and timed by wall clock from its start to its end (start-up included):
   full     - the uninterrupted job;
   killed   - the same job, SIGKILLed once part manifests covering `--kill-at` of the rows are committed;
@@ -32,25 +33,41 @@ CORPUS = HERE / ".corpus"
 OUT = HERE / ".out" / "resume"
 
 
+PHOTO_SIZE = (375, 500)  # height, width: ~80 KB photo-like JPEGs, as in convert_bench.py
+PHOTO_QUALITY = 87
+
+
+def _write_photos(arguments: tuple[Path, range]) -> None:
+    from PIL import Image
+
+    from tfrecorder.sample_data import encode_image, photo_array
+
+    folder, numbers = arguments
+    for i in numbers:
+        path = folder / f"{i:06d}.jpg"
+        if not path.exists():
+            data = encode_image(Image.fromarray(photo_array(PHOTO_SIZE[0], PHOTO_SIZE[1], i)), "JPEG",
+                                quality=PHOTO_QUALITY)
+            path.with_suffix(".tmp").write_bytes(data)
+            path.with_suffix(".tmp").rename(path)
+
+
 def make_table(images: int, part_rows: int) -> Path:
-    import numpy as np
+    """The corpus (generated once, on every core) and a Parquet table of it in row groups of `part_rows`."""
+    import multiprocessing
+
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from PIL import Image
 
-    folder = CORPUS / f"resume-{images}"
+    folder = CORPUS / f"resume-photos-{images}"
     table = folder / f"table-{part_rows}.parquet"
     if table.exists():
         return table
     folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(27)
-    base = rng.integers(0, 255, (96, 128, 3), dtype=np.uint8)
-    for i in range(images):
-        path = folder / f"{i:06d}.jpg"
-        if not path.exists():
-            pixels = np.roll(base, i % 97, axis=1) ^ np.uint8(i % 251)
-            Image.fromarray(pixels).save(path, quality=85)
+    cores = os.cpu_count() or 1
+    with multiprocessing.get_context("fork").Pool(cores) as pool:
+        pool.map(_write_photos, [(folder, range(start, images, cores)) for start in range(cores)])
     splits = ("TRAIN",) * 8 + ("VALIDATION", "TEST")
     frame = pd.DataFrame({
         "split": [splits[i % 10] for i in range(images)],

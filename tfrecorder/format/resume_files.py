@@ -177,15 +177,10 @@ class IncompleteJob:
 
 
 def incomplete_dirs(output_dir: str) -> list[str]:
-    """The `.incomplete-` directories directly under `output_dir`, sorted."""
-    if storage.is_remote(output_dir):
-        prefix = output_dir.rstrip("/") + "/"
-        names = {path[len(prefix):].split("/", 1)[0] for path in storage.list_files(output_dir)}
-        return [prefix + name for name in sorted(names) if name.startswith(TEMP_PREFIX)]
-    if not os.path.isdir(output_dir):
-        return []
-    return [os.path.join(output_dir, name) for name in sorted(os.listdir(output_dir))
-            if name.startswith(TEMP_PREFIX) and os.path.isdir(os.path.join(output_dir, name))]
+    """The `.incomplete-` directories directly under `output_dir`, sorted (gs://: one delimited listing,
+    not every object of every published job)."""
+    return [path for path in storage.list_dirs(output_dir)
+            if path.rstrip("/").rsplit("/", 1)[-1].startswith(TEMP_PREFIX)]
 
 
 def final_dir_of(temp_dir: str) -> str:

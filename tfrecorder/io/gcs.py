@@ -244,6 +244,16 @@ def list_files(prefix_url: str) -> list[str]:
         return sorted(f"{SCHEME}{bucket}/{b.name}" for b in blobs if not b.name.endswith("/"))
 
 
+def list_dirs(prefix_url: str) -> list[str]:
+    """The "directories" directly under prefix_url (one listing with a delimiter: not every object below)."""
+    bucket, name = split_url(prefix_url.rstrip("/") + "/")
+    with os_errors(prefix_url):
+        blobs = client().list_blobs(bucket, prefix=name, delimiter="/", retry=RETRY)
+        for _page in blobs.pages:  # prefixes are collected page by page
+            pass
+        return sorted(f"{SCHEME}{bucket}/{prefix.rstrip('/')}" for prefix in blobs.prefixes)
+
+
 def copy(source_url: str, destination_url: str) -> None:
     """Server-side copy (rewrite: one request unless the object is large or changes location)."""
     source = _blob(source_url)

@@ -295,6 +295,18 @@ def list_files(prefix: str) -> list[str]:
     return sorted(found)
 
 
+def list_dirs(prefix: str) -> list[str]:
+    """The directories directly under the directory `prefix`, sorted (gs://: one delimited listing)."""
+    if gcs.is_gcs(prefix):
+        return gcs.list_dirs(prefix)
+    if is_remote(prefix):
+        base = prefix.rstrip("/") + "/"
+        return sorted({base + path[len(base):].split("/", 1)[0] for path in list_files(prefix) if "/" in path[len(base):]})
+    if not os.path.isdir(prefix):
+        return []
+    return sorted(os.path.join(prefix, name) for name in os.listdir(prefix) if os.path.isdir(os.path.join(prefix, name)))
+
+
 def copy(source: str, destination: str) -> None:
     """Copy a file or object, leaving the source in place (gs:// to gs://: server-side)."""
     if gcs.is_gcs(source) and gcs.is_gcs(destination):

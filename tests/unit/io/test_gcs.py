@@ -138,3 +138,14 @@ def test_exclusive_creation_is_a_generation_precondition_and_identity_a_generati
     gcs.upload(url, b"changed")
     assert storage.identity(url) != (generation, size)
     proxy.stop()
+
+
+def test_directories_are_listed_one_level_deep(gcs, tmp_path):
+    gcs.bucket("tfr-dirs")
+    for name in ("out/job-a/x.tfrecord", "out/job-a/index/x.index", "out/.incomplete-b/_parts/k.json", "out/file"):
+        gcs.upload(f"gs://tfr-dirs/{name}", b"1")
+    assert storage.list_dirs("gs://tfr-dirs/out") == ["gs://tfr-dirs/out/.incomplete-b", "gs://tfr-dirs/out/job-a"]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "f").write_text("")
+    assert storage.list_dirs(str(tmp_path)) == [str(tmp_path / "a")]
+    assert storage.list_dirs(str(tmp_path / "missing")) == []
