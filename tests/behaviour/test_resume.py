@@ -76,7 +76,7 @@ def test_killed_at_random_moments_then_resumed_publishes_the_identical_job(kind,
     moments = _moments(output)
     random.Random(sorted(sources).index(kind) + 27).shuffle(moments)
     kills, resumed = 0, 0
-    for moment in moments[:6] + [lambda: False]:
+    for moment in moments[:7] + [lambda: False]:
         if run_killed(code, moment) is None:
             kills += 1
         for job in published(output):  # a published job is whole and identical; it is not continued

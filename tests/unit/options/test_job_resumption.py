@@ -57,3 +57,15 @@ def test_resume_true_fails_when_nothing_matches_and_for_jobs_that_cannot_resume(
         choose_job_dir(str(tmp_path), "t", None, True, 10, None)
     plain = choose_job_dir(str(tmp_path), "t", None, "auto", 10, None)
     assert plain.lock is None and resume_files.read_fingerprint(plain.temp_dir) is None
+
+
+def test_a_job_killed_after_publishing_is_not_continued(tmp_path):
+    job = choose_job_dir(str(tmp_path), "t", PRINT, "auto", 10, None)
+    job.release()
+    os.makedirs(job.final_dir)
+    with open(os.path.join(job.final_dir, "metadata.json"), "w") as stream:
+        stream.write("{}")  # published (gs:// keeps the temporary copy until it is removed)
+    again = choose_job_dir(str(tmp_path), "t", PRINT, "auto", 10, None)
+    assert not again.resumed and again.temp_dir != job.temp_dir
+    again.release()
+    assert resume_files.describe(job.temp_dir).reason == "already published: what is left is cleanup"
