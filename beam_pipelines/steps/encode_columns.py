@@ -23,7 +23,8 @@ from tfrecorder.format.framing import frame_records
 
 class EncodePart(beam.DoFn):
     """Read, prepare and encode one part batch by batch, appending each split's records to its piece
-    (rolled over at max_shard_bytes, one open piece per split per bundle, as EncodeAndWritePieces)."""
+    (rolled over at max_shard_bytes, one open piece per split, closed at the part's end: pieces depend
+    only on their part, so every runner, and a resumed job, publishes the same shards)."""
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config
@@ -43,6 +44,9 @@ class EncodePart(beam.DoFn):
             yield from self._process_part(part)
             return
         yield from self._encode(part)
+        for writer in self.writers.values():  # pieces end with their part, as a resumable job's do
+            yield writer.close()
+        self.writers = {}
 
     def _process_part(self, part):
         """A resumable job's part: its pieces (closed at the part's end) and discards committed in its
