@@ -5,7 +5,7 @@
 
 The table is Parquet with row groups of `--part-rows` rows (one source part each); images are small
 distinct photo-like JPEGs (~80 KB, 500x375, as convert_bench.py's) generated once into
-benchmarks/.corpus/resume-photos-<N>/. Three conversions run, each in a
+benchmarks/.corpus/resume-photos-<N>/. Three conversions with default options run, each in a
 fresh process and timed by wall clock from its start to its end (start-up included):
   full     - the uninterrupted job;
   killed   - the same job, SIGKILLed once part manifests covering `--kill-at` of the rows are committed;
@@ -79,7 +79,7 @@ def make_table(images: int, part_rows: int) -> Path:
 
 
 def code(table: Path, output: Path) -> str:
-    return ("import tfrecorder; r = tfrecorder.convert(%r, %r, progress=False, num_shards=4); "
+    return ("import tfrecorder; r = tfrecorder.convert(%r, %r, progress=False); "
             "import json; print(json.dumps({'resumed': r['resumed'], 'rows_in': r['rows_in'], "
             "'carried': r['rows_carried_over'] if r['resumed'] else 0, 'dir': r['tfrecord_dir']}))"
             % (str(table), str(output)))

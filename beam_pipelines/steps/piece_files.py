@@ -99,7 +99,37 @@ def byte_range(piece_range: PieceRange) -> tuple[int, int]:
     return start, end
 
 
-def _copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int) -> None:
+def _kernel_copy(source: BinaryIO, out: BinaryIO, start: int, end: int) -> bool:
+    """Copy bytes [start, end) of a local piece to a local shard inside the kernel (copy_file_range:
+    no trip through Python, a reflink where the file system shares extents); False when the files or
+    the system do not allow it (nothing copied then)."""
+    copy = getattr(os, "copy_file_range", None)
+    try:
+        source_fd, out_fd = source.fileno(), out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    if copy is None:
+        return False
+    out.flush()  # the kernel writes at the descriptor's position: what is buffered goes first
+    offset = start
+    while offset < end:
+        try:
+            copied = copy(source_fd, out_fd, end - offset, offset)
+        except OSError:
+            if offset == start:
+                return False  # not supported here (another file system, an old kernel): copy in Python
+            raise
+        if not copied:
+            raise OSError(f"piece ended {end - offset} bytes early")
+        offset += copied
+    return True
+
+
+def _copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int, raw: bool = False) -> None:
+    """Copy bytes [start, end) of `source` to `out` (`raw`: `out` is the shard file itself, not a
+    compressing stream over it, so the kernel may copy)."""
+    if raw and _kernel_copy(source, out, start, end):
+        return
     source.seek(start)
     remaining = end - start
     while remaining:
@@ -117,7 +147,7 @@ def _write_shard(plan: ShardPlan, destination: str, compression: Optional[str]) 
         for piece_range in plan.ranges:
             start, end = byte_range(piece_range)
             with storage.open_read(piece_range.piece.path) as source:
-                _copy_range(source, out, start, end)
+                _copy_range(source, out, start, end, raw=out is raw)
         if out is not raw:
             out.close()
 
