@@ -139,3 +139,11 @@ def discard_part_name() -> str:
 def temporary_file_name(name: str) -> str:
     """A hidden, attempt-unique name next to `name`, renamed onto it once complete (local files)."""
     return f".{name}.{uuid.uuid4().hex}"
+
+
+_TEMPORARY = re.compile(r"^\..+\.[0-9a-f]{32}$")
+
+
+def is_temporary_name(name: str) -> bool:
+    """Whether `name` is a temporary_file_name: what a killed attempt may leave beside its destination."""
+    return bool(_TEMPORARY.match(name))

@@ -28,7 +28,7 @@ import time
 from typing import Any, Optional
 
 from tfrecorder.errors import JobBusyError
-from tfrecorder.format.file_names import METADATA_FILE, PARTS_DIR, RESUME_DIR, TEMP_PREFIX
+from tfrecorder.format.file_names import INDEX_DIR, METADATA_FILE, PARTS_DIR, RESUME_DIR, TEMP_PREFIX, is_temporary_name
 from tfrecorder.format import job_directory
 from tfrecorder.io import storage
 
@@ -223,6 +223,24 @@ def _modified(temp_dir: str) -> float:
 def incomplete_jobs(output_dir: str) -> list[IncompleteJob]:
     """Every incomplete job under `output_dir`, oldest name first."""
     return [describe(path) for path in incomplete_dirs(output_dir)]
+
+
+def remove_temporaries(temp_dir: str) -> list[str]:
+    """Before a job is continued: remove the temporary files (temporary_file_name) a killed attempt left
+    beside the shards and index files it was writing (a kill skips their cleanup), so that they are
+    not published with the job. Local directories only (remote writes have no temporary names)."""
+    if storage.is_remote(temp_dir):
+        return []
+    removed = []
+    for directory in (temp_dir, os.path.join(temp_dir, INDEX_DIR)):
+        if not os.path.isdir(directory):
+            continue
+        for name in os.listdir(directory):
+            path = os.path.join(directory, name)
+            if is_temporary_name(name) and os.path.isfile(path):
+                os.remove(path)
+                removed.append(path)
+    return removed
 
 
 def remove(temp_dir: str) -> None:

@@ -89,6 +89,7 @@ def choose_job_dir(output_dir: str, job_label: Optional[str], fingerprint: Optio
             logger.warning("%s; starting a new job", line) if temp_dir is None else logger.info("%s", line)
         if temp_dir is not None:
             lock = resume_files.JobLock(temp_dir).acquire()
+            resume_files.remove_temporaries(temp_dir)  # a killed assembly's half-written shard
             manifests = resume_files.committed_parts(temp_dir)
             rows = sum(int(manifest.get("rows", 0)) for manifest in manifests)
             logger.info("continuing the incomplete job %s: %d part(s), %d row(s) already done", temp_dir,

@@ -56,3 +56,17 @@ def test_incomplete_jobs_report_their_progress_and_whether_they_can_be_continued
     resume_files.remove(temp_dir)
     assert not os.path.exists(temp_dir)
     assert resume_files.incomplete_jobs(str(tmp_path / "nothing")) == []
+
+
+def test_temporary_files_a_killed_attempt_left_are_removed_before_a_job_is_continued(tmp_path):
+    from tfrecorder.format.file_names import temporary_file_name
+
+    temp_dir = tmp_path / ".incomplete-job"
+    (temp_dir / "index").mkdir(parents=True)
+    stray = temp_dir / temporary_file_name("train-00000-of-00001.tfrecord")
+    stray_index = temp_dir / "index" / temporary_file_name("train-00000-of-00001.tfrecord.index")
+    kept = [temp_dir / "train-00000-of-00001.tfrecord", temp_dir / ".hidden"]
+    for path in [stray, stray_index, *kept]:
+        path.write_bytes(b"")
+    assert sorted(resume_files.remove_temporaries(str(temp_dir))) == sorted([str(stray), str(stray_index)])
+    assert all(path.exists() for path in kept) and not stray.exists()
