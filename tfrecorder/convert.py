@@ -20,6 +20,7 @@ from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.core.schema import Schema, check_column_names
 from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
 from tfrecorder.format import detection_keys, file_names, job_directory
+from tfrecorder.format.lineage import BaseJob
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.io.decode_check import DEFAULT_VALIDATION
@@ -92,19 +93,19 @@ def _check_split_column(table: Table, schema: Schema) -> None:
         )
 
 
-def _check_in_driver(table: Table, schema: Schema, split_ratios) -> None:
+def _check_in_driver(table: Table, schema: Schema, split_ratios, require_train: bool = True) -> None:
     """Table-level errors of a source the driver holds (a DataFrame, an annotation file) are raised before
     any pipeline starts; a CSV's or Parquet's are found by the pipeline, which fails with the same
-    message. Stops at the first TRAIN row."""
+    message. Stops at the first TRAIN row (rows appended to a job need none: `require_train=False`)."""
     rows = table.rows_for_driver_check()
     if rows is None:
         return
     counter, stats = StatsCounter(schema, split_ratios), TableStats()
     for row in rows:
         counter.count([row], stats)
-        if stats.train_found:
+        if stats.train_found or (stats.rows and not require_train):
             break
-    stats.check()
+    stats.check(require_train)
 
 
 @leaves_logging_alone
@@ -135,6 +136,7 @@ def convert(
     annotation_format: Optional[str] = None,
     box_units: str = "relative",
     encoding: str = DEFAULT_ENCODING,
+    _base: Optional[BaseJob] = None,
     **legacy_options: Any,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file, Parquet files (a file, a directory or a glob) or SPLIT/LABEL image
@@ -172,6 +174,8 @@ def convert(
 
     TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there
     (see `tfrecorder.legacy.v2_compat.legacy_arguments`).
+
+    `_base` is set by `tfrecorder.append` only: the parent job whose records the new version carries.
     """
     # The graph's own modules are imported here, not with tfrecorder: a Beam worker that imports a step
     # first must not meet a half-initialised tfrecorder package (tests/behaviour/test_import_order.py).
@@ -192,12 +196,17 @@ def convert(
         box_units=box_units, annotation_format=annotation_format, encoding=encoding, verbose=verbose,
         progress=progress)
     table, resolved_schema, is_detection = _open_table(source, schema, options)
+    if _base is not None:  # an append: the new rows must fit the parent (issue 28)
+        if is_detection or _base.task:
+            raise ValueError("appending to an object-detection job is not supported yet; convert the whole table")
+        _base.check_columns(table.columns)
     launch.check_table(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)
     concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)
-    _check_in_driver(table, resolved_schema, options.split_ratios)
+    _check_in_driver(table, resolved_schema, options.split_ratios, require_train=_base is None)
 
-    final_dir, temp_dir = job_directory.reserve_job_dir(options.output_dir, options.job_label)
+    final_dir, temp_dir = job_directory.reserve_job_dir(options.output_dir, options.job_label,
+                                                        version=None if _base is None else _base.next_version)
     try:
         with local_progress(launch.shows_progress(options.progress), table.rows_estimate) as progress_dir:
             rows = table.row_source(resolved_schema, storage.join(temp_dir, file_names.WORK_DIR))  # stages a DataFrame
@@ -210,7 +219,9 @@ def convert(
                 compression=options.compression, image_size=options.image_size, validate=options.validate,
                 fetch_concurrency=concurrency, max_image_pixels=options.max_image_pixels,
                 max_image_bytes=options.max_image_bytes, progress_dir=progress_dir,
-                extra_metadata={"task": detection_keys.TASK, "box_units": options.box_units} if is_detection else {},
+                extra_metadata={"task": detection_keys.TASK, "box_units": options.box_units} if is_detection
+                else {"image_size": list(options.image_size)} if options.image_size else {},
+                base=_base,
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,
                                                encoding_pool=not is_detection)

@@ -31,6 +31,7 @@ from beam_pipelines.graphs import tabular_graph
 from beam_pipelines.graphs.job_outputs import write_outputs
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps import read_rows
+from beam_pipelines.steps.carry_shards import job_vocabularies
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import IMAGE_KINDS, EncodeAndWritePieces, ImageKindsFn
@@ -57,7 +58,7 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
     prepared = batches | "Prepare" >> beam.ParDo(PrepareRows(config)).with_outputs(
         DISCARD, main="rows"
     )
-    vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
+    vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: job_vocabularies(found.vocabularies, config)))
     rows_to_encode = prepared.rows
     if config.distributed:  # spread image reads over every worker, not only those reading parts
         rows_to_encode = prepared.rows | "SpreadRows" >> beam.Reshuffle()
