@@ -14,8 +14,9 @@ from tfrecorder.data_source import data_source  # noqa: E402
 from tfrecorder.inspection import inspect  # noqa: E402
 from tfrecorder.verify import verify  # noqa: E402
 from tfrecorder.upgrade import upgrade  # noqa: E402
+from tfrecorder.append import append, versions  # noqa: E402
 from tfrecorder.legacy import input_schema  # noqa: E402  (TFRecorder 2.0's `from tfrecorder import input_schema`)
 from tfrecorder import accessor as _accessor  # noqa: E402,F401  (registers df.tensorflow)
 
-__all__ = ["Schema", "convert", "convert_and_load", "data_source", "inspect", "load", "types", "upgrade", "verify",
-           "__version__"]
+__all__ = ["Schema", "append", "convert", "convert_and_load", "data_source", "inspect", "load", "types", "upgrade", "verify",
+           "versions", "__version__"]
