@@ -1,0 +1,40 @@
+"""Versioned append on gs:// (issue 28): the base's shards are copied server-side, the base is left as it was."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+import tfrecorder
+from support import imagegen
+
+
+def test_append_on_gcs_carries_shards_and_readers_agree(gcs, tmp_path):
+    gcs.bucket("tfr-versions")
+    rgb = imagegen.odd_images()["rgb.jpg"][0]
+    gray = imagegen.odd_images()["gray.png"][0]
+    imagegen.write_files(tmp_path, {"a.jpg": rgb, "b.png": gray, "c.jpg": rgb + b"", "d.png": gray})
+    base_rows = pd.DataFrame({"image_uri": [str(tmp_path / "a.jpg"), str(tmp_path / "b.png")],
+                              "label": ["cat", "dog"], "split": ["TRAIN", "TEST"]})
+    base = tfrecorder.convert(base_rows, "gs://tfr-versions/out", job_label="pets", validate="header",
+                              progress=False)["tfrecord_dir"]
+    before = sorted(gcs.list(base + "/"))
+    new_rows = pd.DataFrame({"image_uri": [str(tmp_path / "c.jpg"), str(tmp_path / "d.png")],
+                             "label": ["emu", "cat"], "split": ["TRAIN", "TRAIN"]})
+    version = tfrecorder.append(base, new_rows, progress=False)
+    job = version["tfrecord_dir"]
+    assert job.startswith("gs://tfr-versions/out/pets-") and "-v2-" in job
+    assert sorted(gcs.list(base + "/")) == before
+    metadata = json.loads(gcs.download(job + "/metadata.json"))
+    # c.jpg holds a.jpg's bytes and d.png b.png's: both are already in the base
+    assert metadata["discard_reasons"] == {"already in base": 2}
+    assert f"already in base: {base.rsplit('/', 1)[1]}" in gcs.download(job + "/discarded.csv").decode()
+    kept = tfrecorder.append(base, new_rows, duplicates="keep", progress=False)["tfrecord_dir"]
+    kept_metadata = json.loads(gcs.download(kept + "/metadata.json"))
+    assert kept_metadata["splits"]["TRAIN"]["records"] == 3
+    assert kept_metadata["vocabularies"] == {"label": ["cat", "emu"]}  # dog is only in TEST
+    assert [c["file"] for c in kept_metadata["lineage"]["carried_shards"]] == [
+        "train-00000-of-00002.tfrecord", "test-00000-of-00001.tfrecord"]
+    assert tfrecorder.verify(kept).ok
+    assert len(tfrecorder.data_source(kept, "TRAIN")) == 3
+    assert [v["version"] for v in tfrecorder.versions("gs://tfr-versions/out")] == [1, 2, 2]
