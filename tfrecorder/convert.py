@@ -7,6 +7,7 @@ text and publishes nothing. Row-level problems are the pipeline's to record in d
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -200,6 +201,7 @@ def convert(
         if is_detection or _base.task:
             raise ValueError("appending to an object-detection job is not supported yet; convert the whole table")
         _base.check_columns(table.columns)
+        _base = dataclasses.replace(_base, new_rows_estimate=int(table.rows_estimate or 0))
     launch.check_table(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)
     concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)

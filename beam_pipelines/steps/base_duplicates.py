@@ -2,36 +2,39 @@
 
 A new row is a duplicate when its first image column's value (the URI as the table names it, which is
 what a record's `<image>_uri` feature holds) or the SHA-256 of that image's bytes is the URI or bytes
-digest of a record of the base. Nothing holds the base's keys in one place: each base shard is read by
-one worker, which emits a (key, job) pair per record; the new rows are keyed the same way, and the two
-meet in a CoGroupByKey (first by URI, then, for the rows left, by bytes digest), so memory per key is
-bounded by how many rows share that key. The reason recorded is `already in base: <job>`; with
-`duplicates="keep"` the stage is left out. A new row whose image cannot be read passes on unkeyed
-and is discarded by the encoder as usual (missing file, ...).
+digest of a record of the base (tfrecorder.format.image_keys). The new rows' keys (their images read
+once more) go into a Bloom filter (`KeyFilter`, sized for the new rows); each base shard is read by one
+worker, which keeps only the keys the filter may hold, so the keys gathered to decide (a dict side
+input) grow with the new rows, never with the base. The reason recorded is `already in base: <job>`;
+with `duplicates="keep"` the stage is left out. A new row whose image cannot be read passes on unkeyed
+and is discarded by the encoder as usual (missing file, ...). The new rows wait for the base to be
+read (held by the runner until the filter and the base's keys are complete).
 """
 from __future__ import annotations
 
+import functools
 import gzip
-import hashlib
 from typing import Any, Iterator
 
 import apache_beam as beam
+from apache_beam.pvalue import AsDict, AsSingleton
 
 from tfrecorder.errors import RowError
-from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.format.feature_spec import image_feature_prefix
 from tfrecorder.format.framing import read_records
+from tfrecorder.format.image_keys import KeyFilter, digest_key, record_image_keys, uri_key
 from tfrecorder.format.job_directory import job_file
 from tfrecorder.format.lineage import DUPLICATE_REASON, CarriedShard
 from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
+from tfrecorder.rows.row_encoding import resolve_uri
 from tfrecorder.rows.value_coercion import is_missing
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import read_image
+from beam_pipelines.steps.fetch_images import Fetcher
 from beam_pipelines.steps.progress_counters import RowsDone
 
-URI, DIGEST = "uri:", "sha256:"
-_UNKEYED = "unkeyed:"  # rows with no image value or an unreadable image: never match a base key
+KEYS_PER_ROW = 2  # its URI and its bytes digest
 
 
 def dedupes(config: JobConfig) -> bool:
@@ -39,69 +42,85 @@ def dedupes(config: JobConfig) -> bool:
     return config.base is not None and config.base.duplicates == "discard" and bool(config.schema.image_columns)
 
 
-def digest_key(data: bytes) -> str:
-    return DIGEST + hashlib.sha256(data).hexdigest()
+def new_key_filter(config: JobConfig) -> KeyFilter:
+    """An empty filter sized for the new rows (the driver's estimate of them)."""
+    return KeyFilter(max(config.base.new_rows_estimate, 1000) * KEYS_PER_ROW)
 
 
-def record_keys(record: bytes, prefix: str) -> list[str]:
-    """The keys of one base record: its image's URI and bytes digest (those present)."""
-    features = parse_example(record)
-    keys = []
-    uri = features.get(prefix + "_uri")
-    if uri:
-        keys.append(URI + uri[0].decode("utf-8", "replace"))
-    image = features.get(prefix)
-    if image:
-        keys.append(digest_key(image[0]))
-    return keys
-
-
-def shard_keys(shard: CarriedShard, config: JobConfig) -> Iterator[tuple[str, str]]:
-    """(key, base job name) for every record of one base shard, each key once per shard."""
+def shard_keys(shard: CarriedShard, config: JobConfig, wanted: KeyFilter) -> Iterator[tuple[str, str]]:
+    """(key, base job name) for the records of one base shard whose key `wanted` may hold, each once."""
     base = config.base
     prefix = image_feature_prefix(config.schema.image_columns[0])
     seen: set[str] = set()
     with storage.open_read(job_file(base.tfrecord_dir, shard.parent_file)) as raw:
         stream = gzip.GzipFile(fileobj=raw, mode="rb") if base.compression == "gzip" else raw
         for record in read_records(stream):
-            for key in record_keys(record, prefix):
-                if key not in seen:
+            for key in record_image_keys(record, prefix):
+                if key not in seen and wanted.may_hold(key):
                     seen.add(key)
                     yield key, base.job_name
 
 
-def row_uri_key(row: dict[str, Any], column: str) -> str:
-    value = row.get(column)
-    if is_missing(value) or not str(value).strip():
-        return _UNKEYED + "missing"
-    return URI + str(value)
-
-
-class KeyByDigest(beam.DoFn):
-    """(split, row) → (bytes digest key, (split, row)), reading the row's first image once more."""
+class KeyRows(beam.DoFn):
+    """A batch of (split, row) → the same batch as (keys, (split, row)): the row's first image's URI key
+    and the digest of its bytes (read once more; an unreadable image has no digest key)."""
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config
 
-    def process(self, prepared):
-        from tfrecorder.rows.row_encoding import resolve_uri
+    def setup(self) -> None:
+        self._fetcher = Fetcher(functools.partial(read_image, max_bytes=self.config.max_image_bytes),
+                                self.config.fetch_concurrency)
 
-        _split, row = prepared
+    def teardown(self) -> None:
+        self._fetcher.close()
+
+    def process(self, batch: list[tuple[str, dict[str, Any]]]):
         column = self.config.schema.image_columns[0]
-        value = row.get(column)
-        if is_missing(value) or not str(value).strip():
-            yield _UNKEYED + "missing", prepared
-            return
-        try:
-            data = read_image(resolve_uri(str(value), self.config.base_dir), self.config.max_image_bytes)
-        except RowError:
-            yield _UNKEYED + str(value), prepared
-            return
-        yield digest_key(data), prepared
+        values = [row.get(column) for _split, row in batch]
+        named = [None if is_missing(v) or not str(v).strip() else str(v) for v in values]
+        fetched = self._fetcher.fetch(resolve_uri(v, self.config.base_dir) for v in named if v is not None)
+        keyed = []
+        for value, prepared in zip(named, batch):
+            keys = []
+            if value is not None:
+                keys.append(uri_key(value))
+                data = fetched[resolve_uri(value, self.config.base_dir)]
+                if not isinstance(data, RowError):
+                    keys.append(digest_key(data))
+            keyed.append((tuple(keys), prepared))
+        yield keyed
 
 
-class SplitDuplicates(beam.DoFn):
-    """A key's new rows: discarded (`already in base: <job>`) when the base holds the key, else passed on."""
+class KeyFilterFn(beam.CombineFn):
+    """Batches of keyed rows → a KeyFilter of their keys."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def create_accumulator(self) -> KeyFilter:
+        return new_key_filter(self.config)
+
+    def add_input(self, accumulator: KeyFilter, batch) -> KeyFilter:
+        for keys, _prepared in batch:
+            for key in keys:
+                accumulator.add(key)
+        return accumulator
+
+    def merge_accumulators(self, accumulators) -> KeyFilter:
+        accumulators = iter(accumulators)
+        merged = next(accumulators)
+        for accumulator in accumulators:
+            merged.merge(accumulator)
+        return merged
+
+    def extract_output(self, accumulator: KeyFilter) -> KeyFilter:
+        return accumulator
+
+
+class DropDuplicates(beam.DoFn):
+    """A keyed batch → its rows none of whose keys is in the base (`found`: key → base job), as a batch;
+    the others are discarded as `already in base: <job>`."""
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config
@@ -109,37 +128,27 @@ class SplitDuplicates(beam.DoFn):
     def setup(self) -> None:
         self._rows_done = RowsDone(self.config)
 
-    def process(self, grouped):
-        _key, sides = grouped
-        jobs = list(sides["base"])
-        new = list(sides["new"])
-        if jobs and new:
-            reason = f"{DUPLICATE_REASON}: {jobs[0]}"
-            for _split, row in new:
-                yield beam.pvalue.TaggedOutput(DISCARD, (row, reason))
-            self._rows_done.add(len(new))
-            return
-        yield from new
-
-
-def _join(base_keys, rows, label: str, config: JobConfig):
-    grouped = {"base": base_keys, "new": rows} | f"Join{label}" >> beam.CoGroupByKey()
-    return grouped | f"Split{label}" >> beam.ParDo(SplitDuplicates(config)).with_outputs(DISCARD, main="rows")
+    def process(self, batch, found: dict[str, str]):
+        kept = []
+        for keys, prepared in batch:
+            job = next((found[key] for key in keys if key in found), None)
+            if job is None:
+                kept.append(prepared)
+            else:
+                yield beam.pvalue.TaggedOutput(DISCARD, (prepared[1], f"{DUPLICATE_REASON}: {job}"))
+        self._rows_done.add(len(batch) - len(kept))
+        if kept:
+            yield kept
 
 
 def drop_base_duplicates(pipeline: beam.Pipeline, config: JobConfig, batches: beam.PCollection):
     """Batches of (split, row) without the rows already in the base; returns (batches, discards)."""
-    column = config.schema.image_columns[0]
-    shards = pipeline | "BaseShards" >> beam.Create(list(config.base.shards))
-    keys = shards | "BaseKeys" >> beam.FlatMap(shard_keys, config)
-    uri_keys = keys | "BaseUriKeys" >> beam.Filter(lambda item: item[0].startswith(URI))
-    digest_keys = keys | "BaseDigestKeys" >> beam.Filter(lambda item: item[0].startswith(DIGEST))
-    rows = batches | "NewRows" >> beam.FlatMap(lambda batch: batch)
-    by_uri = rows | "KeyByUri" >> beam.Map(lambda prepared: (row_uri_key(prepared[1], column), prepared))
-    after_uri = _join(uri_keys, by_uri, "Uri", config)
-    by_digest = after_uri.rows | "KeyByDigest" >> beam.ParDo(KeyByDigest(config))
-    after_digest = _join(digest_keys, by_digest, "Digest", config)
-    rebatched = after_digest.rows | "Rebatch" >> beam.BatchElements(
-        min_batch_size=1, max_batch_size=config.batch_size)
-    discards = (after_uri[DISCARD], after_digest[DISCARD]) | "DuplicateDiscards" >> beam.Flatten()
-    return rebatched, discards
+    keyed = batches | "KeyNewRows" >> beam.ParDo(KeyRows(config))
+    wanted = keyed | "NewKeyFilter" >> beam.CombineGlobally(KeyFilterFn(config))
+    shards = pipeline | "BaseShards" >> beam.Create(list(config.base.all_shards))
+    if config.distributed:
+        shards = shards | "SpreadBaseShards" >> beam.Reshuffle()
+    found = shards | "BaseKeys" >> beam.FlatMap(shard_keys, config, AsSingleton(wanted))
+    decided = keyed | "DropDuplicates" >> beam.ParDo(DropDuplicates(config), AsDict(found)).with_outputs(
+        DISCARD, main="rows")
+    return decided.rows, decided[DISCARD]

@@ -65,6 +65,7 @@ class BaseJob:
     images: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # the parent's "images" entry
     task: Optional[str] = None
     duplicates: str = "discard"
+    new_rows_estimate: int = 0  # the driver's estimate of the new rows (sizes the duplicates filter)
 
     @classmethod
     def read(cls, tfrecord_dir: str, duplicates: str = "discard") -> "BaseJob":
@@ -141,6 +142,11 @@ class BaseJob:
         if extra:
             raise ValueError(f"the new rows have column(s) {extra} the base job {self.job_name} does not have "
                              f"(its columns: {expected}); drop them or convert a new dataset")
+
+    @property
+    def all_shards(self) -> tuple[CarriedShard, ...]:
+        """Every shard of the parent, in split order."""
+        return self.shards
 
     def shards_of(self, split: str) -> list[CarriedShard]:
         return [shard for shard in self.shards if shard.split == split]

@@ -1,18 +1,17 @@
-"""beam_pipelines.steps.base_duplicates: keys of base records and of new rows, and the join that discards duplicates."""
+"""beam_pipelines.steps.base_duplicates: keys of base records and of new rows, and the rows found in the base dropped."""
 from __future__ import annotations
-
-import hashlib
 
 import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_pipelines.steps.base_duplicates import (SplitDuplicates, dedupes, digest_key, record_keys, row_uri_key,
-                                                  shard_keys)
+from beam_pipelines.steps.base_duplicates import (DropDuplicates, KeyRows, dedupes, drop_base_duplicates,
+                                                  new_key_filter, shard_keys)
 from beam_pipelines.steps.discard_files import DISCARD
 from support.job_configs import job_config
 from tfrecorder.core.schema import Schema
 from tfrecorder.format.example_encoder import Feature, encode_example
 from tfrecorder.format.framing import write_record
+from tfrecorder.format.image_keys import KeyFilter, digest_key
 from tfrecorder.format.lineage import BaseJob, CarriedShard
 
 SCHEMA = Schema({"image_uri": "ImageUri", "label": "StringLabel"})
@@ -29,20 +28,25 @@ def base_job(directory: str, duplicates: str = "discard") -> BaseJob:
                    duplicates=duplicates)
 
 
-def test_a_record_is_keyed_by_its_uri_and_its_image_digest():
-    assert record_keys(record("a.png", b"xy"), "image") == ["uri:a.png", "sha256:" + hashlib.sha256(b"xy").hexdigest()]
-    assert digest_key(b"xy") == "sha256:" + hashlib.sha256(b"xy").hexdigest()
-    assert row_uri_key({"image_uri": "a.png"}, "image_uri") == "uri:a.png"
-    assert not row_uri_key({"image_uri": None}, "image_uri").startswith("uri:")
-
-
-def test_shard_keys_read_each_key_once(tmp_path):
-    with open(tmp_path / "train-00000-of-00001.tfrecord", "wb") as stream:
+def write_base(directory) -> BaseJob:
+    with open(directory / "train-00000-of-00001.tfrecord", "wb") as stream:
         for uri, data in (("a.png", b"1"), ("b.png", b"1"), ("a.png", b"2")):
             write_record(stream, record(uri, data))
-    keys = list(shard_keys(base_job(str(tmp_path)).shards[0], job_config(schema=SCHEMA, base=base_job(str(tmp_path)))))
+    return base_job(str(directory))
+
+
+def test_shard_keys_keep_what_the_filter_may_hold_once(tmp_path):
+    base = write_base(tmp_path)
+    config = job_config(schema=SCHEMA, base=base)
+    everything = KeyFilter(10)
+    for key in ("uri:a.png", "uri:b.png", digest_key(b"1"), digest_key(b"2")):
+        everything.add(key)
+    keys = list(shard_keys(base.shards[0], config, everything))
     assert [key for key, _ in keys] == ["uri:a.png", digest_key(b"1"), "uri:b.png", digest_key(b"2")]
     assert {job for _, job in keys} == {"pets-20261121-193000"}
+    only_b = KeyFilter(10)
+    only_b.add("uri:b.png")
+    assert [key for key, _ in shard_keys(base.shards[0], config, only_b)] == ["uri:b.png"]
 
 
 def test_only_appends_of_image_rows_look_for_duplicates():
@@ -50,14 +54,42 @@ def test_only_appends_of_image_rows_look_for_duplicates():
     assert not dedupes(job_config(schema=SCHEMA, base=base_job("/b", duplicates="keep")))
     assert not dedupes(job_config(schema=SCHEMA))
     assert not dedupes(job_config(schema=Schema({"n": "IntegerInput"}), base=base_job("/b")))
+    assert new_key_filter(job_config(schema=SCHEMA, base=base_job("/b"))).bits >= 2000 * 14
 
 
-def test_rows_meeting_a_base_key_are_discarded_with_the_base_job_named():
-    config = job_config(schema=SCHEMA)
-    grouped = [("uri:a", {"base": ["pets-1"], "new": [("TRAIN", {"image_uri": "a"})]}),
-               ("uri:b", {"base": [], "new": [("TEST", {"image_uri": "b"}), ("TRAIN", {"image_uri": "b"})]}),
-               ("uri:c", {"base": ["pets-1"], "new": []})]
+def test_rows_are_keyed_by_uri_and_bytes(tmp_path):
+    (tmp_path / "x.png").write_bytes(b"1")
+    config = job_config(schema=SCHEMA, base=base_job("/b"), base_dir=str(tmp_path))
+    keyer = KeyRows(config)
+    keyer.setup()
+    try:
+        batch = [("TRAIN", {"image_uri": "x.png"}), ("TRAIN", {"image_uri": "gone.png"}), ("TEST", {"image_uri": None})]
+        assert next(keyer.process(batch)) == [(("uri:x.png", digest_key(b"1")), batch[0]), (("uri:gone.png",), batch[1]),
+                                              ((), batch[2])]
+    finally:
+        keyer.teardown()
+
+
+def test_a_row_with_a_key_in_the_base_is_discarded_with_the_base_job_named():
+    dropper = DropDuplicates(job_config(schema=SCHEMA))
+    dropper.setup()
+    batch = [(("uri:a",), ("TRAIN", {"image_uri": "a"})), (("uri:b", "sha256:x"), ("TEST", {"image_uri": "b"})),
+             (("uri:c",), ("TRAIN", {"image_uri": "c"}))]
+    out = list(dropper.process(batch, {"sha256:x": "pets-1"}))
+    assert out[0].value == ({"image_uri": "b"}, "already in base: pets-1")
+    assert out[1] == [("TRAIN", {"image_uri": "a"}), ("TRAIN", {"image_uri": "c"})]
+
+
+def test_the_stage_drops_rows_whose_uri_or_bytes_are_in_the_base(tmp_path):
+    base = write_base(tmp_path)
+    (tmp_path / "same-bytes.png").write_bytes(b"2")
+    (tmp_path / "new.png").write_bytes(b"3")
+    config = job_config(schema=SCHEMA, base=base, base_dir=str(tmp_path))
+    rows = [("TRAIN", {"image_uri": "b.png"}), ("TRAIN", {"image_uri": "same-bytes.png"}),
+            ("TEST", {"image_uri": "new.png"})]
     with beam.Pipeline("DirectRunner") as pipeline:
-        split = pipeline | beam.Create(grouped) | beam.ParDo(SplitDuplicates(config)).with_outputs(DISCARD, main="rows")
-        assert_that(split.rows, equal_to([("TEST", {"image_uri": "b"}), ("TRAIN", {"image_uri": "b"})]), label="rows")
-        assert_that(split[DISCARD], equal_to([({"image_uri": "a"}, "already in base: pets-1")]), label="discards")
+        kept, discards = drop_base_duplicates(pipeline, config, pipeline | beam.Create([rows]))
+        assert_that(kept | beam.FlatMap(lambda batch: batch), equal_to([rows[2]]), label="kept")
+        assert_that(discards, equal_to([({"image_uri": "b.png"}, "already in base: pets-20261121-193000"),
+                                        ({"image_uri": "same-bytes.png"}, "already in base: pets-20261121-193000")]),
+                    label="discards")
