@@ -120,7 +120,7 @@ def main() -> None:
         shards = {split: len(info["shards"]) for split, info in document["splits"].items()}
         scratch_shards = {split: len(info["shards"]) for split, info in scratch["metadata"]["splits"].items()}
         print(f"after {args.appends} more appends (v{document['lineage']['version']}): shards per split {shards} "
-              f"(a fresh conversion of the 101,000 rows: {scratch_shards})")
+              f"(a fresh conversion of {len(base_rows) + len(batches[0]):,} rows: {scratch_shards})")
         assert tfrecorder.verify(job).ok
     met = append_s <= TARGET * scratch_s
     print(f"target append ≤ {TARGET:.0%} of scratch: {append_s / scratch_s:.1%} — {'met' if met else 'NOT met'}")

@@ -6,7 +6,7 @@ from apache_beam.pvalue import AsList, AsSingleton
 
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.assemble_shards import AssembleShard
-from beam_pipelines.steps.carry_shards import plan_job_shards
+from beam_pipelines.steps.carry_shards import plan_job_shards, with_merged_pieces
 from beam_pipelines.steps.discard_files import WriteDiscardParts, write_discards
 
 
@@ -15,6 +15,7 @@ def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PColl
     """The graph's common tail: assemble shards from `pieces`, write discarded.csv from the discards
     `found` by each step, then `finalize(_, config, shards, *finalize_inputs, discard reasons, pieces,
     **finalize_options)`."""
+    pieces = with_merged_pieces(pipeline, config, pieces)  # an append: the parent's small shards re-assembled
     start = pipeline | "Start" >> beam.Create([None])
     plans = start | "PlanShards" >> beam.FlatMap(
         lambda _, ps: plan_job_shards(ps, config), AsList(pieces))  # an append's carried shards too

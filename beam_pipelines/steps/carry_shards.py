@@ -7,6 +7,10 @@ a hard link under that name locally (falling back to a copy across devices or fi
 links), a server-side copy on gs:// (a batch of shards and index files copied in parallel); its index
 file is carried the same way, as its offsets do not depend on the shard's name.
 
+Small shards of earlier appends (tfrecorder.format.lineage, "small_shards") are not carried: each
+becomes a piece (its offsets sidecar written from its index file, its records never read here) planned
+together with the new rows' pieces, so that ten appends do not leave ten tiny shards per split.
+
 Retry safety: a carried file is (re)created whole under its final name (locally through a temporary
 name and one rename), the parent is only read, so carrying twice gives the same files.
 """
@@ -15,9 +19,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import sys
+import uuid
 from typing import Iterable, Mapping, Sequence, Union
 
-from tfrecorder.format.file_names import temporary_file_name
+import apache_beam as beam
+
+from tfrecorder.format.file_names import OFFSETS_SUFFIX, temporary_file_name
+from tfrecorder.format.record_index import index_array
 from tfrecorder.format.job_directory import job_file
 from tfrecorder.format.lineage import CarriedShard, carried_index_name, carried_name, grown_vocabularies
 from tfrecorder.io import storage
@@ -117,3 +126,26 @@ def job_vocabularies(found: Mapping[str, Sequence[str]], config: JobConfig) -> d
     if config.base is None:
         return {column: list(labels) for column, labels in found.items()}
     return grown_vocabularies(config.base.vocabularies, found)
+
+
+def merged_piece(shard: CarriedShard, position: int, config: JobConfig) -> Piece:
+    """A small shard of the parent as a piece of the new job: the parent's file, read in place, with an
+    offsets sidecar (each record's end) written from its index file into the job's pieces directory.
+    Its digest orders it before the new rows' pieces, in the parent's order."""
+    import numpy as np
+
+    entries = index_array(storage.read_bytes(job_file(config.base.tfrecord_dir, shard.parent_index_file)))
+    ends = (entries[:, 0] + entries[:, 1]).astype("<u8") if len(entries) else np.zeros(0, "<u8")
+    offsets = storage.join(config.pieces_dir, f"merged-{uuid.uuid4().hex}{OFFSETS_SUFFIX}")
+    storage.write_bytes(offsets, ends.tobytes() if sys.byteorder == "little" else ends.byteswap().tobytes())
+    return Piece(shard.split, job_file(config.base.tfrecord_dir, shard.parent_file), shard.records, shard.bytes,
+                 0, f"!{position:06d}", offsets)
+
+
+def with_merged_pieces(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollection) -> beam.PCollection:
+    """The job's pieces, plus for an append the parent's small shards as pieces (beam_pipelines.steps.carry_shards)."""
+    if config.base is None or not config.base.merged:
+        return pieces
+    merged = (pipeline | "SmallBaseShards" >> beam.Create(list(enumerate(config.base.merged)))
+              | "MergedPieces" >> beam.MapTuple(lambda position, shard: merged_piece(shard, position, config)))
+    return (pieces, merged) | "WithMergedPieces" >> beam.Flatten()

@@ -31,7 +31,8 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
                                      images=image_kinds or {})
         if config.base is not None:
             metadata = metadata.updated(lineage=lineage_entry(
-                config.base, new_rows_in, sum(discard_reasons.values()), shards, vocabularies, config.image_size))
+                config.base, new_rows_in, sum(discard_reasons.values()), shards, vocabularies, config.image_size,
+                small_bytes=config.max_shard_bytes // 2, compression=config.compression))
         for scratch in config.scratch_dirs:
             storage.delete_tree(scratch)
         tfds_files.write_tfds_files(config.temp_dir, metadata.document)  # issue 15: before metadata.json, the completion marker

@@ -10,8 +10,16 @@ metadata.json lists all shards like any job's, so readers need nothing new, and 
       "added": {"rows_in": ..., "discarded": ..., "records": {"TRAIN": n, ...}},
       "vocabulary_growth": {"label": ["new", "labels"]},
       "carried_shards": [{"file": new name, "parent_file": ..., "records": ..., "bytes": ...}, ...],
+      "merged_shards": [{"parent_file": ..., "records": ...}, ...],
+      "small_shards": [file, ...],
       "image_size": [h, w] or null
     }
+
+No flood of tiny shards after many appends: a shard an append writes that is smaller than half of
+max_shard_bytes is listed in "small_shards"; the next append does not carry such shards but re-assembles
+their records together with its new rows' records ("merged_shards"). Shards of the first conversion are
+never rewritten, nor any shard that was full. (Gzip jobs carry every shard: their shards have no index
+of record offsets to re-assemble from.)
 
 `BaseJob` is what the driver reads of the parent (O(shards), as metadata.json itself) and the pipeline
 carries in its JobConfig. Pure: no Beam, no row logic.
@@ -66,6 +74,7 @@ class BaseJob:
     task: Optional[str] = None
     duplicates: str = "discard"
     new_rows_estimate: int = 0  # the driver's estimate of the new rows (sizes the duplicates filter)
+    merged: tuple[CarriedShard, ...] = ()  # small shards of earlier appends, re-assembled with the new rows
 
     @classmethod
     def read(cls, tfrecord_dir: str, duplicates: str = "discard") -> "BaseJob":
@@ -93,12 +102,14 @@ class BaseJob:
                       duplicates: str = "discard") -> "BaseJob":
         if "legacy_format" in document:
             raise ValueError(f"{tfrecord_dir} was written by TFRecorder 2.0; run tfrecorder.upgrade on it first")
-        shards = []
+        lineage = document.get(LINEAGE_KEY) or {}
+        small = set(lineage.get("small_shards", [])) if document.get("compression") is None else set()
+        shards, merged = [], []
         for split in SPLITS:
             for shard in document.get("splits", {}).get(split, {}).get("shards", []):
-                shards.append(CarriedShard(split, shard["file"], int(shard["records"]), int(shard["bytes"]),
-                                           shard.get("index_file")))
-        lineage = document.get(LINEAGE_KEY) or {}
+                entry = CarriedShard(split, shard["file"], int(shard["records"]), int(shard["bytes"]),
+                                     shard.get("index_file"))
+                (merged if shard["file"] in small and entry.parent_index_file else shards).append(entry)
         size = lineage.get("image_size", document.get("image_size"))
         return cls(
             tfrecord_dir=tfrecord_dir,
@@ -111,6 +122,7 @@ class BaseJob:
             image_size=None if size is None else (int(size[0]), int(size[1])),
             vocabularies={column: tuple(labels) for column, labels in document.get("vocabularies", {}).items()},
             shards=tuple(shards),
+            merged=tuple(merged),
             records_written=int(document.get("records_written", sum(s.records for s in shards))),
             unknown_labels={split: int(info.get("unknown_labels", 0))
                             for split, info in document.get("splits", {}).items()},
@@ -145,8 +157,8 @@ class BaseJob:
 
     @property
     def all_shards(self) -> tuple[CarriedShard, ...]:
-        """Every shard of the parent, in split order."""
-        return self.shards
+        """Every shard of the parent: those carried, then those merged."""
+        return self.shards + self.merged
 
     def shards_of(self, split: str) -> list[CarriedShard]:
         return [shard for shard in self.shards if shard.split == split]
@@ -197,17 +209,23 @@ def carried_index_name(shard_file: str) -> str:
 
 
 def lineage_entry(base: BaseJob, rows_in: int, discarded: int, shards: Iterable[Mapping[str, Any]],
-                  vocabularies: Mapping[str, Sequence[str]], image_size: Optional[Sequence[int]]) -> dict[str, Any]:
+                  vocabularies: Mapping[str, Sequence[str]], image_size: Optional[Sequence[int]],
+                  small_bytes: int = 0, compression: Optional[str] = None) -> dict[str, Any]:
     """The "lineage" entry of a version's metadata.json, from its shard summaries (carried ones hold
-    "parent_file")."""
+    "parent_file"); shards written here under `small_bytes` are listed as small (merged by the next append)."""
     added: dict[str, int] = {}
-    carried = []
+    carried, small = [], []
     for shard in sorted(shards, key=lambda s: (SPLITS.index(s["split"]), s["index"])):
         if shard.get("parent_file"):
             carried.append({"file": shard["file"], "parent_file": shard["parent_file"],
                             "records": shard["records"], "bytes": shard["bytes"]})
         else:
             added[shard["split"]] = added.get(shard["split"], 0) + shard["records"]
+            if compression is None and shard["bytes"] < small_bytes:
+                small.append(shard["file"])
+    for shard in base.merged:  # their records are in the new shards, but were in the parent already
+        added[shard.split] -= shard.records
+    added = {split: n for split, n in added.items() if n}
     return {
         "version": base.next_version,
         "parent": {"job_name": base.job_name, "metadata_sha256": base.metadata_sha256, "version": base.version},
@@ -215,6 +233,8 @@ def lineage_entry(base: BaseJob, rows_in: int, discarded: int, shards: Iterable[
                   "records": {split: added[split] for split in SPLITS if split in added}},
         "vocabulary_growth": vocabulary_growth(base.vocabularies, vocabularies),
         "carried_shards": carried,
+        "merged_shards": [{"parent_file": shard.parent_file, "records": shard.records} for shard in base.merged],
+        "small_shards": small,
         "image_size": None if image_size is None else list(image_size),
     }
 

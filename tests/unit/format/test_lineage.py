@@ -113,3 +113,25 @@ def test_carried_problems_compare_with_what_the_parent_recorded():
     assert "the parent recorded 3 records, 30 bytes" in carried_problems(
         document, {"train-00000-of-00002.tfrecord": (3, 29)}, DOCUMENT, "abc")[0]
     assert "not listed" in carried_problems(document, {}, None, None)[0]
+
+
+def test_small_shards_of_an_append_are_listed_and_merged_by_the_next_one():
+    shards = [
+        {"split": "TRAIN", "index": 1, "file": "train-00001-of-00003.tfrecord", "records": 40, "bytes": 400},
+        {"split": "TRAIN", "index": 2, "file": "train-00002-of-00003.tfrecord", "records": 4, "bytes": 40},
+    ]
+    entry = lineage_entry(base(), 44, 0, shards, {}, None, small_bytes=100)
+    assert entry["small_shards"] == ["train-00002-of-00003.tfrecord"]
+    assert lineage_entry(base(), 44, 0, shards, {}, None, small_bytes=100, compression="gzip")["small_shards"] == []
+    document = {**DOCUMENT, "lineage": {"version": 2, "small_shards": ["train-00000-of-00001.tfrecord",
+                                                                       "test-00000-of-00001.tfrecord"]}}
+    job = BaseJob.from_document("/out/v2", document, "d")
+    # the TRAIN shard has an index file to re-assemble from; the TEST one has none and is carried
+    assert [s.parent_file for s in job.merged] == ["train-00000-of-00001.tfrecord"]
+    assert [s.parent_file for s in job.shards] == ["test-00000-of-00001.tfrecord"]
+    assert len(job.all_shards) == 2 and job.carried_count("TRAIN") == 0
+    merged = lineage_entry(job, 4, 0, [{"split": "TRAIN", "index": 0, "file": "train-00000-of-00001.tfrecord",
+                                        "records": 7, "bytes": 70}], {}, None)
+    assert merged["added"]["records"] == {"TRAIN": 4}
+    assert merged["merged_shards"] == [{"parent_file": "train-00000-of-00001.tfrecord", "records": 3}]
+    assert BaseJob.from_document("/out/v2", {**document, "compression": "gzip"}, "d").merged == ()

@@ -73,3 +73,32 @@ def test_link_or_copy_replaces_the_destination_whole(tmp_path):
 def test_vocabularies_of_an_append_keep_the_parent_ids():
     assert job_vocabularies({"label": ["ant", "cat"]}, job_config()) == {"label": ["ant", "cat"]}
     assert job_vocabularies({"label": ["ant", "cat"]}, job_config(base=base_job())) == {"label": ["dog", "cat", "ant"]}
+
+
+def test_a_small_parent_shard_becomes_a_piece_read_in_place(tmp_path):
+    from beam_pipelines.steps.carry_shards import merged_piece
+    from beam_pipelines.steps.piece_files import assemble_shard
+    from beam_pipelines.steps.shard_planning import plan_shards
+    from tfrecorder.format.framing import read_records, write_record
+    from tfrecorder.format.record_index import scan_index, write_index
+
+    parent, temp = tmp_path / "base", tmp_path / "new"
+    parent.mkdir()
+    (temp / "_pieces").mkdir(parents=True)
+    with open(parent / "train-00001-of-00002.tfrecord", "wb") as stream:
+        for record in (b"one", b"two", b"three"):
+            write_record(stream, record)
+    with open(parent / "train-00001-of-00002.tfrecord", "rb") as stream:
+        index = write_index(str(parent), "train-00001-of-00002.tfrecord", list(scan_index(stream)))
+    shard = CarriedShard("TRAIN", "train-00001-of-00002.tfrecord", 3,
+                         (parent / "train-00001-of-00002.tfrecord").stat().st_size, index)
+    config = job_config(base=base_job(str(parent)), temp_dir=str(temp))
+    piece = merged_piece(shard, 0, config)
+    assert piece.path == str(parent / "train-00001-of-00002.tfrecord") and piece.digest == "!000000"
+    assert piece.offsets_path.startswith(str(temp / "_pieces"))
+    plans = plan_shards([piece], 2, 1 << 20)  # cut inside the piece: the offsets sidecar is used
+    summaries = [assemble_shard(plan, str(temp), None) for plan in plans]
+    assert [s["records"] for s in summaries] == [2, 1]
+    with open(temp / summaries[0]["file"], "rb") as stream:
+        assert list(read_records(stream)) == [b"one", b"two"]
+    assert (temp / summaries[1]["index_file"]).read_text().split() == ["0", str(16 + 5)]

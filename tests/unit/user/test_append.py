@@ -201,3 +201,18 @@ def test_appending_replays_to_the_same_version(base, images, tmp_path):
     normal = tfrecorder.append(base, rows, output_dir=tmp_path / "normal", progress=False)
     replayed = tfrecorder.append(base, rows, output_dir=tmp_path / "replayed", progress=False, beam_options=REPLAY)
     assert snapshot(normal["tfrecord_dir"]) == snapshot(replayed["tfrecord_dir"])
+
+
+def test_small_shards_of_appends_are_merged_not_piled_up(base, images, tmp_path):
+    job = base
+    for n in range(3):
+        job = tfrecorder.append(job, table(images, [25 + n], ["cat"], ["TRAIN"]), output_dir=tmp_path,
+                                progress=False)["tfrecord_dir"]
+    document = metadata(job)
+    assert [s["file"] for s in document["splits"]["TRAIN"]["shards"]] == [
+        "train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]  # the base's shard, then one merged
+    assert document["lineage"]["merged_shards"] == [{"parent_file": "train-00001-of-00002.tfrecord", "records": 2}]
+    assert document["lineage"]["added"]["records"] == {"TRAIN": 1}
+    assert os.path.samefile(Path(job, "train-00000-of-00002.tfrecord"), Path(base, "train-00000-of-00001.tfrecord"))
+    assert records(job, "TRAIN")[:6] == records(base, "TRAIN") and len(records(job, "TRAIN")) == 9
+    assert tfrecorder.verify(job).ok
