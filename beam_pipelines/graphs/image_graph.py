@@ -65,7 +65,7 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
     if dedupes(config):  # an append: rows whose image is in the base are discarded (issue 28)
         rows_to_encode, found["Duplicates"] = drop_base_duplicates(pipeline, config, rows_to_encode)
     if config.distributed:  # spread image reads over every worker, not only those reading parts
-        rows_to_encode = prepared.rows | "SpreadRows" >> beam.Reshuffle()
+        rows_to_encode = rows_to_encode | "SpreadRows" >> beam.Reshuffle()
     encoded = (
         rows_to_encode
         | "EncodeAndWrite"

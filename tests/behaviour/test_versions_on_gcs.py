@@ -38,3 +38,34 @@ def test_append_on_gcs_carries_shards_and_readers_agree(gcs, tmp_path):
     assert tfrecorder.verify(kept).ok
     assert len(tfrecorder.data_source(kept, "TRAIN")) == 3
     assert [v["version"] for v in tfrecorder.versions("gs://tfr-versions/out")] == [1, 2, 2]
+
+
+def test_append_on_dataflow(gcs, tmp_path):
+    """The Dataflow runner (Beam's DataflowRunner against the local Dataflow service): the job's
+    configuration, base included, travels to the workers; the version is the one a local run makes."""
+    from support.dataflow_stub import DataflowStub
+
+    gcs.bucket("tfr-versions-dataflow")
+    rgb, gray = imagegen.odd_images()["rgb.jpg"][0], imagegen.odd_images()["gray.png"][0]
+    uris = {}
+    for name, data in (("a.jpg", rgb), ("b.png", gray), ("c.png", imagegen.png_of_one_grey(7, 5))):
+        uris[name] = f"gs://tfr-versions-dataflow/images/{name}"
+        gcs.upload(uris[name], data)
+    base = tfrecorder.convert(pd.DataFrame({"image_uri": [uris["a.jpg"], uris["b.png"]], "label": ["cat", "dog"],
+                                            "split": ["TRAIN", "TRAIN"]}),
+                              "gs://tfr-versions-dataflow/out", validate="header", progress=False)["tfrecord_dir"]
+    new_rows = pd.DataFrame({"image_uri": [uris["c.png"], uris["a.jpg"]], "label": ["emu", "cat"],
+                             "split": ["TRAIN", "TRAIN"]})
+    service = DataflowStub()
+    try:
+        result = tfrecorder.append(base, new_rows, runner="DataflowRunner", project="tfrecorder-test",
+                                   region="europe-west4",
+                                   beam_options={"no_auth": True, "dataflow_endpoint": service.endpoint})
+        assert result["job_id"] in service.jobs
+        result.wait(poll_seconds=0.2, progress=False)
+    finally:
+        service.stop()
+    assert result["written"] == {"TRAIN": 3} and result["discarded"] == 1
+    metadata = json.loads(gcs.download(result["tfrecord_dir"] + "/metadata.json"))
+    assert metadata["lineage"]["version"] == 2 and metadata["vocabularies"] == {"label": ["cat", "dog", "emu"]}
+    assert tfrecorder.verify(result["tfrecord_dir"]).ok
