@@ -122,6 +122,12 @@ def test_readers_see_base_and_new_records(version):
     assert all(Path(job, name).is_file() for name in index_files)
 
 
+def test_inspect_shows_records_of_a_version(version, tmp_path):
+    tfrecorder.inspect(version["tfrecord_dir"], split="TEST", num_records=10, output_dir=str(tmp_path / "seen"))
+    rows = pd.read_csv(tmp_path / "seen" / "records.csv")
+    assert list(rows.label_name) == ["cat", "dog", "<unknown>"]  # "ant" is only in the new TEST rows
+
+
 def test_tfds_reads_a_version(version):
     tfds = pytest.importorskip("tensorflow_datasets")
     builder = tfds.builder_from_directory(version["tfrecord_dir"])
