@@ -5,7 +5,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from tfrecorder.options.job_config import JobConfig
-from beam_pipelines.steps.carry_shards import CarryBatch, carry_shards
+from beam_pipelines.steps.carry_shards import CarryBatch, carry_shards, with_new_keys
 from beam_pipelines.steps.piece_files import assemble_shard
 
 
@@ -17,4 +17,4 @@ class AssembleShard(beam.DoFn):
         if isinstance(plan, CarryBatch):
             yield from carry_shards(plan, self.config)
             return
-        yield assemble_shard(plan, self.config.temp_dir, self.config.compression)
+        yield with_new_keys(assemble_shard(plan, self.config.temp_dir, self.config.compression), self.config)

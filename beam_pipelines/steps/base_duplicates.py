@@ -2,10 +2,12 @@
 
 A new row is a duplicate when its first image column's value (the URI as the table names it, which is
 what a record's `<image>_uri` feature holds) or the SHA-256 of that image's bytes is the URI or bytes
-digest of a record of the base (tfrecorder.format.image_keys). The new rows' keys (their images read
-once more) go into a Bloom filter (`KeyFilter`, sized for the new rows); each base shard is read by one
-worker, which keeps only the keys the filter may hold, so the keys gathered to decide (a dict side
-input) grow with the new rows, never with the base. The reason recorded is `already in base: <job>`;
+digest of a record of the base (tfrecorder.format.image_keys; keys travel as 64-bit hashes). The new
+rows' keys (their images read once more) go into a Bloom filter (`KeyFilter`, sized for the new rows);
+each base shard is read by one worker, which keeps only the keys the filter may hold, so the keys
+gathered to decide (a dict side input) grow with the new rows, never with the base. A base shard's keys
+come from its keys sidecar when it has one (16 bytes a record); otherwise its records are scanned, and
+the scan leaves the sidecar in the version, so the next append reads that instead. The reason recorded is `already in base: <job>`;
 with `duplicates="keep"` the stage is left out. A new row whose image cannot be read passes on unkeyed
 and is discarded by the encoder as usual (missing file, ...). The new rows wait for the base to be
 read (held by the runner until the filter and the base's keys are complete).
@@ -22,7 +24,9 @@ from apache_beam.pvalue import AsDict, AsSingleton
 from tfrecorder.errors import RowError
 from tfrecorder.format.feature_spec import image_feature_prefix
 from tfrecorder.format.framing import read_records
-from tfrecorder.format.image_keys import KeyFilter, digest_key, record_image_keys, uri_key
+from tfrecorder.format.file_names import keys_file_name
+from tfrecorder.format.image_keys import (KeyFilter, digest_key, hashes_bytes, key_hash, read_hashes, record_image_keys,
+                                          uri_key)
 from tfrecorder.format.job_directory import job_file
 from tfrecorder.format.lineage import DUPLICATE_REASON, CarriedShard
 from tfrecorder.io import storage
@@ -47,23 +51,34 @@ def new_key_filter(config: JobConfig) -> KeyFilter:
     return KeyFilter(max(config.base.new_rows_estimate, 1000) * KEYS_PER_ROW)
 
 
-def shard_keys(shard: CarriedShard, config: JobConfig, wanted: KeyFilter) -> Iterator[tuple[str, str]]:
-    """(key, base job name) for the records of one base shard whose key `wanted` may hold, each once."""
+def shard_key_hashes(path: str, compression, image_column: str) -> bytes:
+    """A shard's keys sidecar content, from its records (tfrecorder.format.image_keys.hashes_bytes)."""
+    prefix = image_feature_prefix(image_column)
+    with storage.open_read(path) as raw:
+        stream = gzip.GzipFile(fileobj=raw, mode="rb") if compression == "gzip" else raw
+        return hashes_bytes(key_hash(key) for record in read_records(stream) for key in record_image_keys(record, prefix))
+
+
+def shard_keys(shard: CarriedShard, config: JobConfig, wanted: KeyFilter) -> Iterator[tuple[int, str]]:
+    """(key hash, base job name) for the distinct keys of one base shard that `wanted` may hold: from its
+    keys sidecar, or scanned from its records (then a carried shard's sidecar is written into the version)."""
     base = config.base
-    prefix = image_feature_prefix(config.schema.image_columns[0])
-    seen: set[str] = set()
-    with storage.open_read(job_file(base.tfrecord_dir, shard.parent_file)) as raw:
-        stream = gzip.GzipFile(fileobj=raw, mode="rb") if base.compression == "gzip" else raw
-        for record in read_records(stream):
-            for key in record_image_keys(record, prefix):
-                if key not in seen and wanted.may_hold(key):
-                    seen.add(key)
-                    yield key, base.job_name
+    if shard.parent_keys_file:
+        data = storage.read_bytes(job_file(base.tfrecord_dir, shard.parent_keys_file))
+    else:
+        data = shard_key_hashes(job_file(base.tfrecord_dir, shard.parent_file), base.compression,
+                                config.schema.image_columns[0])
+        if shard not in base.merged:  # carried: the version lists this sidecar (carry_shards)
+            storage.write_bytes(storage.join(config.temp_dir, *keys_file_name(base.job_name, shard.parent_file).split("/")),
+                                data)
+    hashes = read_hashes(data)
+    for value in hashes[wanted.may_hold_all(hashes)]:
+        yield int(value), base.job_name
 
 
 class KeyRows(beam.DoFn):
-    """A batch of (split, row) → the same batch as (keys, (split, row)): the row's first image's URI key
-    and the digest of its bytes (read once more; an unreadable image has no digest key)."""
+    """A batch of (split, row) → the same batch as (key hashes, (split, row)): the row's first image's URI
+    key and the digest of its bytes (read once more; an unreadable image has no digest key)."""
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config
@@ -84,10 +99,10 @@ class KeyRows(beam.DoFn):
         for value, prepared in zip(named, batch):
             keys = []
             if value is not None:
-                keys.append(uri_key(value))
+                keys.append(key_hash(uri_key(value)))
                 data = fetched[resolve_uri(value, self.config.base_dir)]
                 if not isinstance(data, RowError):
-                    keys.append(digest_key(data))
+                    keys.append(key_hash(digest_key(data)))
             keyed.append((tuple(keys), prepared))
         yield keyed
 
@@ -128,7 +143,7 @@ class DropDuplicates(beam.DoFn):
     def setup(self) -> None:
         self._rows_done = RowsDone(self.config)
 
-    def process(self, batch, found: dict[str, str]):
+    def process(self, batch, found: dict[int, str]):
         kept = []
         for keys, prepared in batch:
             job = next((found[key] for key in keys if key in found), None)

@@ -11,6 +11,10 @@ Small shards of earlier appends (tfrecorder.format.lineage, "small_shards") are 
 becomes a piece (its offsets sidecar written from its index file, its records never read here) planned
 together with the new rows' pieces, so that ten appends do not leave ten tiny shards per split.
 
+Image keys (issue 28, duplicates across versions): a carried shard keeps its keys sidecar (same
+name; written by the duplicates scan when the parent had none), and each new shard of an append of
+image rows gets one, computed from the shard just assembled (tfrecorder.format.image_keys).
+
 Retry safety: a carried file is (re)created whole under its final name (locally through a temporary
 name and one rename), the parent is only read, so carrying twice gives the same files.
 """
@@ -25,12 +29,13 @@ from typing import Iterable, Mapping, Sequence, Union
 
 import apache_beam as beam
 
-from tfrecorder.format.file_names import OFFSETS_SUFFIX, temporary_file_name
+from tfrecorder.format.file_names import OFFSETS_SUFFIX, keys_file_name, temporary_file_name
 from tfrecorder.format.record_index import index_array
 from tfrecorder.format.job_directory import job_file
 from tfrecorder.format.lineage import CarriedShard, carried_index_name, carried_name, grown_vocabularies
 from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
+from beam_pipelines.steps.base_duplicates import dedupes, shard_key_hashes
 from beam_pipelines.steps.shard_planning import Piece, ShardPlan, plan_shards
 
 CARRY_BATCH = 32  # carried shards per element: their copies run in parallel on gs://
@@ -94,6 +99,12 @@ def carry_shards(batch: CarryBatch, config: JobConfig) -> list[dict]:
             pairs.append((job_file(base.tfrecord_dir, plan.shard.parent_index_file),
                           storage.join(config.temp_dir, *index_name.split("/"))))
             summary["index_file"] = index_name
+        if plan.shard.parent_keys_file:
+            pairs.append((job_file(base.tfrecord_dir, plan.shard.parent_keys_file),
+                          storage.join(config.temp_dir, *plan.shard.parent_keys_file.split("/"))))
+            summary["keys_file"] = plan.shard.parent_keys_file
+        elif dedupes(config):  # the duplicates scan reads the shard and writes its sidecar
+            summary["keys_file"] = keys_file_name(base.job_name, plan.shard.parent_file)
         summaries.append(summary)
     if storage.is_remote(config.temp_dir):
         storage.copy_files(pairs)
@@ -149,3 +160,14 @@ def with_merged_pieces(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.
     merged = (pipeline | "SmallBaseShards" >> beam.Create(list(enumerate(config.base.merged)))
               | "MergedPieces" >> beam.MapTuple(lambda position, shard: merged_piece(shard, position, config)))
     return (pieces, merged) | "WithMergedPieces" >> beam.Flatten()
+
+
+def with_new_keys(summary: dict, config: JobConfig) -> dict:
+    """A new shard's summary, with the keys sidecar of its records written for an append of image rows."""
+    if config.base is None or not config.schema.image_columns:
+        return summary
+    name = keys_file_name(config.job_name, summary["file"])
+    data = shard_key_hashes(storage.join(config.temp_dir, summary["file"]), config.compression,
+                            config.schema.image_columns[0])
+    storage.write_bytes(storage.join(config.temp_dir, *name.split("/")), data)
+    return {**summary, "keys_file": name}

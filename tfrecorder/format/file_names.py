@@ -27,6 +27,7 @@ LABEL_MAP_FILE = "label_map.pbtxt"  # detection jobs: the TF Object Detection AP
 
 INDEX_DIR = "index"  # record index sidecars: index/<shard file>.index (tfrecorder.format.record_index)
 INDEX_SUFFIX = ".index"
+KEYS_DIR, KEYS_SUFFIX = "keys", ".keys"  # an append's image keys per shard (tfrecorder.format.image_keys)
 DEFAULT_JOB_LABEL = "tfrecorder"
 
 # What a reader treats as a shard even when metadata.json does not list it (verify reports strays).
@@ -69,6 +70,13 @@ class ShardName:
 def index_file_name(shard_file: str) -> str:
     """The index file of a shard, relative to the job directory: `index/train-00000-of-00004.tfrecord.index`."""
     return posixpath.join(INDEX_DIR, posixpath.basename(shard_file) + INDEX_SUFFIX)
+
+
+def keys_file_name(job_name: str, shard_file: str) -> str:
+    """The image keys sidecar of a shard as the job `job_name` wrote (or first scanned) it, relative to the
+    job directory: `keys/pets-20261121-193000.train-00000-of-00004.tfrecord.keys`. Named after that job
+    and file, not after the shard's name in a later version, so it is carried under the same name."""
+    return posixpath.join(KEYS_DIR, f"{job_name}.{posixpath.basename(shard_file)}{KEYS_SUFFIX}")
 
 
 def is_index_file(name: str) -> bool:

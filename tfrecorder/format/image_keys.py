@@ -6,15 +6,22 @@ skips every other entry by its length, so a record costs a few microseconds what
 parse costs ~30 µs; an append looking for duplicates reads every record of its base once).
 Image bytes are never searched for a pattern, so an image cannot forge a key.
 
-`KeyFilter` is a Bloom filter of the new rows' keys: the base's records are checked against it where
-they are read, and only keys it may hold travel further, so what the pipeline gathers to decide which
-new rows are duplicates grows with the new rows, not with the base.
+Keys travel as 64-bit hashes (`key_hash`). A shard an append writes gets a keys sidecar
+(`keys/<job>.<shard>.keys`: its records' key hashes, sorted, distinct, little-endian uint64), carried
+with the shard to later versions, so a later append reads 16 bytes per base record instead of the
+record (a shard without one, e.g. of a first conversion, is scanned once and gets one in the version).
+
+`KeyFilter` is a Bloom filter of the new rows' key hashes: the base's keys are checked against it where
+they are read (a whole sidecar at once, with NumPy), and only hashes it may hold travel further, so what
+the pipeline gathers to decide which new rows are duplicates grows with the new rows, not with the base.
 """
 from __future__ import annotations
 
 import hashlib
 import math
 from typing import Iterable, Optional
+
+import numpy as np
 
 URI, DIGEST = "uri:", "sha256:"
 
@@ -25,6 +32,24 @@ def uri_key(uri: str) -> str:
 
 def digest_key(data: bytes) -> str:
     return DIGEST + hashlib.sha256(data).hexdigest()
+
+
+def key_hash(key: str) -> int:
+    """A key as the 64-bit hash it travels and is stored as."""
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def hashes_bytes(hashes: Iterable[int]) -> bytes:
+    """A keys sidecar's content: the hashes sorted, distinct, as little-endian uint64."""
+    array = np.unique(np.fromiter(hashes, dtype=np.uint64))
+    return array.astype("<u8").tobytes()
+
+
+def read_hashes(data: bytes) -> "np.ndarray":
+    """A keys sidecar's hashes (ValueError for a damaged one)."""
+    if len(data) % 8:
+        raise ValueError(f"a keys file holds 8-byte hashes; this one has {len(data)} bytes")
+    return np.frombuffer(data, dtype="<u8").astype(np.uint64)
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -118,18 +143,29 @@ class KeyFilter:
         self.hashes = hashes or max(1, round(self.bits / capacity * math.log(2)))
         self.array = bytearray((self.bits + 7) // 8)
 
-    def _positions(self, key: str) -> Iterable[int]:
-        digest = hashlib.blake2b(key.encode("utf-8"), digest_size=16).digest()
-        first, second = int.from_bytes(digest[:8], "little"), int.from_bytes(digest[8:], "little") | 1
+    def _positions(self, value: int) -> Iterable[int]:
+        first, second = value & 0xFFFFFFFF, (value >> 32) | 1
         return ((first + i * second) % self.bits for i in range(self.hashes))
 
-    def add(self, key: str) -> None:
-        for position in self._positions(key):
+    def add(self, value: int) -> None:
+        """Add a key hash (`key_hash`)."""
+        for position in self._positions(value):
             self.array[position >> 3] |= 1 << (position & 7)
 
-    def may_hold(self, key: str) -> bool:
+    def may_hold(self, value: int) -> bool:
         array = self.array
-        return all(array[position >> 3] & (1 << (position & 7)) for position in self._positions(key))
+        return all(array[position >> 3] & (1 << (position & 7)) for position in self._positions(value))
+
+    def may_hold_all(self, values: "np.ndarray") -> "np.ndarray":
+        """`may_hold` of each hash of a uint64 array, at once."""
+        values = np.asarray(values, dtype=np.uint64)
+        first, second = values & np.uint64(0xFFFFFFFF), (values >> np.uint64(32)) | np.uint64(1)
+        bits = np.frombuffer(bytes(self.array), dtype=np.uint8)
+        held = np.ones(len(values), dtype=bool)
+        for i in range(self.hashes):  # < 2^32 + i * 2^32: no uint64 overflow for i < 2^31
+            position = (first + np.uint64(i) * second) % np.uint64(self.bits)
+            held &= (bits[(position >> np.uint64(3)).astype(np.int64)] >> (position & np.uint64(7)).astype(np.uint8)) & 1 == 1
+        return held
 
     def merge(self, other: "KeyFilter") -> "KeyFilter":
         if (other.bits, other.hashes) != (self.bits, self.hashes):

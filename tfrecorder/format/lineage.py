@@ -51,6 +51,7 @@ class CarriedShard:
     records: int
     bytes: int
     parent_index_file: Optional[str] = None
+    parent_keys_file: Optional[str] = None  # its image keys sidecar (tfrecorder.format.image_keys), if any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,7 +109,7 @@ class BaseJob:
         for split in SPLITS:
             for shard in document.get("splits", {}).get(split, {}).get("shards", []):
                 entry = CarriedShard(split, shard["file"], int(shard["records"]), int(shard["bytes"]),
-                                     shard.get("index_file"))
+                                     shard.get("index_file"), shard.get("keys_file"))
                 (merged if shard["file"] in small and entry.parent_index_file else shards).append(entry)
         size = lineage.get("image_size", document.get("image_size"))
         return cls(

@@ -8,7 +8,10 @@ import pytest
 
 from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.format.example_encoder import Feature, encode_example
-from tfrecorder.format.image_keys import KeyFilter, digest_key, record_image_keys, uri_key
+import numpy as np
+
+from tfrecorder.format.image_keys import (KeyFilter, digest_key, hashes_bytes, key_hash, read_hashes, record_image_keys,
+                                          uri_key)
 
 
 def record(**features) -> bytes:
@@ -55,21 +58,33 @@ def test_bytes_that_are_no_example_raise_value_error():
 
 
 def test_key_filter_holds_what_was_added_and_rarely_anything_else():
-    keys = [f"uri:{i}" for i in range(2000)]
+    keys = [key_hash(f"uri:{i}") for i in range(2000)]
     wanted = KeyFilter(len(keys))
     for key in keys:
         wanted.add(key)
     assert all(wanted.may_hold(key) for key in keys)
-    false = sum(wanted.may_hold(f"sha256:{i}") for i in range(20000))
+    others = [key_hash(f"sha256:{i}") for i in range(20000)]
+    false = sum(wanted.may_hold(key) for key in others)
     assert false < 100  # built for 0.1%: 20 expected
+    assert wanted.may_hold_all(np.array(keys, dtype=np.uint64)).all()
+    assert wanted.may_hold_all(np.array(others, dtype=np.uint64)).tolist() == [wanted.may_hold(k) for k in others]
+
+
+def test_keys_sidecars_hold_sorted_distinct_hashes():
+    data = hashes_bytes([5, 3, 5, 2**64 - 1])
+    assert len(data) == 24 and read_hashes(data).tolist() == [3, 5, 2**64 - 1]
+    assert read_hashes(hashes_bytes([])).tolist() == []
+    with pytest.raises(ValueError, match="8-byte"):
+        read_hashes(b"123")
+    assert key_hash("uri:a") != key_hash("uri:b") and 0 <= key_hash("uri:a") < 2**64
 
 
 def test_key_filters_merge_as_the_union_of_their_keys():
     first, second = KeyFilter(100), KeyFilter(100)
-    first.add("a")
-    second.add("b")
+    first.add(key_hash("a"))
+    second.add(key_hash("b"))
     merged = first.merge(second)
-    assert merged.may_hold("a") and merged.may_hold("b")
-    assert not first.empty_like().may_hold("a")
+    assert merged.may_hold(key_hash("a")) and merged.may_hold(key_hash("b"))
+    assert not first.empty_like().may_hold(key_hash("a"))
     with pytest.raises(ValueError, match="same size"):
         KeyFilter(10).merge(KeyFilter(10_000))

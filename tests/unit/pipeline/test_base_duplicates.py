@@ -11,7 +11,7 @@ from support.job_configs import job_config
 from tfrecorder.core.schema import Schema
 from tfrecorder.format.example_encoder import Feature, encode_example
 from tfrecorder.format.framing import write_record
-from tfrecorder.format.image_keys import KeyFilter, digest_key
+from tfrecorder.format.image_keys import KeyFilter, digest_key, hashes_bytes, key_hash
 from tfrecorder.format.lineage import BaseJob, CarriedShard
 
 SCHEMA = Schema({"image_uri": "ImageUri", "label": "StringLabel"})
@@ -35,18 +35,33 @@ def write_base(directory) -> BaseJob:
     return base_job(str(directory))
 
 
-def test_shard_keys_keep_what_the_filter_may_hold_once(tmp_path):
+ALL_KEYS = [key_hash(k) for k in ("uri:a.png", "uri:b.png", digest_key(b"1"), digest_key(b"2"))]
+
+
+def test_shard_keys_keep_what_the_filter_may_hold_once_and_leave_a_sidecar(tmp_path):
     base = write_base(tmp_path)
-    config = job_config(schema=SCHEMA, base=base)
+    config = job_config(schema=SCHEMA, base=base, temp_dir=str(tmp_path / "new"))
     everything = KeyFilter(10)
-    for key in ("uri:a.png", "uri:b.png", digest_key(b"1"), digest_key(b"2")):
+    for key in ALL_KEYS:
         everything.add(key)
     keys = list(shard_keys(base.shards[0], config, everything))
-    assert [key for key, _ in keys] == ["uri:a.png", digest_key(b"1"), "uri:b.png", digest_key(b"2")]
+    assert sorted(key for key, _ in keys) == sorted(ALL_KEYS)
     assert {job for _, job in keys} == {"pets-20261121-193000"}
+    sidecar = tmp_path / "new" / "keys" / "pets-20261121-193000.train-00000-of-00001.tfrecord.keys"
+    assert sidecar.read_bytes() == hashes_bytes(ALL_KEYS)
     only_b = KeyFilter(10)
-    only_b.add("uri:b.png")
-    assert [key for key, _ in shard_keys(base.shards[0], config, only_b)] == ["uri:b.png"]
+    only_b.add(key_hash("uri:b.png"))
+    assert [key for key, _ in shard_keys(base.shards[0], config, only_b)] == [key_hash("uri:b.png")]
+
+
+def test_a_shard_with_a_keys_sidecar_is_not_read(tmp_path):
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "k.keys").write_bytes(hashes_bytes([key_hash("uri:z.png")]))
+    shard = CarriedShard("TRAIN", "not-there.tfrecord", 1, 0, None, "keys/k.keys")
+    config = job_config(schema=SCHEMA, base=base_job(str(tmp_path)), temp_dir=str(tmp_path / "new"))
+    wanted = KeyFilter(10)
+    wanted.add(key_hash("uri:z.png"))
+    assert list(shard_keys(shard, config, wanted)) == [(key_hash("uri:z.png"), "pets-20261121-193000")]
 
 
 def test_only_appends_of_image_rows_look_for_duplicates():
@@ -64,8 +79,8 @@ def test_rows_are_keyed_by_uri_and_bytes(tmp_path):
     keyer.setup()
     try:
         batch = [("TRAIN", {"image_uri": "x.png"}), ("TRAIN", {"image_uri": "gone.png"}), ("TEST", {"image_uri": None})]
-        assert next(keyer.process(batch)) == [(("uri:x.png", digest_key(b"1")), batch[0]), (("uri:gone.png",), batch[1]),
-                                              ((), batch[2])]
+        assert next(keyer.process(batch)) == [((key_hash("uri:x.png"), key_hash(digest_key(b"1"))), batch[0]),
+                                              ((key_hash("uri:gone.png"),), batch[1]), ((), batch[2])]
     finally:
         keyer.teardown()
 
@@ -73,9 +88,9 @@ def test_rows_are_keyed_by_uri_and_bytes(tmp_path):
 def test_a_row_with_a_key_in_the_base_is_discarded_with_the_base_job_named():
     dropper = DropDuplicates(job_config(schema=SCHEMA))
     dropper.setup()
-    batch = [(("uri:a",), ("TRAIN", {"image_uri": "a"})), (("uri:b", "sha256:x"), ("TEST", {"image_uri": "b"})),
-             (("uri:c",), ("TRAIN", {"image_uri": "c"}))]
-    out = list(dropper.process(batch, {"sha256:x": "pets-1"}))
+    batch = [((1,), ("TRAIN", {"image_uri": "a"})), ((2, 3), ("TEST", {"image_uri": "b"})),
+             ((4,), ("TRAIN", {"image_uri": "c"}))]
+    out = list(dropper.process(batch, {3: "pets-1"}))
     assert out[0].value == ({"image_uri": "b"}, "already in base: pets-1")
     assert out[1] == [("TRAIN", {"image_uri": "a"}), ("TRAIN", {"image_uri": "c"})]
 
@@ -84,7 +99,7 @@ def test_the_stage_drops_rows_whose_uri_or_bytes_are_in_the_base(tmp_path):
     base = write_base(tmp_path)
     (tmp_path / "same-bytes.png").write_bytes(b"2")
     (tmp_path / "new.png").write_bytes(b"3")
-    config = job_config(schema=SCHEMA, base=base, base_dir=str(tmp_path))
+    config = job_config(schema=SCHEMA, base=base, base_dir=str(tmp_path), temp_dir=str(tmp_path / "new"))
     rows = [("TRAIN", {"image_uri": "b.png"}), ("TRAIN", {"image_uri": "same-bytes.png"}),
             ("TEST", {"image_uri": "new.png"})]
     with beam.Pipeline("DirectRunner") as pipeline:
