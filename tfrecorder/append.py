@@ -67,6 +67,10 @@ def append(base_job_dir: Union[str, os.PathLike], source: Union[pd.DataFrame, st
     """
     base = BaseJob.read(str(base_job_dir), duplicates)
     _check_inherited(base, options)
+    if (options.get("runner", "DirectRunner") != "DirectRunner" and not storage.is_remote(base.tfrecord_dir)
+            and not options.get("shared_filesystem")):
+        raise ValueError(f"the base job {base.tfrecord_dir} is on this machine, where {options['runner']}'s workers "
+                         "cannot read its shards; append to a job on gs:// (or pass shared_filesystem=True)")
     target = _parent_dir(base.tfrecord_dir) if output_dir is None else output_dir
     options.setdefault("job_label", base.label)
     return convert(source, target, schema=base.schema, compression=base.compression, validate=base.validate,

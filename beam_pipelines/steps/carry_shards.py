@@ -106,7 +106,7 @@ def carry_shards(batch: CarryBatch, config: JobConfig) -> list[dict]:
         elif dedupes(config):  # the duplicates scan reads the shard and writes its sidecar
             summary["keys_file"] = keys_file_name(base.job_name, plan.shard.parent_file)
         summaries.append(summary)
-    if storage.is_remote(config.temp_dir):
+    if storage.is_remote(config.temp_dir) or storage.is_remote(base.tfrecord_dir):  # gs://: server-side, in parallel
         storage.copy_files(pairs)
     else:
         for source, destination in pairs:

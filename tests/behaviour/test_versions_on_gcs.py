@@ -38,6 +38,8 @@ def test_append_on_gcs_carries_shards_and_readers_agree(gcs, tmp_path):
     assert tfrecorder.verify(kept).ok
     assert len(tfrecorder.data_source(kept, "TRAIN")) == 3
     assert [v["version"] for v in tfrecorder.versions("gs://tfr-versions/out")] == [1, 2, 2]
+    local = tfrecorder.append(kept, new_rows, output_dir=str(tmp_path / "local"), progress=False)  # gs:// → here
+    assert local["discarded"] == 2 and tfrecorder.verify(local["tfrecord_dir"]).ok
 
 
 def test_append_on_dataflow(gcs, tmp_path):

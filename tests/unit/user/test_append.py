@@ -241,3 +241,9 @@ def test_small_shards_of_appends_are_merged_not_piled_up(base, images, tmp_path)
     assert os.path.samefile(Path(job, "train-00000-of-00002.tfrecord"), Path(base, "train-00000-of-00001.tfrecord"))
     assert records(job, "TRAIN")[:6] == records(base, "TRAIN") and len(records(job, "TRAIN")) == 9
     assert tfrecorder.verify(job).ok
+
+
+def test_a_local_base_cannot_feed_remote_workers(base, images):
+    with pytest.raises(ValueError, match="cannot read its shards"):
+        tfrecorder.append(base, table(images, [31], ["cat"], ["TRAIN"]), runner="DataflowRunner",
+                          output_dir="gs://bucket/out", project="p", region="r")
