@@ -59,7 +59,8 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
     prepared = batches | "Prepare" >> beam.ParDo(PrepareRows(config)).with_outputs(
         DISCARD, main="rows"
     )
-    vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: job_vocabularies(found.vocabularies, config)))
+    vocabulary_side = AsSingleton(  # an append's: the parent's, grown (issue 28)
+        stats | "Vocabulary" >> beam.Map(lambda found: job_vocabularies(found.vocabularies, config)))
     rows_to_encode = prepared.rows
     found = {"Read": malformed, "Prepare": prepared[DISCARD]}
     if dedupes(config):  # an append: rows whose image is in the base are discarded (issue 28)

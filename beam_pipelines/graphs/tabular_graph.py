@@ -33,7 +33,8 @@ def encode_table(pipeline: beam.Pipeline, config: JobConfig) -> tuple:
     each step, checked table stats)."""
     parts = read_rows.SourceParts(pipeline, config)
     stats = count_table(parts, config)
-    vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: job_vocabularies(found.vocabularies, config)))
+    vocabulary_side = AsSingleton(  # an append's: the parent's, grown (issue 28)
+        stats | "Vocabulary" >> beam.Map(lambda found: job_vocabularies(found.vocabularies, config)))
     encoded = parts.branch("Rows") | "EncodeAndWrite" >> beam.ParDo(EncodePart(config), vocabulary_side).with_outputs(
         DISCARD, MALFORMED, RECORDS, main="pieces")
     malformed = encoded[MALFORMED] | "NumberLines" >> beam.Map(

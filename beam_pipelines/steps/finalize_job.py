@@ -47,5 +47,5 @@ def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard
     if config.base is not None:  # the version's feature spec parses the parent's records too
         nullable = tuple(sorted(set(nullable) | set(config.base.nullable_columns)))
     config = dataclasses.replace(config, nullable_columns=nullable)
-    yield from finalize_job(_, config, shards, job_vocabularies(stats.vocabularies, config), stats.rows_in, discard_reasons, pieces,
-                            image_kinds=image_kinds)
+    yield from finalize_job(_, config, shards, job_vocabularies(stats.vocabularies, config), stats.rows_in,
+                            discard_reasons, pieces, image_kinds=image_kinds)

@@ -164,7 +164,8 @@ class KeyFilter:
         held = np.ones(len(values), dtype=bool)
         for i in range(self.hashes):  # < 2^32 + i * 2^32: no uint64 overflow for i < 2^31
             position = (first + np.uint64(i) * second) % np.uint64(self.bits)
-            held &= (bits[(position >> np.uint64(3)).astype(np.int64)] >> (position & np.uint64(7)).astype(np.uint8)) & 1 == 1
+            byte = bits[(position >> np.uint64(3)).astype(np.int64)]
+            held &= (byte >> (position & np.uint64(7)).astype(np.uint8)) & 1 == 1
         return held
 
     def merge(self, other: "KeyFilter") -> "KeyFilter":
