@@ -102,6 +102,7 @@ def test_lineage_records_parent_version_and_what_was_added(base, version):
     assert [c["parent_file"] for c in lineage["carried_shards"]] == [
         "train-00000-of-00001.tfrecord", "validation-00000-of-00001.tfrecord", "test-00000-of-00001.tfrecord"]
     assert "version 2 of" in version._repr_html_()
+    assert f"version 2 of {Path(base).name}: added TRAIN+2, VALIDATION+1, TEST+1" in repr(version)
 
 
 def test_rows_already_in_the_base_are_discarded_by_uri_or_bytes(base, version):
