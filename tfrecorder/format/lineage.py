@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from tfrecorder.core.schema import Schema
@@ -90,8 +91,6 @@ class BaseJob:
                                  "tfrecorder.upgrade (CLI: tfrecorder upgrade) first, then append to the upgraded job")
             raise ValueError(f"{tfrecord_dir} is not a finished tfrecorder job directory (no {METADATA_FILE})")
         raw = storage.read_bytes(path)
-        import json
-
         try:
             document = json.loads(raw)
         except ValueError as exc:

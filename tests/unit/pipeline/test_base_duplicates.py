@@ -6,7 +6,6 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beam_pipelines.steps.base_duplicates import (DropDuplicates, KeyRows, dedupes, drop_base_duplicates,
                                                   new_key_filter, shard_keys)
-from beam_pipelines.steps.discard_files import DISCARD
 from support.job_configs import job_config
 from tfrecorder.core.schema import Schema
 from tfrecorder.format.example_encoder import Feature, encode_example

@@ -162,7 +162,7 @@ def test_a_version_of_a_version_and_versions_listing(base, version, images, caps
     assert by_name[Path(v3["tfrecord_dir"]).name]["added"] == {"TRAIN": 1}
     assert cli.main(["versions", os.path.dirname(base)]) == 0
     printed = capsys.readouterr().out
-    assert f"v3  TRAIN=9" in printed and "added TRAIN+1" in printed
+    assert "v3  TRAIN=9" in printed and "added TRAIN+1" in printed
     assert versions_text([]) == "no finished jobs"
 
 
