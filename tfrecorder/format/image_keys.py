@@ -108,13 +108,15 @@ def record_image_keys(record: bytes, prefix: str) -> list[str]:
                 pos += length
                 continue
             end, pos = pos + length, pos
-            while pos < end:
-                _tag, pos = _varint(data, pos)
-                entry_size, pos = _varint(data, pos)
+            while pos < end:  # map entries; one-byte varints (tags, short names) read inline: the hot loop
+                pos += 1 if data[pos] < 0x80 else _varint(data, pos)[1] - pos  # the entry's tag
+                if data[pos] < 0x80:
+                    entry_size, pos = data[pos], pos + 1
+                else:
+                    entry_size, pos = _varint(data, pos)
                 entry_end = pos + entry_size
-                name_tag, at = _varint(data, pos)
-                if name_tag == _FIRST:
-                    name_size, at = _varint(data, at)
+                if data[pos] == _FIRST:
+                    name_size, at = (data[pos + 1], pos + 2) if data[pos + 1] < 0x80 else _varint(data, pos + 1)
                     kind = names.get(data[at:at + name_size])
                     if kind is not None:
                         at += name_size
