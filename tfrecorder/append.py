@@ -66,6 +66,9 @@ def append(base_job_dir: Union[str, os.PathLike], source: Union[pd.DataFrame, st
     upgraded first (`tfrecorder.upgrade`).
     """
     base = BaseJob.read(str(base_job_dir), duplicates)
+    if base.task:
+        raise ValueError(f"{base.job_name} is an object-detection job; appending to one is not supported yet "
+                         "(convert the whole table)")
     _check_inherited(base, options)
     if (options.get("runner", "DirectRunner") != "DirectRunner" and not storage.is_remote(base.tfrecord_dir)
             and not options.get("shared_filesystem")):

@@ -248,3 +248,12 @@ def test_a_local_base_cannot_feed_remote_workers(base, images):
     with pytest.raises(ValueError, match="cannot read its shards"):
         tfrecorder.append(base, table(images, [31], ["cat"], ["TRAIN"]), runner="DataflowRunner",
                           output_dir="gs://bucket/out", project="p", region="r")
+
+
+def test_detection_jobs_and_tfrecorder2_directories_are_refused_with_a_pointer(detection_job, data_csv, tmp_path):
+    with pytest.raises(ValueError, match="object-detection job; appending to one is not supported"):
+        tfrecorder.append(detection_job["tfrecord_dir"], pd.DataFrame({"image_uri": ["a.jpg"]}))
+    (tmp_path / "schema.pbtxt").write_text("")
+    with pytest.raises(ValueError, match="TFRecorder 2.0; convert it with tfrecorder.upgrade"):
+        tfrecorder.append(str(tmp_path), str(data_csv))
+    assert cli.main(["append", str(tmp_path), "--source", str(data_csv)]) == 2
