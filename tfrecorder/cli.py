@@ -1,10 +1,12 @@
-"""Command-line interface: convert, verify, inspect, load-stats, upgrade, status and clean.
+"""Command-line interface: convert, append, versions, verify, inspect, load-stats, upgrade, status and clean.
 
     tfrecorder convert --source data.csv --output_dir out/
     tfrecorder verify out/tfrecorder-20261121-193000
     tfrecorder inspect out/tfrecorder-20261121-193000 --split TRAIN --num_records 5
     tfrecorder load-stats out/tfrecorder-20261121-193000
     tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/
+    tfrecorder append out/tfrecorder-20261121-193000 --source new_rows.csv
+    tfrecorder versions out/
     tfrecorder status out/                     # incomplete jobs: progress, age, resumable
     tfrecorder clean out/ --older-than 7d      # remove abandoned incomplete jobs
 
@@ -56,6 +58,8 @@ EXAMPLES = """examples:
   tfrecorder inspect out/pets-20261121-193000 --split validation --num_records 10
   tfrecorder load-stats out/pets-20261121-193000 --image_size 224x224
   tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/   # a TFRecorder 2.0 dataset → job directory
+  tfrecorder append out/pets-20261121-193000 --source new.csv    # → out/pets-<timestamp>-v2 (base + new rows)
+  tfrecorder versions out/                                       # jobs with their version and parent
   tfrecorder status out/                   # incomplete jobs (a killed convert continues with the same call)
   tfrecorder clean out/ --older-than 7d    # remove abandoned incomplete jobs
 
@@ -188,7 +192,61 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--channels", type=int, choices=[1, 3, 4],
                        help="decode to this many channels (needed to batch images of mixed channel counts)")
     _add_upgrade_parser(commands)
+    _add_append_parsers(commands)
     return parser
+
+
+def _add_append_parsers(commands) -> None:
+    append = commands.add_parser(
+        "append", help="append new rows to a finished job as a new version (its shards carried, not re-encoded)")
+    append.add_argument("base_job_dir", help="the finished job (or version) the new rows are appended to")
+    append.add_argument("--source", required=True, help="the new rows: any source convert takes, with the base's columns")
+    append.add_argument("--output_dir", help="directory that receives the version (default: the base's directory)")
+    append.add_argument("--duplicates", choices=["discard", "keep"],
+                        help="new rows whose image is already in the base: discard (default) or keep")
+    append.add_argument("--runner", default="DirectRunner", help=RUNNER_HELP)
+    append.add_argument("--num_shards", type=int, help="shards per split for the new rows; 0 = sized by bytes")
+    append.add_argument("--max_shard_bytes", type=int, help="target shard size for automatic sharding")
+    append.add_argument("--job_label", help="prefix of the version's directory name (default: the base's)")
+    append.add_argument("--split_ratios", type=_ratios, help="train,validation,test ratios for UNASSIGNED rows")
+    append.add_argument("--fetch_concurrency", type=int, help="images read at once per worker")
+    append.add_argument("--max_image_pixels", type=int, help="discard images declaring more pixels, before decoding")
+    append.add_argument("--max_image_bytes", type=int, help="discard image files larger than this, unread")
+    append.add_argument("--encoding", help="text encoding of a CSV source (default utf-8)")
+    append.add_argument("--project", help="Google Cloud project (DataflowRunner)")
+    append.add_argument("--region", help="Google Cloud region (DataflowRunner)")
+    append.add_argument("--verbose", action="store_true", help="show Beam's and TensorFlow's own logs")
+    append.add_argument("--no_progress", dest="progress", action="store_false", default=None, help="no progress bar")
+    append.add_argument("--beam_option", "--dataflow_option", dest="dataflow_option", action="append", default=[],
+                        metavar="KEY=VALUE", help="any Beam pipeline option, repeatable")
+    append.add_argument("--shared_filesystem", action="store_true", default=None, help=SHARED_FILESYSTEM_HELP)
+    append.add_argument("--tfrecorder_wheel", help="stage this wheel for Dataflow workers instead of building one")
+    append.add_argument("--no_wait", action="store_true", help="DataflowRunner: return once the job is submitted")
+    versions = commands.add_parser("versions", help="list the finished jobs of a directory with their version and parent")
+    versions.add_argument("output_dir", help="a directory holding job directories (local or gs://)")
+
+
+def _run_append(args: argparse.Namespace) -> int:
+    import tfrecorder
+
+    options = {name: getattr(args, name)
+               for name in ("output_dir", "duplicates", "runner", "num_shards", "max_shard_bytes", "job_label",
+                            "split_ratios", "fetch_concurrency", "max_image_pixels", "max_image_bytes", "encoding",
+                            "project", "region", "verbose", "progress", "tfrecorder_wheel", "shared_filesystem")
+               if getattr(args, name) is not None}
+    if args.dataflow_option:
+        from beam_pipelines.launches.dataflow_job import parse_option_flags
+
+        options["beam_options"] = parse_option_flags(args.dataflow_option)
+    return _finish(tfrecorder.append(args.base_job_dir, args.source, **options), args.no_wait)
+
+
+def _run_versions(args: argparse.Namespace) -> int:
+    import tfrecorder
+    from tfrecorder.append import versions_text
+
+    print(versions_text(tfrecorder.versions(args.output_dir)))
+    return EXIT_OK
 
 
 def _add_upgrade_parser(commands) -> None:
@@ -345,7 +403,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         commands = {"convert": _run_convert, "create-tfrecords": _run_convert, "verify": _run_verify,
                     "inspect": _run_inspect, "load-stats": _run_load_stats, "upgrade": _run_upgrade,
-                    "status": _run_status, "clean": _run_clean}
+                    "append": _run_append, "versions": _run_versions, "status": _run_status,
+                    "clean": _run_clean}
         return commands[args.command](args)
     except CorruptDataError as exc:  # not a ValueError: damaged data is not bad input (exit 3, not 2)
         print(f"tfrecorder: error: corrupt data: {exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ text and publishes nothing. Row-level problems are the pipeline's to record in d
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -20,6 +21,7 @@ from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.core.schema import Schema, check_column_names
 from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
 from tfrecorder.format import detection_keys, file_names
+from tfrecorder.format.lineage import BaseJob
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.io.decode_check import DEFAULT_VALIDATION
@@ -95,19 +97,19 @@ def _check_split_column(table: Table, schema: Schema) -> None:
         )
 
 
-def _check_in_driver(table: Table, schema: Schema, split_ratios) -> None:
+def _check_in_driver(table: Table, schema: Schema, split_ratios, require_train: bool = True) -> None:
     """Table-level errors of a source the driver holds (a DataFrame, an annotation file) are raised before
     any pipeline starts; a CSV's or Parquet's are found by the pipeline, which fails with the same
-    message. Stops at the first TRAIN row."""
+    message. Stops at the first TRAIN row (rows appended to a job need none: `require_train=False`)."""
     rows = table.rows_for_driver_check()
     if rows is None:
         return
     counter, stats = StatsCounter(schema, split_ratios), TableStats()
     for row in rows:
         counter.count([row], stats)
-        if stats.train_found:
+        if stats.train_found or (stats.rows and not require_train):
             break
-    stats.check()
+    stats.check(require_train)
 
 
 @leaves_logging_alone
@@ -139,6 +141,7 @@ def convert(
     box_units: str = "relative",
     encoding: str = DEFAULT_ENCODING,
     resume: Union[str, bool] = "auto",
+    _base: Optional[BaseJob] = None,
     **legacy_options: Any,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file, Parquet files (a file, a directory or a glob) or SPLIT/LABEL image
@@ -183,6 +186,8 @@ def convert(
 
     TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there
     (see `tfrecorder.legacy.v2_compat.legacy_arguments`).
+
+    `_base` is set by `tfrecorder.append` only: the parent job whose records the new version carries.
     """
     # The graph's own modules are imported here, not with tfrecorder: a Beam worker that imports a step
     # first must not meet a half-initialised tfrecorder package (tests/behaviour/test_import_order.py).
@@ -203,15 +208,24 @@ def convert(
         box_units=box_units, annotation_format=annotation_format, encoding=encoding, verbose=verbose,
         progress=progress)
     table, resolved_schema, is_detection = _open_table(source, schema, options)
+    if _base is not None:  # an append: the new rows must fit the parent (issue 28)
+        if is_detection or _base.task:
+            raise ValueError("appending to an object-detection job is not supported yet; convert the whole table")
+        _base.check_columns(table.columns)
+        _base = dataclasses.replace(_base, new_rows_estimate=int(table.rows_estimate or 0))
     launch.check_table(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)
     concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)
-    _check_in_driver(table, resolved_schema, options.split_ratios)
+    _check_in_driver(table, resolved_schema, options.split_ratios, require_train=_base is None)
     resume = check_resume(resume)
 
     resumable = getattr(launch, "resumable", False)
     fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection) if resumable else None
-    job = choose_job_dir(options.output_dir, options.job_label, fingerprint, resume, table.rows_estimate, None)
+    if fingerprint is not None and _base is not None:  # a changed parent (or duplicates mode) is never continued
+        fingerprint["options"]["base"] = {"job_name": _base.job_name, "metadata_sha256": _base.metadata_sha256,
+                                          "duplicates": _base.duplicates}
+    job = choose_job_dir(options.output_dir, options.job_label, fingerprint, resume, table.rows_estimate, None,
+                         version=None if _base is None else _base.next_version)
     final_dir, temp_dir = job.final_dir, job.temp_dir
     try:
         with local_progress(launch.shows_progress(options.progress), table.rows_estimate) as progress_dir:
@@ -228,8 +242,10 @@ def convert(
                 fetch_concurrency=concurrency, max_image_pixels=options.max_image_pixels,
                 max_image_bytes=options.max_image_bytes, progress_dir=progress_dir,
                 extra_metadata={**({"task": detection_keys.TASK, "box_units": options.box_units} if is_detection
-                                   else {}), **job.resumed_entry()},
+                                   else {"image_size": list(options.image_size)} if options.image_size else {}),
+                                **job.resumed_entry()},
                 resumable=resumable, commit_buckets=max(1, -(-table.rows_estimate // DETECTION_BUCKET_ROWS)),
+                base=_base,
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,
                                                encoding_pool=not is_detection)

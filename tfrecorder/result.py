@@ -84,6 +84,11 @@ class ConversionResult(Mapping[str, Any]):
         if "input_bytes" in f:
             ratio = f" ({f['input_bytes'] / f['output_bytes']:.1f}x smaller)" if f["output_bytes"] else ""
             lines.append(f"  upgraded from TFRecorder 2.0: {f['input_bytes']:,} bytes -> {f['output_bytes']:,} bytes{ratio}")
+        lineage = (f.get("metadata") or {}).get("lineage")
+        if lineage:  # a version made by tfrecorder.append
+            added = ", ".join(f"{split}+{n}" for split, n in lineage.get("added", {}).get("records", {}).items())
+            lines.append(f"  version {lineage.get('version')} of {lineage.get('parent', {}).get('job_name')}: "
+                         f"added {added or 'no records'}")
         return "\n".join(lines)
 
 

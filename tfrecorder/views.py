@@ -64,6 +64,17 @@ def thumbnails_html(tfrecord_dir: str, count: int = THUMBNAILS) -> str:
     return f"<div><b>{split.lower()} samples</b><br/>{''.join(cells)}</div>" if cells else ""
 
 
+def lineage_html(lineage: Mapping[str, Any]) -> str:
+    """A version's lineage: its number, its parent, the records it added per split, new labels."""
+    added = ", ".join(f"{html.escape(str(split))} +{n:,}" for split, n in lineage.get("added", {}).get("records", {}).items())
+    growth = "; ".join(f"{html.escape(str(column))}: {html.escape(', '.join(map(str, labels)))}"
+                       for column, labels in lineage.get("vocabulary_growth", {}).items())
+    parent = lineage.get("parent", {})
+    return (f"<div>version {int(lineage.get('version', 1))} of <code>{html.escape(str(parent.get('job_name')))}</code>"
+            f" (v{int(parent.get('version', 1))}) · added {added or 'no records'}"
+            + (f" · new labels {growth}" if growth else "") + "</div>")
+
+
 def result_html(fields: Mapping[str, Any]) -> str:
     """Per-split counts, discards with the first reasons, output path, bytes, time, rate, thumbnails."""
     metadata = fields.get("metadata") or {}
@@ -83,6 +94,9 @@ def result_html(fields: Mapping[str, Any]) -> str:
         f"<div>rows in: {fields.get('rows_in', 0):,} · discarded: {fields.get('discarded', 0):,}"
         + (f" — {reason_text}" if reason_text else "") + "</div>",
     ]
+    lineage = metadata.get("lineage")
+    if lineage:  # a version made by tfrecorder.append
+        parts.append(lineage_html(lineage))
     if "bytes_written" in fields:
         parts.append(f"<div>{fields['bytes_written']:,} bytes in {elapsed:.1f} s {('· ' + rate) if rate else ''}</div>")
     if splits:

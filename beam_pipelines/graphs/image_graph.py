@@ -31,6 +31,8 @@ from beam_pipelines.graphs import tabular_graph
 from beam_pipelines.graphs.job_outputs import write_outputs
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps import read_rows
+from beam_pipelines.steps.base_duplicates import dedupes, drop_base_duplicates
+from beam_pipelines.steps.carry_shards import job_vocabularies
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import IMAGE_KINDS, EncodeAndWritePieces, EncodeImageParts, ImageKindsFn
@@ -61,10 +63,14 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
     prepared = batches | "Prepare" >> beam.ParDo(PrepareRows(config)).with_outputs(
         DISCARD, main="rows"
     )
-    vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
+    vocabulary_side = AsSingleton(  # an append's: the parent's, grown (issue 28)
+        stats | "Vocabulary" >> beam.Map(lambda found: job_vocabularies(found.vocabularies, config)))
     rows_to_encode = prepared.rows
+    found = {"Read": malformed, "Prepare": prepared[DISCARD]}
+    if dedupes(config):  # an append: rows whose image is in the base are discarded (issue 28)
+        rows_to_encode, found["Duplicates"] = drop_base_duplicates(pipeline, config, rows_to_encode)
     if config.distributed:  # spread image reads over every worker, not only those reading parts
-        rows_to_encode = prepared.rows | "SpreadRows" >> beam.Reshuffle()
+        rows_to_encode = rows_to_encode | "SpreadRows" >> beam.Reshuffle()
     encoded = (
         rows_to_encode
         | "EncodeAndWrite"
@@ -75,7 +81,7 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
     image_kinds = encoded[IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(
         ImageKindsFn()
     ).without_defaults()
-    found = {"Read": malformed, "Prepare": prepared[DISCARD], "Encode": encoded[DISCARD]}
+    found["Encode"] = encoded[DISCARD]
     return write_outputs(pipeline, config, encoded.pieces, found, finalize_with_stats, stats_side,
                          image_kinds=AsSingleton(image_kinds, default_value={}))
 

@@ -8,8 +8,8 @@ from apache_beam.pvalue import AsList, AsSingleton
 
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.assemble_shards import AssembleShard
+from beam_pipelines.steps.carry_shards import plan_job_shards, with_merged_pieces
 from beam_pipelines.steps.discard_files import WriteDiscardParts, write_discards
-from beam_pipelines.steps.shard_planning import plan_shards
 
 
 def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PCollection,
@@ -18,9 +18,10 @@ def write_outputs(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.PColl
     """The graph's common tail: assemble shards from `pieces`, write discarded.csv from the discards
     `found` by each step (and the DiscardParts of parts committed whole, `committed_discards`: resumable
     jobs), then `finalize(_, config, shards, *finalize_inputs, discard reasons, pieces, **finalize_options)`."""
+    pieces = with_merged_pieces(pipeline, config, pieces)  # an append: the parent's small shards re-assembled
     start = pipeline | "Start" >> beam.Create([None])
     plans = start | "PlanShards" >> beam.FlatMap(
-        lambda _, ps: plan_shards(ps, config.num_shards, config.max_shard_bytes), AsList(pieces))
+        lambda _, ps: plan_job_shards(ps, config), AsList(pieces))  # an append's carried shards too
     if config.distributed:  # assemble shards on every worker (locally: one stage less)
         plans = plans | "SpreadShards" >> beam.Reshuffle()
     shards = plans | "AssembleShards" >> beam.ParDo(AssembleShard(config))

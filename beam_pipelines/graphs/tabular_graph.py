@@ -15,6 +15,7 @@ from apache_beam.pvalue import AsDict, AsSingleton
 
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps import read_rows
+from beam_pipelines.steps.carry_shards import job_vocabularies
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_columns import EncodePart
@@ -33,7 +34,8 @@ def encode_table(pipeline: beam.Pipeline, config: JobConfig) -> tuple:
     each step, checked table stats, DiscardParts of committed parts: resumable jobs)."""
     parts = read_rows.SourceParts(pipeline, config)
     stats = count_table(parts, config)
-    vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
+    vocabulary_side = AsSingleton(  # an append's: the parent's, grown (issue 28)
+        stats | "Vocabulary" >> beam.Map(lambda found: job_vocabularies(found.vocabularies, config)))
     encoded = parts.branch("Rows") | "EncodeAndWrite" >> beam.ParDo(EncodePart(config), vocabulary_side).with_outputs(
         DISCARD, MALFORMED, RECORDS, DISCARD_PARTS, main="pieces")
     malformed = encoded[MALFORMED] | "NumberLines" >> beam.Map(

@@ -1,9 +1,11 @@
-"""The assemble stage: shards planned from the committed pieces, each assembled from byte ranges of them."""
+"""The assemble stage: shards planned from the committed pieces, each assembled from byte ranges of them
+(an append's carried parent shards are linked or copied: beam_pipelines.steps.carry_shards)."""
 from __future__ import annotations
 
 import apache_beam as beam
 
 from tfrecorder.options.job_config import JobConfig
+from beam_pipelines.steps.carry_shards import CarryBatch, carry_shards, with_new_keys
 from beam_pipelines.steps.piece_files import assemble_shard
 
 
@@ -12,4 +14,7 @@ class AssembleShard(beam.DoFn):
         self.config = config
 
     def process(self, plan):
-        yield assemble_shard(plan, self.config.temp_dir, self.config.compression)
+        if isinstance(plan, CarryBatch):
+            yield from carry_shards(plan, self.config)
+            return
+        yield with_new_keys(assemble_shard(plan, self.config.temp_dir, self.config.compression), self.config)

@@ -107,7 +107,7 @@ def merge_stats(parts: Iterable[TableStats]) -> TableStats:
 
 def checked_stats(stats: TableStats, config: JobConfig) -> TableStats:
     """Fail the job on a table-level error before anything is encoded; tell the progress bar the total."""
-    stats.check()
+    stats.check(require_train=config.base is None)  # rows appended to a job need no TRAIN row
     if config.progress_dir:
         report_total(config.progress_dir, stats.rows_in)
     return stats

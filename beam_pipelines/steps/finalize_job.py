@@ -6,9 +6,11 @@ import dataclasses
 
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format import job_directory, tfds_files
+from tfrecorder.format.lineage import lineage_entry, merged_images
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.rows.table_stats import TableStats
+from beam_pipelines.steps.carry_shards import job_vocabularies
 
 
 def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_reasons, pieces, image_kinds=None):
@@ -20,8 +22,17 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
         unknown: collections.Counter = collections.Counter()
         for piece in pieces:
             unknown[piece.split] += piece.unknown_labels
+        new_rows_in = rows_in
+        if config.base is not None:  # an append: the parent's records are in the version (issue 28)
+            unknown.update(config.base.unknown_labels)
+            rows_in += config.base.records_written
+            image_kinds = merged_images(config.base.images, image_kinds or {})
         metadata = JobMetadata.build(config, shards, vocabularies, rows_in, discard_reasons, unknown,
                                      images=image_kinds or {})
+        if config.base is not None:
+            metadata = metadata.updated(lineage=lineage_entry(
+                config.base, new_rows_in, sum(discard_reasons.values()), shards, vocabularies, config.image_size,
+                small_bytes=config.max_shard_bytes // 2, compression=config.compression))
         for scratch in config.scratch_dirs:
             storage.delete_tree(scratch)
         tfds_files.write_tfds_files(config.temp_dir, metadata.document)  # issue 15: before metadata.json, the completion marker
@@ -32,6 +43,9 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
 
 def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard_reasons, pieces, image_kinds=None):
     """finalize_job with the whole-table facts the pipeline computed (row count, nullable columns)."""
-    config = dataclasses.replace(config, nullable_columns=stats.nullable_columns)
-    yield from finalize_job(_, config, shards, stats.vocabularies, stats.rows_in, discard_reasons, pieces,
-                            image_kinds=image_kinds)
+    nullable = stats.nullable_columns
+    if config.base is not None:  # the version's feature spec parses the parent's records too
+        nullable = tuple(sorted(set(nullable) | set(config.base.nullable_columns)))
+    config = dataclasses.replace(config, nullable_columns=nullable)
+    yield from finalize_job(_, config, shards, job_vocabularies(stats.vocabularies, config), stats.rows_in,
+                            discard_reasons, pieces, image_kinds=image_kinds)

@@ -154,7 +154,7 @@ def _write_shard(plan: ShardPlan, destination: str, compression: Optional[str]) 
 
 def _link_or_copy(source: str, destination: str) -> None:
     """Make `destination` a copy of `source`, leaving the source in place (local: a hard link, O(1))."""
-    if storage.is_remote(destination):
+    if storage.is_remote(destination) or storage.is_remote(source):  # an append's merged shard may be on gs://
         storage.copy(source, destination)
         return
     try:

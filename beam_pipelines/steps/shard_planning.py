@@ -30,11 +30,12 @@ class Piece:
     bytes: int
     unknown_labels: int = 0  # rows of this piece whose label is not in the TRAIN vocabulary
     digest: str = ""  # checksum of the piece's records: orders pieces independently of file names
+    offsets_file: str = ""  # where its offsets sidecar is, if not next to it (an append's merged shards)
 
     @property
     def offsets_path(self) -> str:
         """The sidecar holding each record's end offset in the piece (little-endian uint64s)."""
-        return self.path + OFFSETS_SUFFIX
+        return self.offsets_file or self.path + OFFSETS_SUFFIX
 
 
 @dataclasses.dataclass(frozen=True)

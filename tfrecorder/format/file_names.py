@@ -30,6 +30,7 @@ LABEL_MAP_FILE = "label_map.pbtxt"  # detection jobs: the TF Object Detection AP
 
 INDEX_DIR = "index"  # record index sidecars: index/<shard file>.index (tfrecorder.format.record_index)
 INDEX_SUFFIX = ".index"
+KEYS_DIR, KEYS_SUFFIX = "keys", ".keys"  # an append's image keys per shard (tfrecorder.format.image_keys)
 DEFAULT_JOB_LABEL = "tfrecorder"
 
 # What a reader treats as a shard even when metadata.json does not list it (verify reports strays).
@@ -37,7 +38,7 @@ _SHARD_LIKE = re.compile(r"\.tfrecord(\.gz)?$|-\d+-of-\d+")
 # A shard name exactly (TFRecorder 2.0 named its shards the same way, and its directories are read by it).
 _SHARD = re.compile(r"^(train|validation|test)-(\d{5,})-of-(\d{5,})\.tfrecord(\.gz)?$")
 _STAMP = "%Y%m%d-%H%M%S"
-_JOB = re.compile(r"^([a-z](?:[a-z0-9-]*[a-z0-9])?)-([0-9]{8}-[0-9]{6})(?:-([0-9a-f]+))?$")
+_JOB = re.compile(r"^([a-z](?:[a-z0-9-]*[a-z0-9])?)-([0-9]{8}-[0-9]{6})(?:-v([0-9]+))?(?:-([0-9a-f]+))?$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +75,13 @@ def index_file_name(shard_file: str) -> str:
     return posixpath.join(INDEX_DIR, posixpath.basename(shard_file) + INDEX_SUFFIX)
 
 
+def keys_file_name(job_name: str, shard_file: str) -> str:
+    """The image keys sidecar of a shard as the job `job_name` wrote (or first scanned) it, relative to the
+    job directory: `keys/pets-20261121-193000.train-00000-of-00004.tfrecord.keys`. Named after that job
+    and file, not after the shard's name in a later version, so it is carried under the same name."""
+    return posixpath.join(KEYS_DIR, f"{job_name}.{posixpath.basename(shard_file)}{KEYS_SUFFIX}")
+
+
 def is_index_file(name: str) -> bool:
     """Whether a name relative to the job directory is in the index directory."""
     return name.startswith(INDEX_DIR + "/")
@@ -94,19 +102,21 @@ def sanitize_job_label(label: Optional[str]) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class JobName:
-    """A job directory's name, `<job label>-<UTC timestamp>[-<suffix>]`: built and parsed.
+    """A job directory's name, `<job label>-<UTC timestamp>[-v<version>][-<suffix>]`: built and parsed.
 
     The suffix tells apart jobs that started in the same second: an attempt number locally, six
-    random hex digits on object stores (tfrecorder.format.job_directory.reserve_job_dir)."""
+    random hex digits on object stores (tfrecorder.format.job_directory.reserve_job_dir). A version
+    made by `tfrecorder.append` (2, 3, ...) carries `-v<version>` (tfrecorder.format.lineage)."""
 
     label: str
     started: dt.datetime
     suffix: Optional[str] = None
+    version: Optional[int] = None
 
     @classmethod
-    def new(cls, label: Optional[str], now: Optional[dt.datetime] = None) -> "JobName":
+    def new(cls, label: Optional[str], now: Optional[dt.datetime] = None, version: Optional[int] = None) -> "JobName":
         """A name for a job starting now, its label sanitised (`sanitize_job_label`)."""
-        return cls(sanitize_job_label(label), now or dt.datetime.now(dt.timezone.utc))
+        return cls(sanitize_job_label(label), now or dt.datetime.now(dt.timezone.utc), version=version)
 
     def with_suffix(self, suffix: str) -> "JobName":
         return dataclasses.replace(self, suffix=suffix)
@@ -114,6 +124,8 @@ class JobName:
     @property
     def name(self) -> str:
         stamp = f"{self.label}-{self.started.strftime(_STAMP)}"
+        if self.version is not None:
+            stamp = f"{stamp}-v{self.version}"
         return f"{stamp}-{self.suffix}" if self.suffix else stamp
 
     @classmethod
@@ -123,7 +135,8 @@ class JobName:
         if not match:
             return None
         started = dt.datetime.strptime(match.group(2), _STAMP).replace(tzinfo=dt.timezone.utc)
-        return cls(match.group(1), started, match.group(3))
+        version = int(match.group(3)) if match.group(3) else None
+        return cls(match.group(1), started, match.group(4), version)
 
 
 def piece_file_name(split: str) -> str:

@@ -59,13 +59,16 @@ class JobInfo:
 
     @property
     def listed_files(self) -> list[str]:
-        """Every file the metadata names: each split's shards and their index files, TFRecorder 2.0 discard files."""
+        """Every file the metadata names: each split's shards and their index (and, for versions, image
+        keys) files, TFRecorder 2.0 discard files."""
         names = []
         for info in self.metadata["splits"].values():
             for shard in info["shards"]:
                 names.append(shard["file"])
                 if shard.get("index_file"):
                     names.append(shard["index_file"])
+                if shard.get("keys_file"):
+                    names.append(shard["keys_file"])
         return names + list(self.metadata.get("discard_files", []))
 
     @property

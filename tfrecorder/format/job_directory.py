@@ -24,14 +24,15 @@ def temp_dir_for(final_dir: str) -> str:
     return storage.join(parent, TEMP_PREFIX + name)
 
 
-def reserve_job_dir(output_dir: str, label: Optional[str]) -> tuple[str, str]:
+def reserve_job_dir(output_dir: str, label: Optional[str], version: Optional[int] = None) -> tuple[str, str]:
     """Pick an unused job directory name; returns (final_dir, temp_dir) and creates temp_dir locally.
 
     Locally the temporary directory is created with mkdir, which is atomic, so two runs starting in the
     same second get different names. Object stores have no atomic mkdir, so remote names end in
-    6 random hex digits instead.
+    6 random hex digits instead. A version made by an append (`version` 2, 3, ...) is named
+    `<label>-<timestamp>-v<version>`.
     """
-    base = JobName.new(label)
+    base = JobName.new(label, version=version)
     if storage.is_remote(output_dir):
         final_dir = storage.join(output_dir, base.with_suffix(os.urandom(3).hex()).name)
         return final_dir, temp_dir_for(final_dir)

@@ -74,7 +74,8 @@ class JobMetadata:
                 "bytes": sum(s["bytes"] for s in entries),
                 "unknown_labels": int(unknown_labels.get(split, 0)),
                 "shards": [{"file": s["file"], "records": s["records"], "bytes": s["bytes"],
-                            **({"index_file": s["index_file"]} if s.get("index_file") else {})} for s in entries],
+                            **({"index_file": s["index_file"]} if s.get("index_file") else {}),
+                            **({"keys_file": s["keys_file"]} if s.get("keys_file") else {})} for s in entries],
             }
         written = sum(info["records"] for info in split_info.values())
         discarded = sum(discard_reasons.values())

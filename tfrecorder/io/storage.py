@@ -308,11 +308,15 @@ def list_dirs(prefix: str) -> list[str]:
 
 
 def copy(source: str, destination: str) -> None:
-    """Copy a file or object, leaving the source in place (gs:// to gs://: server-side)."""
+    """Copy a file or object, leaving the source in place (gs:// to gs://: server-side; between a local
+    file and an object: streamed through this process)."""
     if gcs.is_gcs(source) and gcs.is_gcs(destination):
         gcs.copy(source, destination)
-    elif is_remote(source) or is_remote(destination):
+    elif is_remote(source) and is_remote(destination) and source.split("://")[0] == destination.split("://")[0]:
         _filesystems().copy([source], [destination])
+    elif is_remote(source) or is_remote(destination):
+        with open_read(source) as reader, open_write(destination) as writer:
+            shutil.copyfileobj(reader, writer, 8 * 1024 * 1024)
     else:
         os.makedirs(os.path.dirname(destination) or ".", exist_ok=True)
         shutil.copyfile(source, destination)

@@ -9,6 +9,7 @@ import dataclasses
 from typing import Any, Optional
 
 from tfrecorder.format import file_names
+from tfrecorder.format.lineage import BaseJob
 from tfrecorder.io import storage
 from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE_PIXELS
 from tfrecorder.core.schema import Schema
@@ -42,6 +43,7 @@ class JobConfig:
     commit_buckets: int = 1  # resumable detection jobs: images are committed in this many buckets (by URI hash)
     nullable_columns: tuple[str, ...] = ()  # input columns with a missing value somewhere (allow_missing)
     extra_metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    base: Optional[BaseJob] = None  # an append (issue 28): the parent whose shards the new version carries
 
     @property
     def pieces_dir(self) -> str:

@@ -72,14 +72,15 @@ def find_matching(output_dir: str, fingerprint: dict, resume: Union[str, bool]) 
 
 
 def choose_job_dir(output_dir: str, job_label: Optional[str], fingerprint: Optional[dict],
-                   resume: Union[str, bool], rows_estimate: int, parts_total: Optional[int]) -> JobDirectory:
+                   resume: Union[str, bool], rows_estimate: int, parts_total: Optional[int],
+                   version: Optional[int] = None) -> JobDirectory:
     """The job directory to write (its lock taken); `fingerprint` None: the job is not resumable (it is
-    reserved as before, without fingerprint or lock)."""
+    reserved as before, without fingerprint or lock). `version`: an append's version number (its name)."""
     if fingerprint is None:
         if resume is True:
             raise ValueError("resume=True: only conversions run on this machine (runner='DirectRunner') can be "
                              "continued yet")
-        return JobDirectory(*job_directory.reserve_job_dir(output_dir, job_label))
+        return JobDirectory(*job_directory.reserve_job_dir(output_dir, job_label, version))
     if resume is not False:
         temp_dir, passed = find_matching(output_dir, fingerprint, resume)
         if temp_dir is None and resume is True:
@@ -95,7 +96,7 @@ def choose_job_dir(output_dir: str, job_label: Optional[str], fingerprint: Optio
             logger.info("continuing the incomplete job %s: %d part(s), %d row(s) already done", temp_dir,
                         len(manifests), rows)
             return JobDirectory(resume_files.final_dir_of(temp_dir), temp_dir, lock, True, len(manifests), rows)
-    final_dir, temp_dir = job_directory.reserve_job_dir(output_dir, job_label)
+    final_dir, temp_dir = job_directory.reserve_job_dir(output_dir, job_label, version)
     lock = resume_files.JobLock(temp_dir).acquire()  # before the fingerprint: no other run can take the job
     resume_files.write_fingerprint(temp_dir, with_progress_facts(fingerprint, rows_estimate, parts_total))
     return JobDirectory(final_dir, temp_dir, lock)

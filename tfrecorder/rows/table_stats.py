@@ -47,11 +47,12 @@ class TableStats:
             self.labels.setdefault(column, set()).update(labels)
         return self
 
-    def check(self) -> None:
-        """The table-level errors: no rows at all, or none assigned to TRAIN."""
+    def check(self, require_train: bool = True) -> None:
+        """The table-level errors: no rows at all, or none assigned to TRAIN (rows appended to a job
+        need none: `require_train=False`)."""
         if self.rows == 0:
             raise TableError("the table is empty: there are no rows to convert")
-        if not self.train_found:
+        if require_train and not self.train_found:
             raise TableError("no rows are assigned to TRAIN (check the split column and split_ratios)")
 
 

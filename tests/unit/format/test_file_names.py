@@ -85,3 +85,18 @@ def test_attempt_names_are_fresh_each_time():
     temporary = file_names.temporary_file_name("train-00000-of-00001.tfrecord")
     assert temporary.startswith(".train-00000-of-00001.tfrecord.") and temporary != file_names.temporary_file_name(
         "train-00000-of-00001.tfrecord")
+
+
+def test_versions_are_named_after_the_timestamp_and_parse_back():
+    from tfrecorder.format.file_names import keys_file_name
+
+    version = JobName.new("pets", NOON, version=3)
+    assert version.name == "pets-20240506-120007-v3"
+    assert version.with_suffix("2").name == "pets-20240506-120007-v3-2"
+    assert JobName.parse("pets-20240506-120007-v3-a1b2c3") == version.with_suffix("a1b2c3")
+    assert JobName.parse("pets-20240506-120007-v12").version == 12
+    assert JobName.parse("pets-20240506-120007").version is None
+    assert sorted(["pets-20240506-120007-v2", "pets-20240506-110000", "pets-20240507-000000-v3"]) == [
+        "pets-20240506-110000", "pets-20240506-120007-v2", "pets-20240507-000000-v3"]
+    assert keys_file_name("pets-20240506-120007-v2", "train-00001-of-00002.tfrecord") == \
+        "keys/pets-20240506-120007-v2.train-00001-of-00002.tfrecord.keys"
