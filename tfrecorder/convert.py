@@ -219,11 +219,10 @@ def convert(
     _check_in_driver(table, resolved_schema, options.split_ratios, require_train=_base is None)
     resume = check_resume(resume)
 
-    resumable = getattr(launch, "resumable", False)
+    if _base is not None and resume is True:
+        raise ValueError("resume=True: an append cannot be continued yet; run it again with resume='auto' or False")
+    resumable = getattr(launch, "resumable", False) and _base is None  # appends take the graph without part commits
     fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection) if resumable else None
-    if fingerprint is not None and _base is not None:  # a changed parent (or duplicates mode) is never continued
-        fingerprint["options"]["base"] = {"job_name": _base.job_name, "metadata_sha256": _base.metadata_sha256,
-                                          "duplicates": _base.duplicates}
     job = choose_job_dir(options.output_dir, options.job_label, fingerprint, resume, table.rows_estimate, None,
                          version=None if _base is None else _base.next_version)
     final_dir, temp_dir = job.final_dir, job.temp_dir
