@@ -28,7 +28,7 @@ from tfrecorder.legacy import v2_compat
 from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, ConvertOptions, OutputLocation
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.result import ConversionResult, DataflowConversionResult
-from tfrecorder.rows import detection_encoder
+from tfrecorder.rows import dataset_records, detection_encoder
 from tfrecorder.rows.table_stats import StatsCounter, TableStats
 from tfrecorder.rows.value_coercion import check_sample, is_missing
 from tfrecorder.sources.csv_text import DEFAULT_ENCODING
@@ -67,10 +67,12 @@ def _resolve_schema(table: Table, schema: Union[Schema, Mapping[str, Any], None]
 
 
 def _open_table(source: Union[pd.DataFrame, str, os.PathLike], schema: Union[Schema, Mapping[str, Any], None],
-                options: ConvertOptions) -> tuple[Table, Schema, bool]:
+                options: ConvertOptions, image_root: Optional[str] = None) -> tuple[Table, Schema, bool]:
     """The source as a Table (read from a sample only), its resolved Schema, and whether it is an
     object-detection table."""
-    table = open_table(source, options.annotation_format, options.encoding)
+    table = open_table(source, options.annotation_format, options.encoding, image_root)
+    if dataset_records.is_dataset_table(table.columns):
+        return table, dataset_records.dataset_schema(), True
     check_column_names(table.columns)
     is_detection = detection_encoder.is_detection_table(table.columns)
     resolved = (detection_encoder.detection_schema(table.columns) if is_detection
@@ -135,6 +137,7 @@ def convert(
     annotation_format: Optional[str] = None,
     box_units: str = "relative",
     encoding: str = DEFAULT_ENCODING,
+    image_root: Optional[Union[str, os.PathLike]] = None,
     **legacy_options: Any,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file, Parquet files (a file, a directory or a glob) or SPLIT/LABEL image
@@ -165,6 +168,10 @@ def convert(
     `box_units="pixels"` for pixel coordinates), a headerless AutoML Vision CSV or a Vertex AI JSONL
     file writes one Example per image with the TF Object Detection API keys and a label_map.pbtxt.
     `annotation_format` forces how a headerless file is read (see tfrecorder.sources.annotation_files.FORMATS).
+    A COCO instances file, a Pascal VOC folder or a YOLO folder (or its data.yaml) is recognised from its
+    content and written with instance masks, crowd flags, areas and semantic masks where the dataset has
+    them, and a label_map.pbtxt of the dataset's own ids; `image_root` is where a COCO file's image names
+    resolve (docs/object-detection.md).
 
     `encoding` is a CSV file's text encoding (default UTF-8, a byte-order mark skipped): any codec Python
     knows, e.g. "latin-1" or "utf-16". A row holding bytes invalid in it is discarded as `invalid text`
@@ -191,7 +198,10 @@ def convert(
         fetch_concurrency=fetch_concurrency, max_image_pixels=max_image_pixels, max_image_bytes=max_image_bytes,
         box_units=box_units, annotation_format=annotation_format, encoding=encoding, verbose=verbose,
         progress=progress)
-    table, resolved_schema, is_detection = _open_table(source, schema, options)
+    if image_root is not None:
+        image_root = storage.user_path(image_root, "image_root")
+    table, resolved_schema, is_detection = _open_table(source, schema, options, image_root)
+    is_dataset = dataset_records.is_dataset_table(table.columns)
     launch.check_table(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)
     concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)
@@ -214,7 +224,9 @@ def convert(
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,
                                                encoding_pool=not is_detection)
-            if is_detection:
+            if is_dataset:
+                from beam_pipelines.graphs.dataset_graph import build_dataset_graph as build_graph
+            elif is_detection:
                 from beam_pipelines.graphs.detection_graph import build_detection_graph as build_graph
             else:
                 from beam_pipelines.graphs.image_graph import build_image_graph as build_graph

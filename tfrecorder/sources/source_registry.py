@@ -1,6 +1,7 @@
 """Which source kind a `convert()` source is: the one place a source is recognised and opened.
 
-Kinds are tried in order: annotation files (recognised from their content, or forced by
+Kinds are tried in order: detection datasets (a COCO instances file, a Pascal VOC or YOLO folder,
+recognised from their content), annotation files (recognised from their content, or forced by
 `annotation_format`), a DataFrame, then a path — a directory of Parquet files or a SPLIT/LABEL image
 folder, a glob of Parquet files, a Parquet file by its name, a gzip-compressed CSV by its first bytes,
 else a CSV file. Adding a kind means one module with its Table and RowSource (see source_protocol) and
@@ -9,13 +10,14 @@ one line here.
 from __future__ import annotations
 
 import os
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import pandas as pd
 
 from tfrecorder.io import storage
 from tfrecorder.sources import parquet_files
 from tfrecorder.sources.annotation_source import open_annotations
+from tfrecorder.sources.coco_source import open_coco
 from tfrecorder.sources.csv_source import open_csv
 from tfrecorder.sources.csv_text import DEFAULT_ENCODING
 from tfrecorder.sources.dataframe_source import open_dataframe
@@ -26,9 +28,16 @@ from tfrecorder.sources.source_protocol import Table
 
 
 def open_table(source: Union[pd.DataFrame, str, os.PathLike], annotation_format: Optional[str] = None,
-               encoding: str = DEFAULT_ENCODING) -> Table:
+               encoding: str = DEFAULT_ENCODING, image_root: Optional[str] = None) -> Table:
     """Recognise the source and open it as a Table from a sample; raise ValueError for anything unusable.
-    `encoding` (checked by conversion_options) is a CSV file's."""
+    `encoding` (checked by conversion_options) is a CSV file's; `image_root` where a dataset's image
+    names resolve (COCO, YOLO lists)."""
+    dataset = open_dataset(source, image_root) if annotation_format is None else None
+    if dataset is not None:
+        return dataset
+    if image_root is not None:
+        raise ValueError("image_root applies to COCO files and Pascal VOC or YOLO folders; "
+                         f"{source!r} is none of them")
     annotations = open_annotations(source, annotation_format)
     if annotations is not None:
         return annotations
@@ -38,6 +47,19 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike], annotation_format:
         raise ValueError(f"source must be a DataFrame, a CSV or Parquet path or an image directory, "
                          f"not {type(source).__name__}")
     return _open_path(os.fspath(source), encoding)
+
+
+def open_dataset(source: Any, image_root: Optional[str] = None) -> Optional[Table]:
+    """A COCO file, a Pascal VOC folder or a YOLO folder (or its data.yaml) as a Table, else None."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    path = os.fspath(source)
+    if parquet_files.is_parquet_name(path) or parquet_files.is_glob(path):
+        return None
+    is_file = storage.exists(path) and not storage.is_dir(path)  # exists() first: a gs:// folder is no object
+    if is_file:
+        return open_coco(path, image_root)
+    return None
 
 
 def _open_path(path: str, encoding: str) -> Table:

@@ -1,0 +1,151 @@
+"""COCO instance files (`instances_*.json`) read as a stream: never the whole file in memory.
+
+A COCO file is one JSON object holding `images`, `annotations` and `categories` arrays (plus `info`,
+`licenses`). COCO 2017 train is ≈450 MB in one line; `json.load` would hold several GB of Python
+objects. Here each array is streamed item by item with ijson (its C backend where installed), so
+reading one section costs one pass over the file and memory for one item at a time. The driver reads
+only the first bytes (to recognise the format) and a sample of `images`; the pipeline streams each
+section as one part (coco_source), and annotations meet their images in the pipeline, keyed by image id.
+
+Items become dataset records (tfrecorder.rows.dataset_records); an item that cannot be one (no id, no
+file name, a bbox that is not four numbers) becomes a (row, reason) discard.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import posixpath
+from typing import Any, Iterator, Optional, Union
+
+from tfrecorder.io import storage
+from tfrecorder.rows.dataset_records import IMAGE, OBJECT, PIXELS, RECORD, category
+
+SECTIONS = ("categories", "images", "annotations")
+SNIFF_BYTES = 1 << 20  # the head read to recognise a COCO file
+_TOP_KEYS = {"info", "licenses", "images", "annotations", "categories", "type"}
+
+Parsed = Union[dict, tuple[dict, str]]
+
+
+def _ijson():
+    import ijson
+
+    return ijson
+
+
+def looks_like_coco(path: str) -> bool:
+    """Whether a file's head is a JSON object whose top-level keys are COCO's (images/annotations first
+    among info, licenses): read at most SNIFF_BYTES."""
+    with storage.open_read(path) as stream:
+        head = stream.read(SNIFF_BYTES)
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not text.startswith(b"{"):
+        return False
+    ijson = _ijson()
+    keys: set[str] = set()
+    try:
+        for prefix, event, value in ijson.parse(text):
+            if prefix == "" and event == "map_key":
+                if value not in _TOP_KEYS:
+                    return False
+                keys.add(value)
+                if value in ("images", "annotations"):
+                    return True
+    except ijson.JSONError:
+        pass  # the head ends mid-document
+    return bool(keys & {"images", "annotations"})
+
+
+def split_of_file(path: str) -> Optional[str]:
+    """The split a COCO file's name says (instances_train2017.json → TRAIN), else None (assigned by hash)."""
+    name = posixpath.basename(path.replace("\\", "/")).lower()
+    for word, split in (("train", "TRAIN"), ("val", "VALIDATION"), ("test", "TEST")):
+        if word in name:
+            return split
+    return None
+
+
+def _items(path: str, section: str) -> Iterator[Any]:
+    """The items of one top-level array, streamed; ValueError naming the file if it is not valid JSON."""
+    ijson = _ijson()
+    with storage.open_read(path) as stream:
+        try:
+            yield from ijson.items(stream, f"{section}.item", use_float=True)
+        except ijson.JSONError as exc:
+            raise ValueError(f"{path} is not valid COCO JSON: {exc}") from None
+
+
+def image_record(item: Any, split: Optional[str]) -> Parsed:
+    """A COCO `images` item as an image record (or a discard)."""
+    if not isinstance(item, dict):
+        return {RECORD: IMAGE, "ref": "image"}, f"invalid image: not an object ({type(item).__name__})"
+    image_id = item.get("id")
+    ref = f"image id {image_id}"
+    row = {RECORD: IMAGE, "ref": ref, "image_key": None if image_id is None else str(image_id),
+           "source_id": None if image_id is None else str(image_id),
+           "image_uri": item.get("file_name") or item.get("coco_url"), "split": split,
+           "width": item.get("width"), "height": item.get("height")}
+    if image_id is None or isinstance(image_id, (dict, list)):
+        return row, "invalid image: no id"
+    if not isinstance(row["image_uri"], str) or not row["image_uri"].strip():
+        return row, f"invalid image: image id {image_id} has no file_name"
+    return row
+
+
+def _box(bbox: Any) -> Optional[list[float]]:
+    if not isinstance(bbox, (list, tuple)) or len(bbox) != 4:
+        return None
+    try:
+        x, y, w, h = (float(v) for v in bbox)
+    except (TypeError, ValueError):
+        return None
+    return [x, y, x + w, y + h] if all(math.isfinite(v) for v in (x, y, w, h)) else None
+
+
+def object_record(item: Any) -> Parsed:
+    """A COCO `annotations` item as an object record (or a discard)."""
+    if not isinstance(item, dict):
+        return {RECORD: OBJECT, "ref": "annotation"}, f"invalid annotation: not an object ({type(item).__name__})"
+    annotation_id = item.get("id")
+    image_id = item.get("image_id")
+    row = {RECORD: OBJECT, "ref": f"annotation id {annotation_id}", "annotation_id": annotation_id,
+           "image_key": None if image_id is None else str(image_id), "category_id": item.get("category_id"),
+           "box": _box(item.get("bbox")), "box_units": PIXELS, "segmentation": item.get("segmentation") or None,
+           "is_crowd": item.get("iscrowd", 0), "area": item.get("area")}
+    if image_id is None or isinstance(image_id, (dict, list)):
+        return row, "invalid annotation: no image_id"
+    if not isinstance(row["category_id"], int) or isinstance(row["category_id"], bool):
+        return row, f"unknown category id: {row['category_id']!r}"
+    if row["box"] is None:
+        return row, f"invalid box: bbox {item.get('bbox')!r} is not [x, y, width, height]"
+    return row
+
+
+def category_record(item: Any) -> Optional[dict]:
+    if isinstance(item, dict) and isinstance(item.get("id"), int) and isinstance(item.get("name"), str):
+        return category(item["id"], item["name"])
+    return None  # an unusable category: its annotations are discarded as of an unknown category id
+
+
+def iter_section(path: str, section: str) -> Iterator[Parsed]:
+    """The records of one section of a COCO file (category records, image records or object records)."""
+    split = split_of_file(path)
+    for item in _items(path, section):
+        if section == "categories":
+            record = category_record(item)
+            if record is not None:
+                yield record
+        elif section == "images":
+            yield image_record(item, split)
+        else:
+            yield object_record(item)
+
+
+def sample_images(path: str, count: int) -> list[dict]:
+    """The first `count` image records (the driver's sample); ValueError if the file has none or its
+    JSON is broken before then."""
+    images = [r for r in itertools.islice(iter_section(path, "images"), count) if isinstance(r, dict)]
+    if not images:
+        raise ValueError(f"{path} is a COCO file without images: there is nothing to convert")
+    return images
+
