@@ -18,6 +18,7 @@ from tfrecorder.io import storage
 from tfrecorder.sources import parquet_files
 from tfrecorder.sources.annotation_source import open_annotations
 from tfrecorder.sources.coco_source import open_coco
+from tfrecorder.sources.voc_source import open_voc
 from tfrecorder.sources.csv_source import open_csv
 from tfrecorder.sources.csv_text import DEFAULT_ENCODING
 from tfrecorder.sources.dataframe_source import open_dataframe
@@ -59,6 +60,8 @@ def open_dataset(source: Any, image_root: Optional[str] = None) -> Optional[Tabl
     is_file = storage.exists(path) and not storage.is_dir(path)  # exists() first: a gs:// folder is no object
     if is_file:
         return open_coco(path, image_root)
+    if storage.is_dir(path):
+        return open_voc(path)
     return None
 
 
