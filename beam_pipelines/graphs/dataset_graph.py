@@ -56,7 +56,7 @@ class LabelMapFn(beam.CombineFn):
 
 def _labelled(row: dict) -> bool:
     return row.get(dataset_records.RECORD) == dataset_records.CATEGORY or (
-        row.get(dataset_records.RECORD) == dataset_records.OBJECT and row.get("category_id") is None)
+        row.get(dataset_records.RECORD) == dataset_records.OBJECT and row.get("label") is not None)
 
 
 def _counted(row: dict) -> bool:

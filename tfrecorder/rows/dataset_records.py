@@ -55,25 +55,33 @@ def for_discard(row: Row) -> Row:
 
 
 class LabelMapAccumulator:
-    """Category ids and names seen in the records, merged into the job's label map (`result`)."""
+    """Category ids and names seen in the records, merged into the job's label map (`result`): declared
+    categories (COCO's, data.yaml's) win; else the ids objects carry with their names (a YOLO folder
+    without data.yaml); else the names of objects that have no id (VOC)."""
 
     def __init__(self) -> None:
         self.ids: dict[int, str] = {}
+        self.seen: dict[int, str] = {}
         self.names: set[str] = set()
 
     def add(self, row: Row) -> None:
         if row.get(RECORD) == CATEGORY:
             self.ids.setdefault(int(row["category_id"]), str(row["label"]))
-        elif row.get(RECORD) == OBJECT and row.get("category_id") is None and row.get("label"):
-            self.names.add(str(row["label"]))
+        elif row.get(RECORD) == OBJECT and row.get("label") is not None:
+            if row.get("category_id") is None:
+                self.names.add(str(row["label"]))
+            elif isinstance(row.get("category_id"), int):
+                self.seen.setdefault(row["category_id"], str(row["label"]))
 
     def merge(self, other: "LabelMapAccumulator") -> None:
         for key, name in other.ids.items():
             self.ids.setdefault(key, name)
+        for key, name in other.seen.items():
+            self.seen.setdefault(key, name)
         self.names |= other.names
 
     def result(self) -> dict[int, str]:
-        return label_map(self.ids, self.names)
+        return label_map(self.ids or self.seen, self.names)
 
 
 def label_map(ids: Mapping[int, str], names: Iterable[str]) -> dict[int, str]:

@@ -19,6 +19,7 @@ from tfrecorder.sources import parquet_files
 from tfrecorder.sources.annotation_source import open_annotations
 from tfrecorder.sources.coco_source import open_coco
 from tfrecorder.sources.voc_source import open_voc
+from tfrecorder.sources.yolo_source import open_yolo
 from tfrecorder.sources.csv_source import open_csv
 from tfrecorder.sources.csv_text import DEFAULT_ENCODING
 from tfrecorder.sources.dataframe_source import open_dataframe
@@ -59,9 +60,9 @@ def open_dataset(source: Any, image_root: Optional[str] = None) -> Optional[Tabl
         return None
     is_file = storage.exists(path) and not storage.is_dir(path)  # exists() first: a gs:// folder is no object
     if is_file:
-        return open_coco(path, image_root)
+        return open_coco(path, image_root) or open_yolo(path)
     if storage.is_dir(path):
-        return open_voc(path)
+        return open_voc(path) or open_yolo(path)
     return None
 
 
