@@ -1,0 +1,73 @@
+"""tfrecorder.sources.coco_json: COCO files recognised from their head and streamed section by section."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from support.datasets import coco_document, scenes
+from tfrecorder.sources import coco_json
+from tfrecorder.rows.dataset_records import CATEGORY, IMAGE, OBJECT, RECORD
+
+
+@pytest.fixture
+def coco(tmp_path):
+    path = tmp_path / "instances_val2017.json"
+    path.write_text(json.dumps(coco_document(scenes(4))))
+    return str(path)
+
+
+def test_recognised_from_content_only(coco, tmp_path):
+    assert coco_json.looks_like_coco(coco)
+    other = tmp_path / "other.json"
+    for text in ('{"name": "x", "images": []}', "[1, 2]", '{"imageGcsUri": "gs://b/a.jpg"}\n', "a,b\n1,2\n"):
+        other.write_text(text)
+        assert not coco_json.looks_like_coco(str(other)), text
+    other.write_text('{"info": {"x": 1}, "licenses": [], "images": [{"id": 1')  # a head, cut short
+    assert coco_json.looks_like_coco(str(other))
+
+
+def test_sections_stream_into_records(coco):
+    categories = list(coco_json.iter_section(coco, "categories"))
+    assert [(c[RECORD], c["category_id"], c["label"]) for c in categories] == [
+        (CATEGORY, 2, "cat"), (CATEGORY, 5, "dog"), (CATEGORY, 8, "person")]
+    images = list(coco_json.iter_section(coco, "images"))
+    assert [i["image_key"] for i in images] == ["1", "2", "3", "4"]
+    assert images[0][RECORD] == IMAGE and images[0]["split"] == "VALIDATION" and images[0]["image_uri"] == "scene000.png"
+    objects = list(coco_json.iter_section(coco, "annotations"))
+    assert len(objects) == 6 and all(o[RECORD] == OBJECT for o in objects)
+    first = objects[0]
+    assert first["image_key"] == "1" and first["box_units"] == "pixels" and isinstance(first["segmentation"], dict)
+    x, y, w, h = coco_document(scenes(4))["annotations"][0]["bbox"]
+    assert first["box"] == [x, y, x + w, y + h]
+
+
+def test_unusable_items_are_discards_with_reasons():
+    assert coco_json.image_record({"file_name": "a.jpg"}, None)[1] == "invalid image: no id"
+    assert coco_json.image_record({"id": 3}, None)[1] == "invalid image: image id 3 has no file_name"
+    assert coco_json.image_record(5, None)[1].startswith("invalid image: not an object")
+    assert coco_json.object_record({"id": 1, "category_id": 1, "bbox": [0, 0, 1, 1]})[1] == "invalid annotation: no image_id"
+    assert coco_json.object_record({"id": 1, "image_id": 1, "category_id": "x", "bbox": [0, 0, 1, 1]})[1].startswith(
+        "unknown category id")
+    assert coco_json.object_record({"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 1]})[1].startswith(
+        "invalid box")
+    assert coco_json.category_record({"id": "1", "name": "x"}) is None
+
+
+def test_split_from_the_file_name():
+    assert coco_json.split_of_file("a/instances_train2017.json") == "TRAIN"
+    assert coco_json.split_of_file("instances_val2017.json") == "VALIDATION"
+    assert coco_json.split_of_file("image_info_test-dev2017.json") == "TEST"
+    assert coco_json.split_of_file("annotations.json") is None
+
+
+def test_sample_and_table_level_errors(coco, tmp_path):
+    assert len(coco_json.sample_images(coco, 2)) == 2
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"images": [], "annotations": [], "categories": []}')
+    with pytest.raises(ValueError, match="without images"):
+        coco_json.sample_images(str(empty), 10)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"images": [{"id": 1, "file_name": "a.jpg"}, {"id": ]}')
+    with pytest.raises(ValueError, match="not valid COCO JSON"):
+        list(coco_json.iter_section(str(broken), "images"))
