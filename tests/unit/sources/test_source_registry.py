@@ -85,3 +85,20 @@ def test_only_a_dataframe_is_checked_in_the_driver_and_only_files_are_read_by_wo
     assert frame.rows_for_driver_check() is not None and frame.worker_files() == []
     assert csv.rows_for_driver_check() is None and csv.worker_files() == [sources["csv"]]
     assert csv.rows_estimated and not frame.rows_estimated
+
+
+def test_detection_datasets_are_recognised_from_content(tmp_path):
+    from support.datasets import scenes, write_coco, write_voc, write_yolo
+    from tfrecorder.sources.coco_source import CocoTable
+    from tfrecorder.sources.voc_source import VocTable
+    from tfrecorder.sources.yolo_source import YoloTable
+
+    coco = write_coco(tmp_path / "coco", scenes(2))
+    renamed = coco.with_name("labels.txt")  # content, not the name, says COCO
+    renamed.write_bytes(coco.read_bytes())
+    assert isinstance(source_registry.open_table(str(renamed)), CocoTable)
+    assert isinstance(source_registry.open_table(str(write_voc(tmp_path / "voc", scenes(2)))), VocTable)
+    assert isinstance(source_registry.open_table(str(write_yolo(tmp_path / "yolo", scenes(2)))), YoloTable)
+    assert isinstance(source_registry.open_table(str(tmp_path / "yolo" / "data.yaml")), YoloTable)
+    with pytest.raises(ValueError, match="image_root applies to"):
+        source_registry.open_table(FRAME, image_root="x")
