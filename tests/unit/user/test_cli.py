@@ -112,3 +112,15 @@ def test_convert_on_the_portable_runner_with_beam_options(tmp_path):
     assert remote.returncode == 2 and "output_dir must be gs://" in remote.stderr
     shared = run(*flink, "--shared_filesystem")  # local paths allowed: the next check speaks
     assert shared.returncode == 2 and "no file no/such.jar" in shared.stderr
+
+
+def test_convert_coco_with_image_root(tmp_path):
+    from support.datasets import scenes, write_coco
+
+    path = write_coco(tmp_path / "coco", scenes(2), name="photos")
+    loose = tmp_path / "instances.json"  # not beside its images: --image_root says where they are
+    loose.write_bytes(path.read_bytes())
+    done = run("convert", "--source", str(loose), "--output_dir", str(tmp_path / "out"), "--validate", "header",
+               "--image_root", str(tmp_path / "coco" / "photos"), entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 0, done.stderr
+    assert "rows in: 5" in done.stdout and "discarded: 0" in done.stdout
