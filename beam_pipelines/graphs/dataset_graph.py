@@ -136,8 +136,7 @@ def build_dataset_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCol
         | "JoinImages" >> beam.ParDo(JoinImages(config), labels).with_outputs(DISCARD, main="images")
     )
     encoded = (
-        joined.images
-        | "SpreadImages" >> beam.Reshuffle()
+        joined.images  # spread over the workers by the GroupByKey already: no reshuffle (nor its buffer)
         | "BatchImages" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
         | "EncodeAndWrite" >> beam.ParDo(EncodeDatasetImages(config), labels).with_outputs(
             DISCARD, ROWS_WRITTEN, main="pieces")

@@ -50,8 +50,12 @@ def category(category_id: int, label: str) -> Row:
 
 
 def for_discard(row: Row) -> Row:
-    """A record as discarded.csv keeps it: without its (possibly large) segmentation."""
-    return {k: v for k, v in row.items() if k != "segmentation"}
+    """A record as discarded.csv keeps it: without its (possibly large) segmentation, with a `ref` naming
+    it (COCO's records carry none until discarded: "annotation id 905")."""
+    kept = {k: v for k, v in row.items() if k != "segmentation"}
+    if kept.get("ref") is None and kept.get(RECORD) == OBJECT:
+        kept["ref"] = f"annotation id {kept.get('annotation_id')}"
+    return kept
 
 
 class LabelMapAccumulator:

@@ -18,7 +18,8 @@ import posixpath
 from typing import Any, Iterator, Optional, Union
 
 from tfrecorder.io import storage
-from tfrecorder.rows.dataset_records import IMAGE, OBJECT, PIXELS, RECORD, category
+from tfrecorder.rows.dataset_records import IMAGE, OBJECT, RECORD, category, for_discard
+from tfrecorder.rows.instance_masks import compact_polygons
 
 SECTIONS = ("categories", "images", "annotations")
 SNIFF_BYTES = 1 << 20  # the head read to recognise a COCO file
@@ -108,16 +109,16 @@ def object_record(item: Any) -> Parsed:
         return {RECORD: OBJECT, "ref": "annotation"}, f"invalid annotation: not an object ({type(item).__name__})"
     annotation_id = item.get("id")
     image_id = item.get("image_id")
-    row = {RECORD: OBJECT, "ref": f"annotation id {annotation_id}", "annotation_id": annotation_id,
+    row = {RECORD: OBJECT, "annotation_id": annotation_id,  # no "ref": for_discard names the annotation id
            "image_key": None if image_id is None else str(image_id), "category_id": item.get("category_id"),
-           "box": _box(item.get("bbox")), "box_units": PIXELS, "segmentation": item.get("segmentation") or None,
-           "is_crowd": item.get("iscrowd", 0), "area": item.get("area")}
+           "box": _box(item.get("bbox")), "segmentation": compact_polygons(item.get("segmentation") or None),
+           "is_crowd": item.get("iscrowd", 0), "area": item.get("area")}  # box_units: PIXELS, the default
     if image_id is None or isinstance(image_id, (dict, list)):
-        return row, "invalid annotation: no image_id"
+        return for_discard(row), "invalid annotation: no image_id"
     if not isinstance(row["category_id"], int) or isinstance(row["category_id"], bool):
-        return row, f"unknown category id: {row['category_id']!r}"
+        return for_discard(row), f"unknown category id: {row['category_id']!r}"
     if row["box"] is None:
-        return row, f"invalid box: bbox {item.get('bbox')!r} is not [x, y, width, height]"
+        return for_discard(row), f"invalid box: bbox {item.get('bbox')!r} is not [x, y, width, height]"
     return row
 
 

@@ -37,7 +37,7 @@ def test_sections_stream_into_records(coco):
     objects = list(coco_json.iter_section(coco, "annotations"))
     assert len(objects) == 6 and all(o[RECORD] == OBJECT for o in objects)
     first = objects[0]
-    assert first["image_key"] == "1" and first["box_units"] == "pixels" and isinstance(first["segmentation"], dict)
+    assert first["image_key"] == "1" and "box_units" not in first and isinstance(first["segmentation"], dict)
     x, y, w, h = coco_document(scenes(4))["annotations"][0]["bbox"]
     assert first["box"] == [x, y, x + w, y + h]
 
@@ -71,3 +71,13 @@ def test_sample_and_table_level_errors(coco, tmp_path):
     broken.write_text('{"images": [{"id": 1, "file_name": "a.jpg"}, {"id": ]}')
     with pytest.raises(ValueError, match="not valid COCO JSON"):
         list(coco_json.iter_section(str(broken), "images"))
+
+
+def test_polygons_are_kept_compact_and_bad_ones_as_they_are():
+    record = coco_json.object_record({"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 4, 4],
+                                      "segmentation": [[0, 0, 4, 0, 4, 4]]})
+    assert isinstance(record["segmentation"][0], bytes) and len(record["segmentation"][0]) == 24
+    bad = coco_json.object_record({"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 4, 4],
+                                   "segmentation": [[0, "x", 4, 0, 4, 4]]})
+    assert bad["segmentation"] == [[0, "x", 4, 0, 4, 4]]
+    assert coco_json.object_record({"image_id": None, "id": 3})[0]["ref"] == "annotation id 3"
