@@ -74,7 +74,8 @@ class JoinImages(beam.DoFn):
 
     def process(self, element, labels):
         key, records = element
-        joined, discards = dataset_records.join_image(key, list(records), labels, self.config.split_ratios)
+        rows = [dataset_records.unpack(packed) for packed in records]
+        joined, discards = dataset_records.join_image(key, rows, labels, self.config.split_ratios)
         self._rows_done.add(len(discards))
         for discard in discards:
             yield beam.pvalue.TaggedOutput(DISCARD, discard)
@@ -131,7 +132,7 @@ def build_dataset_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCol
         default_value={})
     joined = (
         records
-        | "KeyByImage" >> beam.Map(lambda row: (str(row.get("image_key")), row))
+        | "KeyByImage" >> beam.Map(lambda row: (str(row.get("image_key")), dataset_records.pack(row)))
         | "GroupByImage" >> beam.GroupByKey()
         | "JoinImages" >> beam.ParDo(JoinImages(config), labels).with_outputs(DISCARD, main="images")
     )
