@@ -81,3 +81,13 @@ def test_png_round_trip_and_box_mask():
     np.testing.assert_array_equal(instance_masks.decode_png(data), mask)
     box = instance_masks.box_mask((1.5, 2, 3, 2), 6, 8)
     assert box.sum() == 8 and box[2:4, 1:5].all()
+
+
+def test_compact_polygons_rasterise_as_the_lists_do():
+    polygons = [[2.5, 3.25, 12, 3, 12.75, 9.5, 2, 9], [0, 0, 3, 0, 3, 3]]
+    compact = instance_masks.compact_polygons(polygons)
+    assert all(isinstance(p, bytes) for p in compact)
+    np.testing.assert_array_equal(instance_masks.segmentation_mask(compact, 12, 16),
+                                  instance_masks.segmentation_mask(polygons, 12, 16))
+    for kept in ([[1, "x", 2, 2, 3, 3]], [[1, float("nan"), 2, 2, 3, 3]], {"size": [1, 1], "counts": [1]}, [], None):
+        assert instance_masks.compact_polygons(kept) is kept

@@ -73,3 +73,13 @@ def test_not_yolo_and_table_level_errors(tmp_path):
     (tmp_path / "images").mkdir()
     with pytest.raises(ValueError, match="without images"):
         yolo_source.open_yolo(str(tmp_path))
+
+
+def test_yaml_with_a_names_dict_and_an_image_list(tmp_path):
+    write_yolo(tmp_path, scenes(2))
+    (tmp_path / "train.txt").write_text("images/train/scene000.png\n\nimages/val/scene001.png\n")
+    (tmp_path / "data.yaml").write_text("train: train.txt\nnames: {0: cat, 1: dog, 2: person}\n")
+    table = yolo_source.open_yolo(str(tmp_path / "data.yaml"))
+    images = [i for i in _read(table) if i[RECORD] == IMAGE]
+    assert [(i["image_uri"], i["split"]) for i in images] == [("images/train/scene000.png", "TRAIN"),
+                                                              ("images/val/scene001.png", "TRAIN")]
