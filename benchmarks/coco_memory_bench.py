@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/coco_memory_bench.py --scale 0.1 # a tenth of it, to try the script
 
 A synthetic instances file of COCO 2017 train's shape is written as it streams (never held in memory):
-its images, its annotations (one polygon of 24 points each, two decimals, as COCO's are), 80 categories
+its images, its annotations (one polygon of 26 points each, two decimals, as COCO's are), 80 categories
 with COCO's sparse ids. Image files are 100 small PNGs that every image entry names in turn (the
 pipeline's memory does not depend on image sizes: each image is read, encoded and dropped). The
 conversion runs in a fresh child process, local runner, validate="header"; the figure is that
@@ -46,7 +46,7 @@ def write_coco(path: Path, images: int, annotations: int) -> int:
         out.write('], "annotations": [')
         for a in range(1, annotations + 1):
             x, y = rng.uniform(1, SIDE / 2), rng.uniform(1, SIDE / 2)
-            points = [round(v, 2) for k in range(24) for v in (x + rng.uniform(0, SIDE / 2 - 2), y + rng.uniform(0, SIDE / 2 - 2))]
+            points = [round(v, 2) for k in range(26) for v in (x + rng.uniform(0, SIDE / 2 - 2), y + rng.uniform(0, SIDE / 2 - 2))]
             xs, ys = points[0::2], points[1::2]
             out.write(("," if a > 1 else "") + json.dumps(
                 {"segmentation": [points], "area": round(rng.uniform(10, 900), 3), "iscrowd": 0,

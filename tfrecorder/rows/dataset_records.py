@@ -17,6 +17,7 @@ a written Example or a line of discarded.csv.
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from tfrecorder.core import splits, types
@@ -41,15 +42,17 @@ FIELDS = (RECORD, "ref", "image_key", "image_uri", "split", "source_id", "width"
           "area", "difficult", "truncated", "view", "instance_index")
 
 
-def pack(row: Row) -> tuple:
-    """A record as the tuple of its FIELDS' values: what the pipeline groups by image holds no key names
-    (a third of a COCO annotation's encoded size). Fields outside FIELDS are dropped."""
-    return tuple(row.get(field) for field in FIELDS)
+def pack(row: Row) -> bytes:
+    """A record as one bytes value: the pickled tuple of its FIELDS' values (fields outside FIELDS are
+    dropped). What the pipeline groups by image is held as one small object per record, without key
+    names: a runner that keeps a GroupByKey's input in memory (Beam's in-process runner keeps it
+    decoded) holds ≈300 bytes per COCO annotation instead of ≈800 of dicts, lists and floats."""
+    return pickle.dumps(tuple(row.get(field) for field in FIELDS), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def unpack(packed: Sequence[Any]) -> Row:
-    """The record `pack` made (fields that were None are left out)."""
-    return {field: value for field, value in zip(FIELDS, packed) if value is not None}
+def unpack(packed: bytes) -> Row:
+    """The record `pack` made (fields that were None are left out). Only ever given `pack`'s own bytes."""
+    return {field: value for field, value in zip(FIELDS, pickle.loads(packed)) if value is not None}
 
 
 def is_dataset_table(columns: Sequence[str]) -> bool:
