@@ -126,3 +126,10 @@ def parent_dir(path: str) -> str:
     if storage.is_remote(path):
         return posixpath.dirname(path.rstrip("/"))
     return os.path.dirname(os.path.abspath(path))
+
+
+def top_names(path: str, listed: Sequence[str]) -> set[str]:
+    """The first path component under `path` of every listed file (its folders' and files' names)."""
+    prefix = path.rstrip("/").replace("\\", "/") + "/"
+    return {f.replace("\\", "/")[len(prefix):].split("/", 1)[0] for f in listed
+            if f.replace("\\", "/").startswith(prefix)}

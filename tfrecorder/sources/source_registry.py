@@ -32,14 +32,13 @@ from tfrecorder.sources.source_protocol import Table
 def open_table(source: Union[pd.DataFrame, str, os.PathLike], annotation_format: Optional[str] = None,
                encoding: str = DEFAULT_ENCODING, image_root: Optional[str] = None) -> Table:
     """Recognise the source and open it as a Table from a sample; raise ValueError for anything unusable.
-    `encoding` (checked by conversion_options) is a CSV file's; `image_root` where a dataset's image
-    names resolve (COCO, YOLO lists)."""
+    `encoding` (checked by conversion_options) is a CSV file's; `image_root` where a COCO file's image
+    names resolve."""
     dataset = open_dataset(source, image_root) if annotation_format is None else None
     if dataset is not None:
         return dataset
     if image_root is not None:
-        raise ValueError("image_root applies to COCO files and Pascal VOC or YOLO folders; "
-                         f"{source!r} is none of them")
+        raise ValueError(f"image_root applies to COCO instances files; {source!r} is not one")
     annotations = open_annotations(source, annotation_format)
     if annotations is not None:
         return annotations
@@ -52,17 +51,16 @@ def open_table(source: Union[pd.DataFrame, str, os.PathLike], annotation_format:
 
 
 def open_dataset(source: Any, image_root: Optional[str] = None) -> Optional[Table]:
-    """A COCO file, a Pascal VOC folder or a YOLO folder (or its data.yaml) as a Table, else None."""
+    """A COCO instances file or a YOLO data.yaml as a Table, else None (Pascal VOC and YOLO folders are
+    recognised with the other folders, from their one listing: `_open_directory`)."""
     if not isinstance(source, (str, os.PathLike)):
         return None
     path = os.fspath(source)
     if parquet_files.is_parquet_name(path) or parquet_files.is_glob(path):
         return None
-    is_file = storage.exists(path) and not storage.is_dir(path)  # exists() first: a gs:// folder is no object
+    is_file = storage.exists(path.rstrip("/")) if storage.is_remote(path) else os.path.isfile(path)
     if is_file:
         return open_coco(path, image_root) or open_yolo(path)
-    if storage.is_dir(path):
-        return open_voc(path) or open_yolo(path)
     return None
 
 
@@ -89,8 +87,11 @@ def _open_path(path: str, encoding: str) -> Table:
 
 
 def _open_directory(path: str, listed: list[str]) -> Table:
-    """A directory (its absolute path or URL, and every file under it) holding Parquet files is a
-    Parquet source; otherwise a SPLIT/LABEL image folder."""
+    """A directory (its absolute path or URL, and every file under it): a Pascal VOC or YOLO dataset,
+    Parquet files, else a SPLIT/LABEL image folder."""
+    dataset = open_voc(path, listed) or open_yolo(path, listed)
+    if dataset is not None:
+        return dataset
     if parquet_files.parquet_files_in(path.rstrip("/"), listed):
         return open_parquet(path, listed)
     return open_image_folder(path, listed)

@@ -22,7 +22,7 @@ import pandas as pd
 from tfrecorder.core.schema import Schema
 from tfrecorder.io import storage
 from tfrecorder.rows.dataset_records import DATASET_COLUMNS, IMAGE, OBJECT, PIXELS, RECORD, Row
-from tfrecorder.sources.source_protocol import REASONED, SAMPLE_ROWS, Table
+from tfrecorder.sources.source_protocol import REASONED, SAMPLE_ROWS, Table, top_names
 
 SPLIT_FILES = (("TRAIN", "train"), ("VALIDATION", "val"), ("TEST", "test"))
 MAX_XML_BYTES = 16 << 20  # an annotation file larger than this is discarded unread
@@ -33,7 +33,10 @@ def _join(*names: str) -> str:
     return storage.join(*names) if storage.is_remote(names[0]) else os.path.join(*names)
 
 
-def looks_like_voc(path: str) -> bool:
+def looks_like_voc(path: str, listed: Optional[Sequence[str]] = None) -> bool:
+    """A folder holding Annotations/ and JPEGImages/ (from its listing when given)."""
+    if listed is not None:
+        return {"Annotations", "JPEGImages"} <= top_names(path, listed)
     return storage.is_dir(_join(path, "Annotations")) and storage.is_dir(_join(path, "JPEGImages"))
 
 
@@ -158,10 +161,10 @@ def _parts(root: str) -> tuple[tuple[str, str], ...]:
     return tuple(parts) or (("", ALL),)
 
 
-def open_voc(path: str) -> Optional[VocTable]:
-    """A VocTable if `path` is a Pascal VOC folder, else None; ValueError when it lists no image or its
-    first annotation files are malformed XML."""
-    if not looks_like_voc(path):
+def open_voc(path: str, listed: Optional[Sequence[str]] = None) -> Optional[VocTable]:
+    """A VocTable if `path` is a Pascal VOC folder (`listed`: every file under it, when the caller listed
+    it), else None; ValueError when it lists no image or its first annotation files are malformed XML."""
+    if not looks_like_voc(path, listed):
         return None
     root = path if storage.is_remote(path) else os.path.abspath(path)
     rows = VocRows(root, _parts(root))

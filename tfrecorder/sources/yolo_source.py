@@ -22,7 +22,7 @@ import pandas as pd
 from tfrecorder.core.schema import IMAGE_SUFFIXES, Schema
 from tfrecorder.io import storage
 from tfrecorder.rows.dataset_records import DATASET_COLUMNS, IMAGE, OBJECT, RECORD, RELATIVE, Row, category
-from tfrecorder.sources.source_protocol import REASONED, SAMPLE_ROWS, Table
+from tfrecorder.sources.source_protocol import REASONED, SAMPLE_ROWS, Table, top_names
 
 SPLIT_KEYS = (("train", "TRAIN"), ("val", "VALIDATION"), ("test", "TEST"))
 MAX_LABEL_BYTES = 16 << 20
@@ -197,12 +197,17 @@ def _folder_parts(root: str) -> list[tuple[str, str]]:
     return parts or [("", "images")]
 
 
-def open_yolo(path: str) -> Optional[YoloTable]:
-    """A YoloTable if `path` is a YOLO data.yaml or a folder of one (or images/ + labels/), else None."""
-    is_dir = storage.is_dir(path)
+def open_yolo(path: str, listed: Optional[Sequence[str]] = None) -> Optional[YoloTable]:
+    """A YoloTable if `path` is a YOLO data.yaml or a folder of one (or images/ + labels/), else None.
+    `listed`: every file under the folder, when the caller listed it (then it is not listed again)."""
+    is_dir = listed is not None or storage.is_dir(path)
     yaml_path = _join(path, "data.yaml") if is_dir else path
-    if is_dir and not storage.exists(yaml_path):
-        if not (storage.is_dir(_join(path, "images")) and storage.is_dir(_join(path, "labels"))):
+    names = top_names(path, listed) if listed is not None else None
+    has_yaml = ("data.yaml" in names) if names is not None else is_dir and storage.exists(yaml_path)
+    if is_dir and not has_yaml:
+        folders = ({"images", "labels"} <= names) if names is not None else (
+            storage.is_dir(_join(path, "images")) and storage.is_dir(_join(path, "labels")))
+        if not folders:
             return None
         yaml_path = None
     elif not is_dir and not path.lower().endswith((".yaml", ".yml")):

@@ -182,6 +182,6 @@ def test_table_level_problems_fail_before_work_starts(tmp_path):
         tfrecorder.convert(str(broken), str(tmp_path / "out"), progress=False)
     table = tmp_path / "t.csv"
     table.write_text("image_uri,label\na.png,cat\n")
-    with pytest.raises(ValueError, match="image_root applies to"):
+    with pytest.raises(ValueError, match="image_root applies to COCO"):
         tfrecorder.convert(str(table), str(tmp_path / "out"), image_root=str(tmp_path), progress=False)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

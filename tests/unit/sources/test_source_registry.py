@@ -100,5 +100,5 @@ def test_detection_datasets_are_recognised_from_content(tmp_path):
     assert isinstance(source_registry.open_table(str(write_voc(tmp_path / "voc", scenes(2)))), VocTable)
     assert isinstance(source_registry.open_table(str(write_yolo(tmp_path / "yolo", scenes(2)))), YoloTable)
     assert isinstance(source_registry.open_table(str(tmp_path / "yolo" / "data.yaml")), YoloTable)
-    with pytest.raises(ValueError, match="image_root applies to"):
+    with pytest.raises(ValueError, match="image_root applies to COCO"):
         source_registry.open_table(FRAME, image_root="x")
