@@ -63,7 +63,7 @@ CHILD = """
 import sys, json
 sys.path.insert(0, {root!r})
 import tfrecorder
-result = tfrecorder.convert({source!r}, {output!r}, validate="header", progress=False)
+result = tfrecorder.convert({source!r}, {output!r}, validate="header", progress=False, beam_options={beam_options!r})
 peak = 0
 with open("/proc/self/status") as status:
     for line in status:
@@ -102,6 +102,8 @@ def _hwm(pid: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of COCO 2017 train's size")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="Beam worker processes (direct_running_mode=multi_processing); 0: the in-process runner")
     args = parser.parse_args()
     from PIL import Image
 
@@ -120,7 +122,9 @@ def main() -> int:
         size = write_coco(source, int(IMAGES * args.scale), int(ANNOTATIONS * args.scale))
         print(f"synthetic file: {size / 1e6:,.0f} MB, {int(IMAGES * args.scale):,} images, "
               f"{int(ANNOTATIONS * args.scale):,} annotations ({time.monotonic() - started:.0f} s to write)")
-        code = CHILD.format(root=str(ROOT), source=str(source), output=str(work_dir / "out"))
+        beam_options = ({"direct_running_mode": "multi_processing", "direct_num_workers": args.workers}
+                        if args.workers else {"direct_num_workers": 1})
+        code = CHILD.format(root=str(ROOT), source=str(source), output=str(work_dir / "out"), beam_options=beam_options)
         started = time.monotonic()
         child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
                                  env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
