@@ -1,8 +1,8 @@
 """What every source kind provides: a `Table` the driver opens from a sample, and a `RowSource` workers read.
 
 A source kind is one module of this package (csv_source, parquet_source, dataframe_source,
-image_folder_source, annotation_source, coco_source, voc_source, yolo_source) registered in `source_registry`. The driver opens the source
-as a Table (columns, a sample for schema inference, a row estimate: never the whole source), and the
+image_folder_source, annotation_source, coco_source, voc_source, yolo_source) registered in
+`source_registry`. The driver opens the source as a Table (columns, a sample for schema inference, a row estimate: never the whole source), and the
 Table hands the pipeline a RowSource: a small frozen value, pickled to every worker, that says how the
 source is cut into parts and how one part reads into rows. The pipeline's read stage
 (beam_pipelines.steps.read_rows) knows only this protocol, never a kind.
