@@ -15,6 +15,7 @@ def test_open_and_read_every_part(tmp_path):
     path = write_coco(tmp_path, scenes(4))
     table = coco_source.open_coco(str(path))
     assert table.columns == list(DATASET_COLUMNS) and len(table.sample) == 4 and table.rows_estimated
+    assert table.rows_estimate == max(4, path.stat().st_size // coco_source.BYTES_PER_RECORD)
     assert table.base_dir == str(tmp_path / "train")  # annotations/instances_train.json → train/
     assert table.worker_files() == [str(path)]
     rows = pickle.loads(pickle.dumps(table.row_source(dataset_schema(), "")))
