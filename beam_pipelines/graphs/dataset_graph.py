@@ -1,13 +1,15 @@
 """The conversion graph of a detection dataset (COCO, Pascal VOC, YOLO): records joined per image in the pipeline.
 
-    read records ─┬► categories + object names ─► label map ─────────────────(side input)─┐
-                  └► key by image id ─► GroupByKey ─► join image + objects ─► batch ─► encode + write pieces
-                                                           └──── discards ◄──────────────────┘
+    read records ─┬► categories + object names ─► label map ─────────────────────(side input)─┐
+                  └► spill to buckets by image id ─► GroupByKey(bucket) ─► join per image ─► batch ─► encode
+                                                                              └──── discards ◄──────┘
     pieces ─► plan + assemble shards;  everything ─► finalize (label_map.pbtxt, metadata.json, publish)
 
 The source yields category, image and object records (tfrecorder.rows.dataset_records); an object meets
-its image only here, in a GroupByKey on the image id, so neither the driver nor any one DoFn holds the
-dataset's annotations. Only small records are grouped: masks are rasterised when an image is encoded.
+its image only here (steps/join_buckets: records spilled to bucket files by image id, a GroupByKey of
+the buckets' part files, each bucket grouped by image id in memory), so neither the driver nor any one
+DoFn holds the dataset's annotations, and no runner buffers them. Masks are rasterised when an image is
+encoded.
 Every image and object record read is either inside a written Example or discarded (metadata.json
 checks the sum).
 """
@@ -23,7 +25,7 @@ from beam_pipelines.steps import read_rows
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import EncodeAndWritePieces, read_image
 from beam_pipelines.steps.fetch_images import reader_for
-from beam_pipelines.steps.progress_counters import RowsDone
+from beam_pipelines.steps.join_buckets import JoinRecords
 from tfrecorder.format import detection_keys, file_names, job_directory
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
@@ -61,26 +63,6 @@ def _labelled(row: dict) -> bool:
 
 def _counted(row: dict) -> bool:
     return row.get(dataset_records.RECORD) != dataset_records.CATEGORY
-
-
-class JoinImages(beam.DoFn):
-    """(image id, records) → a JoinedImage to encode, and the group's discards."""
-
-    def __init__(self, config: JobConfig) -> None:
-        self.config = config
-
-    def setup(self) -> None:
-        self._rows_done = RowsDone(self.config)
-
-    def process(self, element, labels):
-        key, records = element
-        rows = [dataset_records.unpack(packed) for packed in records]
-        joined, discards = dataset_records.join_image(key, rows, labels, self.config.split_ratios)
-        self._rows_done.add(len(discards))
-        for discard in discards:
-            yield beam.pvalue.TaggedOutput(DISCARD, discard)
-        if joined is not None:
-            yield joined
 
 
 class EncodeDatasetImages(EncodeAndWritePieces):
@@ -130,14 +112,9 @@ def build_dataset_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCol
     labels = AsSingleton(
         rows | "Labelled" >> beam.Filter(_labelled) | "LabelMap" >> beam.CombineGlobally(LabelMapFn()).without_defaults(),
         default_value={})
-    joined = (
-        records
-        | "KeyByImage" >> beam.Map(lambda row: (str(row.get("image_key")), dataset_records.pack(row)))
-        | "GroupByImage" >> beam.GroupByKey()
-        | "JoinImages" >> beam.ParDo(JoinImages(config), labels).with_outputs(DISCARD, main="images")
-    )
+    joined = records | "Join" >> JoinRecords(config, labels)
     encoded = (
-        joined.images  # spread over the workers by the GroupByKey already: no reshuffle (nor its buffer)
+        joined.images  # spread over the workers by the join's GroupByKey already: no reshuffle (nor its buffer)
         | "BatchImages" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
         | "EncodeAndWrite" >> beam.ParDo(EncodeDatasetImages(config), labels).with_outputs(
             DISCARD, ROWS_WRITTEN, main="pieces")
