@@ -85,3 +85,8 @@ def test_attempt_names_are_fresh_each_time():
     temporary = file_names.temporary_file_name("train-00000-of-00001.tfrecord")
     assert temporary.startswith(".train-00000-of-00001.tfrecord.") and temporary != file_names.temporary_file_name(
         "train-00000-of-00001.tfrecord")
+
+
+def test_join_part_names_are_fresh_per_part_and_name_their_bucket():
+    first, second = file_names.join_part_name(7), file_names.join_part_name(7)
+    assert first != second and first.startswith("join-0007-") and first.endswith(file_names.PART_SUFFIX)
