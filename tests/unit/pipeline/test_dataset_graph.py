@@ -185,3 +185,15 @@ def test_table_level_problems_fail_before_work_starts(tmp_path):
     with pytest.raises(ValueError, match="image_root applies to COCO"):
         tfrecorder.convert(str(table), str(tmp_path / "out"), image_root=str(tmp_path), progress=False)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_coco_file_and_its_images_on_gcs(gcs, tmp_path, tf):
+    path = write_coco(tmp_path / "coco", SCENES[:2])
+    gcs.upload("gs://tfr-coco/annotations/instances_val.json", path.read_bytes())
+    for scene in SCENES[:2]:
+        gcs.upload(f"gs://tfr-coco/images/{scene.name}.png", (tmp_path / "coco" / "train" / f"{scene.name}.png").read_bytes())
+    result = tfrecorder.convert("gs://tfr-coco/annotations/instances_val.json", str(tmp_path / "out"),
+                                image_root="gs://tfr-coco/images", progress=False)
+    assert result.metadata["discarded"] == 0 and result.metadata["splits"]["VALIDATION"]["records"] == 2
+    records = _records(tf, result["tfrecord_dir"])
+    np.testing.assert_array_equal(records["scene000"]["masks"][0], SCENES[0].objects[0].mask)
