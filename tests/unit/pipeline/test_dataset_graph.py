@@ -197,3 +197,15 @@ def test_a_coco_file_and_its_images_on_gcs(gcs, tmp_path, tf):
     assert result.metadata["discarded"] == 0 and result.metadata["splits"]["VALIDATION"]["records"] == 2
     records = _records(tf, result["tfrecord_dir"])
     np.testing.assert_array_equal(records["scene000"]["masks"][0], SCENES[0].objects[0].mask)
+
+
+def test_a_voc_folder_on_gcs(gcs, tmp_path, tf):
+    root = write_voc(tmp_path / "voc", SCENES[:2])
+    for path in root.rglob("*"):
+        if path.is_file():
+            gcs.upload(f"gs://tfr-voc/VOC/{path.relative_to(root).as_posix()}", path.read_bytes())
+    result = tfrecorder.convert("gs://tfr-voc/VOC", str(tmp_path / "out"), progress=False)
+    assert result.metadata["discarded"] == 0 and result.metadata["records_written"] == 2
+    records = _records(tf, result["tfrecord_dir"])
+    np.testing.assert_array_equal(records["scene000"]["masks"][0], SCENES[0].objects[0].mask)
+    assert records["scene000"]["image/segmentation/class/encoded"].startswith(b"\x89PNG")
