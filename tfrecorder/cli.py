@@ -143,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--image_root", "--image-root", dest="image_root",
                          help="where a COCO file's image names resolve (default: the images folder beside "
                               "annotations/, else the JSON file's folder)")
+    convert.add_argument("--split", help="the split of every image of a COCO file: train, validation, test or "
+                         "unassigned (default: from each file's name, e.g. instances_val2017.json)")
     convert.add_argument("--box_units", choices=["relative", "pixels"],
                          help="box coordinates of a detection table: relative 0-1 (default) or pixels")
     convert.add_argument("--project", help="Google Cloud project (DataflowRunner)")
@@ -270,7 +272,8 @@ def _run_convert(args: argparse.Namespace) -> int:
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
                      "split_ratios", "validate", "fetch_concurrency", "max_image_pixels", "max_image_bytes",
                      "project", "region", "verbose", "progress",
-                     "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem", "image_root")
+                     "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem", "image_root",
+                     "split")
         if getattr(args, name) is not None
     }
     if args.schema is not None:

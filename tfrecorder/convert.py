@@ -33,7 +33,7 @@ from tfrecorder.rows.table_stats import StatsCounter, TableStats
 from tfrecorder.rows.value_coercion import check_sample, is_missing
 from tfrecorder.sources.csv_text import DEFAULT_ENCODING
 from tfrecorder.sources.source_protocol import Table
-from tfrecorder.sources.source_registry import open_table
+from tfrecorder.sources.source_registry import Source, open_table
 
 logger = logging.getLogger("tfrecorder")
 
@@ -66,11 +66,11 @@ def _resolve_schema(table: Table, schema: Union[Schema, Mapping[str, Any], None]
     return resolved
 
 
-def _open_table(source: Union[pd.DataFrame, str, os.PathLike], schema: Union[Schema, Mapping[str, Any], None],
-                options: ConvertOptions, image_root: Optional[str] = None) -> tuple[Table, Schema, bool]:
+def _open_table(source: Source, schema: Union[Schema, Mapping[str, Any], None], options: ConvertOptions,
+                image_root: Optional[str] = None, split: Optional[str] = None) -> tuple[Table, Schema, bool]:
     """The source as a Table (read from a sample only), its resolved Schema, and whether it is an
     object-detection table."""
-    table = open_table(source, options.annotation_format, options.encoding, image_root)
+    table = open_table(source, options.annotation_format, options.encoding, image_root, split)
     if dataset_records.is_dataset_table(table.columns):
         return table, dataset_records.dataset_schema(), True
     check_column_names(table.columns)
@@ -111,7 +111,7 @@ def _check_in_driver(table: Table, schema: Schema, split_ratios) -> None:
 
 @leaves_logging_alone
 def convert(
-    source: Union[pd.DataFrame, str, os.PathLike],
+    source: Source,
     output_dir: Union[str, os.PathLike],
     *,
     schema: Union[Schema, Mapping[str, Any], None] = None,
@@ -138,6 +138,7 @@ def convert(
     box_units: str = "relative",
     encoding: str = DEFAULT_ENCODING,
     image_root: Optional[Union[str, os.PathLike]] = None,
+    split: Optional[str] = None,
     **legacy_options: Any,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file, Parquet files (a file, a directory or a glob) or SPLIT/LABEL image
@@ -171,7 +172,10 @@ def convert(
     A COCO instances file, a Pascal VOC folder or a YOLO folder (or its data.yaml) is recognised from its
     content and written with instance masks, crowd flags, areas and semantic masks where the dataset has
     them, and a label_map.pbtxt of the dataset's own ids; `image_root` is where a COCO file's image names
-    resolve (docs/object-detection.md).
+    resolve (docs/object-detection.md). A COCO dataset delivered as one file per split converts as one
+    job: pass a list of the files, a glob (`"annotations/instances_*2017.json"`) or their folder; each
+    file's split comes from its name (train/val/test), or from `split=` ("train", "validation", "test",
+    "unassigned": assigned by hash), which every image of the COCO file(s) takes.
 
     `encoding` is a CSV file's text encoding (default UTF-8, a byte-order mark skipped): any codec Python
     knows, e.g. "latin-1" or "utf-16". A row holding bytes invalid in it is discarded as `invalid text`
@@ -188,7 +192,10 @@ def convert(
     if legacy_options:
         source, schema = v2_compat.legacy_arguments(source, schema, legacy_options)
     output = OutputLocation.of(output_dir)  # normalised once; the launch constrains it, the options check it
-    if not isinstance(source, pd.DataFrame):
+    if isinstance(source, (list, tuple)):
+        source = [storage.user_path(path, "source") if isinstance(path, (str, os.PathLike)) else path
+                  for path in source]
+    elif not isinstance(source, pd.DataFrame):
         source = storage.user_path(source, "source")
     launch = launch_for(runner, output, project, region, job_label, beam_options, tfrecorder_wheel,
                         dataflow_options=dataflow_options, shared_filesystem=shared_filesystem)
@@ -200,7 +207,7 @@ def convert(
         progress=progress)
     if image_root is not None:
         image_root = storage.user_path(image_root, "image_root")
-    table, resolved_schema, is_detection = _open_table(source, schema, options, image_root)
+    table, resolved_schema, is_detection = _open_table(source, schema, options, image_root, split)
     is_dataset = dataset_records.is_dataset_table(table.columns)
     launch.check_table(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)

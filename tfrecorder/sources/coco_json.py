@@ -128,9 +128,10 @@ def category_record(item: Any) -> Optional[dict]:
     return None  # an unusable category: its annotations are discarded as of an unknown category id
 
 
-def iter_section(path: str, section: str) -> Iterator[Parsed]:
-    """The records of one section of a COCO file (category records, image records or object records)."""
-    split = split_of_file(path)
+def iter_section(path: str, section: str, split: Optional[str] = None) -> Iterator[Parsed]:
+    """The records of one section of a COCO file (category records, image records or object records);
+    images take `split` when given, else the split the file's name says (`split_of_file`)."""
+    split = split if split is not None else split_of_file(path)
     for item in _items(path, section):
         if section == "categories":
             record = category_record(item)
@@ -142,10 +143,24 @@ def iter_section(path: str, section: str) -> Iterator[Parsed]:
             yield object_record(item)
 
 
-def sample_images(path: str, count: int) -> list[dict]:
+def read_categories(path: str) -> dict[int, str]:
+    """A COCO file's categories as {id: name} (unusable items left out), for the driver's check that the
+    files of one dataset agree. Streams to the end of the `categories` array only: memory for the
+    categories, time for one pass when they come last (as in COCO's own files)."""
+    ijson = _ijson()
+    with storage.open_read(path) as stream:
+        try:
+            items = next(ijson.items(stream, "categories", use_float=True), None)
+        except ijson.JSONError as exc:
+            raise ValueError(f"{path} is not valid COCO JSON: {exc}") from None
+    records = (category_record(item) for item in (items if isinstance(items, list) else []))
+    return {r["category_id"]: r["label"] for r in records if r is not None}
+
+
+def sample_images(path: str, count: int, split: Optional[str] = None) -> list[dict]:
     """The first `count` image records (the driver's sample); ValueError if the file has none or its
     JSON is broken before then."""
-    images = [r for r in itertools.islice(iter_section(path, "images"), count) if isinstance(r, dict)]
+    images = [r for r in itertools.islice(iter_section(path, "images", split), count) if isinstance(r, dict)]
     if not images:
         raise ValueError(f"{path} is a COCO file without images: there is nothing to convert")
     return images
