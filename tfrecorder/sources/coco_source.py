@@ -178,7 +178,7 @@ def open_coco(path: str, image_root: Optional[str] = None, split: Optional[str] 
     return CocoTable(list(DATASET_COLUMNS), sample, base, estimate, True, rows=CocoRows(path, split=split))
 
 
-def _common_root(roots: Sequence[str]) -> str:
+def common_root(roots: Sequence[str]) -> str:
     """The deepest folder holding every image root (all local, or all in one bucket), else "" (image
     names then stay absolute)."""
     if all(not storage.is_remote(root) for root in roots):
@@ -191,7 +191,7 @@ def _common_root(roots: Sequence[str]) -> str:
     return head + posixpath.commonpath(["/" + root[len(head):].strip("/") for root in roots]).rstrip("/")
 
 
-def _relative_to(root: str, base: str) -> str:
+def folder_under(root: str, base: str) -> str:
     """The folder prefix of an image root under the job's base_dir ("" when equal; the whole root,
     absolute, when there is no common base)."""
     if not base:
@@ -231,8 +231,8 @@ def open_coco_files(paths: Sequence[str], image_root: Optional[str] = None,
             raise ValueError(f"{path} declares other categories than {paths[0]} (e.g. id, name: {differing}); "
                              "the files of one dataset must share their categories")
     roots = [_absolute(image_root if image_root is not None else default_image_root(path)) for path in paths]
-    base = _common_root(roots)
-    files = tuple(CocoRows(path, split=split, image_prefix=_relative_to(root, base), key_prefix=f"{tag}:")
+    base = common_root(roots)
+    files = tuple(CocoRows(path, split=split, image_prefix=folder_under(root, base), key_prefix=f"{tag}:")
                   for path, root, tag in zip(paths, roots, tags))
     samples = [pd.DataFrame([files[i]._placed(r) for r in sample_images(path, SAMPLE_ROWS // len(paths), split)],
                             columns=list(DATASET_COLUMNS)) for i, path in enumerate(paths)]

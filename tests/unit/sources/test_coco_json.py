@@ -81,3 +81,15 @@ def test_polygons_are_kept_compact_and_bad_ones_as_they_are():
                                    "segmentation": [[0, "x", 4, 0, 4, 4]]})
     assert bad["segmentation"] == [[0, "x", 4, 0, 4, 4]]
     assert coco_json.object_record({"image_id": None, "id": 3})[0]["ref"] == "annotation id 3"
+
+
+def test_categories_read_to_the_end_of_their_array(coco, tmp_path):
+    assert coco_json.read_categories(coco) == {2: "cat", 5: "dog", 8: "person"}
+    first = tmp_path / "categories_first.json"  # read stops once the array ends: the rest is never parsed
+    first.write_text('{"categories": [{"id": 1, "name": "a"}, {"id": "x", "name": "b"}], "images": [ broken')
+    assert coco_json.read_categories(str(first)) == {1: "a"}
+    last = tmp_path / "broken.json"
+    last.write_text('{"images": [ broken], "categories": []}')
+    with pytest.raises(ValueError, match="not valid COCO JSON"):
+        coco_json.read_categories(str(last))
+    assert [i["split"] for i in coco_json.iter_section(coco, "images", "TEST")] == ["TEST"] * 4

@@ -102,3 +102,32 @@ def test_detection_datasets_are_recognised_from_content(tmp_path):
     assert isinstance(source_registry.open_table(str(tmp_path / "yolo" / "data.yaml")), YoloTable)
     with pytest.raises(ValueError, match="image_root applies to COCO"):
         source_registry.open_table(FRAME, image_root="x")
+
+
+def test_coco_files_of_one_dataset_as_a_glob_a_folder_or_a_list(tmp_path):
+    from support.datasets import scenes, write_coco
+    from tfrecorder.sources.coco_source import CocoFilesTable, CocoTable
+
+    train = write_coco(tmp_path, scenes(2), name="train2017")
+    val = write_coco(tmp_path, scenes(2, seed=1), name="val2017")
+    (tmp_path / "annotations" / "captions_train2017.json").write_text('{"annotations": []}')  # not instances_*
+    by_glob = source_registry.open_table(str(tmp_path / "annotations" / "instances_*2017.json"))
+    by_folder = source_registry.open_table(str(tmp_path / "annotations"))
+    by_list = source_registry.open_table((train, str(val)))
+    for table in (by_glob, by_folder, by_list):
+        assert isinstance(table, CocoFilesTable) and table.worker_files() == [str(train), str(val)]
+    assert isinstance(source_registry.open_table([train], split="test"), CocoTable)
+    assert isinstance(source_registry.open_table(str(tmp_path / "annotations" / "instances_t*.json")), CocoTable)
+    with pytest.raises(ValueError, match="matches no file"):
+        source_registry.open_table(str(tmp_path / "annotations" / "instances_*2014.json"))
+    with pytest.raises(ValueError, match="split must be one of"):
+        source_registry.open_table(str(train), split="dev")
+    with pytest.raises(ValueError, match="split applies to COCO"):
+        source_registry.open_table(FRAME, split="train")
+    folder = tmp_path / "pets" / "TRAIN" / "cat"
+    folder.mkdir(parents=True)
+    (folder / "a.png").write_bytes((tmp_path / "train2017" / "scene000.png").read_bytes())
+    with pytest.raises(ValueError, match="split applies to COCO"):
+        source_registry.open_table(str(tmp_path / "pets"), split="train")  # a SPLIT/LABEL image folder
+    with pytest.raises(ValueError, match="a list of sources is the COCO instances files"):
+        source_registry.open_table([FRAME])
