@@ -209,3 +209,40 @@ def test_a_voc_folder_on_gcs(gcs, tmp_path, tf):
     records = _records(tf, result["tfrecord_dir"])
     np.testing.assert_array_equal(records["scene000"]["masks"][0], SCENES[0].objects[0].mask)
     assert records["scene000"]["image/segmentation/class/encoded"].startswith(b"\x89PNG")
+
+
+def test_coco_files_of_one_dataset_convert_as_one_job_with_their_splits(tmp_path, tf):
+    """instances_train + instances_val (a glob), both numbering their images from 1: each file's images
+    keep its split, its folder and its ids (an id in both files is no duplicate); a bad annotation of the
+    val file is discarded under its file's key."""
+    write_coco(tmp_path, SCENES[:5], name="train2017")
+    val = coco_document(SCENES[5:])  # ids 1..3 again
+    val["annotations"].append({"id": 990, "image_id": 99, "category_id": 2, "bbox": [1, 1, 5, 5], "iscrowd": 0})
+    write_coco(tmp_path, SCENES[5:], name="val2017", document=val)
+    result = tfrecorder.convert(str(tmp_path / "annotations" / "instances_*2017.json"), str(tmp_path / "out"),
+                                progress=False)
+    metadata = result.metadata
+    objects = sum(len(scene.objects) for scene in SCENES)
+    assert metadata["rows_in"] == len(SCENES) + objects + 1 and metadata["discarded"] == 1
+    assert {s: info["records"] for s, info in metadata["splits"].items()} == {"TRAIN": 5, "VALIDATION": 3}
+    assert [(d["image_key"], d["reason"]) for d in discards_of(result["tfrecord_dir"])] == [
+        ("instances_val2017.json:99", "unknown image id: no image has id 'instances_val2017.json:99'")]
+    records = _records(tf, result["tfrecord_dir"])
+    for number, scene in enumerate(SCENES):
+        example = records[scene.name]
+        assert example["split"] == ("TRAIN" if number < 5 else "VALIDATION")
+        assert example["image/source_id"].decode() == str(number + 1 if number < 5 else number - 4)
+        for obj, mask in zip(scene.objects, example["masks"]):
+            np.testing.assert_array_equal(mask, obj.mask)
+
+
+def test_split_option_for_a_coco_file_whose_name_says_none(tmp_path):
+    path = write_coco(tmp_path, SCENES[:3], name="photos")
+    loose = path.with_name("dataset.json")
+    path.rename(loose)
+    result = tfrecorder.convert(str(loose), str(tmp_path / "out"), image_root=str(tmp_path / "photos"),
+                                split="validation", progress=False)
+    assert list(result.metadata["splits"]) == ["VALIDATION"] and result.metadata["discarded"] == 0
+    with pytest.raises(ValueError, match="split must be one of train, validation, test or unassigned"):
+        tfrecorder.convert(str(loose), str(tmp_path / "bad"), split="val", progress=False)
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
