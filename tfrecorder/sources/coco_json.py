@@ -13,7 +13,9 @@ file name, a bbox that is not four numbers) becomes a (row, reason) discard.
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import re
 import posixpath
 from typing import Any, Iterator, Optional, Union
 
@@ -23,6 +25,8 @@ from tfrecorder.rows.instance_masks import compact_polygons
 
 SECTIONS = ("categories", "images", "annotations")
 SNIFF_BYTES = 1 << 20  # the head read to recognise a COCO file
+TAIL_BYTES = 4 << 20  # the tail read for a file's categories (COCO's 80 take ≈6 KB, LVIS's 1,203 ≈1 MB)
+_CATEGORIES_KEY = re.compile(rb'(\\*)"categories"\s*:\s*\[')
 _TOP_KEYS = {"info", "licenses", "images", "annotations", "categories", "type"}
 
 Parsed = Union[dict, tuple[dict, str]]
@@ -143,16 +147,40 @@ def iter_section(path: str, section: str, split: Optional[str] = None) -> Iterat
             yield object_record(item)
 
 
+def _categories_at_end(path: str) -> Optional[list]:
+    """The `categories` array when it is the document's last member and lies in its last TAIL_BYTES (as
+    in COCO's own files), read from that range alone; else None."""
+    size = storage.size(path)
+    start = max(0, size - TAIL_BYTES)
+    tail = storage.read_range(path, start, size - start)
+    decoder = json.JSONDecoder()
+    for match in reversed(list(_CATEGORIES_KEY.finditer(tail))):
+        backslashes = len(match.group(1))
+        if backslashes % 2:  # an escaped quote: inside some string
+            continue
+        try:
+            text = tail[match.end() - 1:].decode("utf-8")
+            value, end = decoder.raw_decode(text)
+        except ValueError:
+            continue
+        if text[end:].strip() == "}":  # the array closes the top-level object: the document's own key
+            return value if isinstance(value, list) else None
+    return None
+
+
 def read_categories(path: str) -> dict[int, str]:
     """A COCO file's categories as {id: name} (unusable items left out), for the driver's check that the
-    files of one dataset agree. Streams to the end of the `categories` array only: memory for the
-    categories, time for one pass when they come last (as in COCO's own files)."""
-    ijson = _ijson()
-    with storage.open_read(path) as stream:
-        try:
-            items = next(ijson.items(stream, "categories", use_float=True), None)
-        except ijson.JSONError as exc:
-            raise ValueError(f"{path} is not valid COCO JSON: {exc}") from None
+    files of one dataset agree. Read from the file's tail when they are its last member (COCO's own
+    files: one range read), else streamed up to the end of the `categories` array (memory for the
+    categories; a pass over the file when they come late)."""
+    items = _categories_at_end(path)
+    if items is None:
+        ijson = _ijson()
+        with storage.open_read(path) as stream:
+            try:
+                items = next(ijson.items(stream, "categories", use_float=True), None)
+            except ijson.JSONError as exc:
+                raise ValueError(f"{path} is not valid COCO JSON: {exc}") from None
     records = (category_record(item) for item in (items if isinstance(items, list) else []))
     return {r["category_id"]: r["label"] for r in records if r is not None}
 

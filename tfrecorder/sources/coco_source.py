@@ -11,8 +11,9 @@ A dataset delivered as one file per split (`instances_train2017.json`, `instance
 glob, a directory of `instances_*.json` or a list of paths) is one job (`open_coco_files`): each file
 keeps its split (from its name, or the `split` option), its images' folder and its own image ids (a
 record's image key is prefixed with its file's name, so equal ids in two files never meet in the join).
-The files must declare the same categories: the driver reads each file's `categories` (streamed to the
-end of that array) and raises one ValueError naming the first file that differs. Workers read the
+The files must declare the same categories: the driver reads each file's `categories` (coco_json.
+read_categories: from the file's tail when they come last) and raises one ValueError naming the first
+file that differs. Workers read the
 categories of the first file and the images and annotations of every file, one part each.
 """
 from __future__ import annotations

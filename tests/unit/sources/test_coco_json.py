@@ -88,8 +88,15 @@ def test_categories_read_to_the_end_of_their_array(coco, tmp_path):
     first = tmp_path / "categories_first.json"  # read stops once the array ends: the rest is never parsed
     first.write_text('{"categories": [{"id": 1, "name": "a"}, {"id": "x", "name": "b"}], "images": [ broken')
     assert coco_json.read_categories(str(first)) == {1: "a"}
-    last = tmp_path / "broken.json"
-    last.write_text('{"images": [ broken], "categories": []}')
+    last = tmp_path / "last.json"  # last, as in COCO's files: read from the tail alone (the head is never parsed)
+    last.write_text('{"images": [ broken], "annotations": [{"x": "\\"categories\\": [1]"}],\n'
+                    '"categories" : [{"id": 4, "name": "é\\"x", "q\\"categories": [1]}] }\n')
+    assert coco_json.read_categories(str(last)) == {4: 'é"x'}
+    nested = tmp_path / "nested.json"  # a "categories" key that is not the document's: streamed instead
+    nested.write_text('{"categories": [{"id": 1, "name": "a"}], "info": {"categories": [{"id": 2, "name": "b"}]}}')
+    assert coco_json.read_categories(str(nested)) == {1: "a"}
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"images": [ broken], "categories": [}')
     with pytest.raises(ValueError, match="not valid COCO JSON"):
-        coco_json.read_categories(str(last))
+        coco_json.read_categories(str(broken))
     assert [i["split"] for i in coco_json.iter_section(coco, "images", "TEST")] == ["TEST"] * 4
