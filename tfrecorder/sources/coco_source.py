@@ -151,13 +151,15 @@ def check_split(split: Optional[str]) -> Optional[str]:
 
 def default_image_root(path: str) -> str:
     """Where a COCO file's image names resolve when no image_root is given: `<root>/<name>/` beside an
-    `annotations/instances_<name>.json` when that folder exists, else the JSON file's folder."""
+    `annotations/instances_<name>.json` when that folder exists (on gs://: holds an object), else the
+    JSON file's folder."""
     folder = parent_dir(path)
     stem = posixpath.splitext(posixpath.basename(path.replace("\\", "/")))[0]
     name = stem.split("_", 1)[1] if "_" in stem else stem
-    if not storage.is_remote(folder) and os.path.basename(folder) == "annotations":
-        candidate = os.path.join(os.path.dirname(folder), name)
-        if os.path.isdir(candidate):
+    remote = storage.is_remote(folder)
+    if (posixpath if remote else os.path).basename(folder) == "annotations":
+        candidate = storage.join((posixpath if remote else os.path).dirname(folder), name)
+        if storage.holds_files(candidate):
             return candidate
     return folder
 

@@ -121,3 +121,11 @@ def test_gcs_failures_become_os_errors_naming_the_url(error, expected_type, mess
     assert (type(raised.value), raised.value.strerror, raised.value.filename) == (expected_type, message, "gs://bucket/a.jpg")
     io_errno = errno.EINVAL if isinstance(error, api_exceptions.BadRequest) else errno.EIO  # a bad name is the row's
     assert raised.value.errno == {FileNotFoundError: errno.ENOENT, PermissionError: errno.EACCES}.get(expected_type, io_errno)
+
+
+def test_a_prefix_holds_objects_without_listing_it_all(gcs):
+    for name in ("held/folder/", "held/folder/a.txt", "held/placeholder-only/"):
+        gcs.upload(f"gs://{BUCKET}/{name}", b"x")
+    assert gcs_io.holds_objects(f"gs://{BUCKET}/held/folder") and storage.holds_files(f"gs://{BUCKET}/held/folder/")
+    assert not gcs_io.holds_objects(f"gs://{BUCKET}/held/placeholder-only")
+    assert not storage.holds_files(f"gs://{BUCKET}/held/fold")  # a prefix of a name is no folder

@@ -85,3 +85,9 @@ def test_check_writable_dir_probes_the_nearest_existing_ancestor(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match=f"cannot be a directory: {tmp_path / 'file'} is a file"):
         storage.check_writable_dir(str(tmp_path / "file" / "out"))
+
+
+def test_holds_files_of_a_local_directory(tmp_path):
+    (tmp_path / "f.txt").write_text("x")
+    assert storage.holds_files(str(tmp_path)) and not storage.holds_files(str(tmp_path / "f.txt"))
+    assert not storage.holds_files(str(tmp_path / "absent"))

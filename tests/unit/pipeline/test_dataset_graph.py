@@ -246,3 +246,17 @@ def test_split_option_for_a_coco_file_whose_name_says_none(tmp_path):
     with pytest.raises(ValueError, match="split must be one of train, validation, test or unassigned"):
         tfrecorder.convert(str(loose), str(tmp_path / "bad"), split="val", progress=False)
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir())
+
+
+def test_coco_files_on_gcs_find_their_image_folders(gcs, tmp_path):
+    """gs://b/coco/annotations/instances_{train,val}.json with their images in gs://b/coco/{train,val}/."""
+    for name, items in (("train", SCENES[:2]), ("val", SCENES[2:3])):
+        path = write_coco(tmp_path / "coco", items, name=name)
+        gcs.upload(f"gs://tfr-coco-split/coco/annotations/{path.name}", path.read_bytes())
+        for scene in items:
+            gcs.upload(f"gs://tfr-coco-split/coco/{name}/{scene.name}.png",
+                       (tmp_path / "coco" / name / f"{scene.name}.png").read_bytes())
+    result = tfrecorder.convert("gs://tfr-coco-split/coco/annotations/instances_*.json", str(tmp_path / "out"),
+                                validate="header", progress=False)
+    assert result.metadata["discarded"] == 0
+    assert {s: info["records"] for s, info in result.metadata["splits"].items()} == {"TRAIN": 2, "VALIDATION": 1}
