@@ -246,11 +246,15 @@ def open_coco_files(paths: Sequence[str], image_root: Optional[str] = None,
 
 def coco_files_in(path: str, listed: Sequence[str]) -> list[str]:
     """The `instances_*.json` files directly in a folder (its absolute path or URL, and its listing),
-    sorted."""
+    else those in its `annotations/` (the root of COCO's layout), sorted."""
     prefix = path.rstrip("/").replace("\\", "/") + "/"
-    found = []
-    for name in listed:
-        relative = name.replace("\\", "/")[len(prefix):] if name.replace("\\", "/").startswith(prefix) else ""
-        if "/" not in relative and relative.startswith("instances_") and relative.lower().endswith(".json"):
-            found.append(name)
-    return sorted(found)
+    for folder in ("", "annotations/"):
+        found = []
+        for name in listed:
+            slashed = name.replace("\\", "/")
+            relative = slashed[len(prefix + folder):] if slashed.startswith(prefix + folder) else ""
+            if "/" not in relative and relative.startswith("instances_") and relative.lower().endswith(".json"):
+                found.append(name)
+        if found:
+            return sorted(found)
+    return []

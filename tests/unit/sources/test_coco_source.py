@@ -122,3 +122,5 @@ def test_image_folders_under_one_base():
     listed = ["/d/annotations/instances_val.json", "/d/annotations/instances_train.json",
               "/d/annotations/captions_train.json", "/d/annotations/old/instances_x.json"]
     assert coco_source.coco_files_in("/d/annotations", listed) == listed[1::-1]
+    assert coco_source.coco_files_in("/d", listed + ["/d/val/a.jpg"]) == listed[1::-1]  # COCO's root folder
+    assert coco_source.coco_files_in("/d/val", ["/d/val/a.jpg"]) == []

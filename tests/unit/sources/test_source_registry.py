@@ -114,7 +114,8 @@ def test_coco_files_of_one_dataset_as_a_glob_a_folder_or_a_list(tmp_path):
     by_glob = source_registry.open_table(str(tmp_path / "annotations" / "instances_*2017.json"))
     by_folder = source_registry.open_table(str(tmp_path / "annotations"))
     by_list = source_registry.open_table((train, str(val)))
-    for table in (by_glob, by_folder, by_list):
+    by_root = source_registry.open_table(str(tmp_path))  # COCO's root: annotations/ beside the image folders
+    for table in (by_glob, by_folder, by_list, by_root):
         assert isinstance(table, CocoFilesTable) and table.worker_files() == [str(train), str(val)]
     assert isinstance(source_registry.open_table([train], split="test"), CocoTable)
     assert isinstance(source_registry.open_table(str(tmp_path / "annotations" / "instances_t*.json")), CocoTable)
