@@ -237,8 +237,9 @@ def open_coco_files(paths: Sequence[str], image_root: Optional[str] = None,
     base = common_root(roots)
     files = tuple(CocoRows(path, split=split, image_prefix=folder_under(root, base), key_prefix=f"{tag}:")
                   for path, root, tag in zip(paths, roots, tags))
-    samples = [pd.DataFrame([files[i]._placed(r) for r in sample_images(path, max(1, SAMPLE_ROWS // len(paths)), split)],
-                            columns=list(DATASET_COLUMNS)) for i, path in enumerate(paths)]
+    each = max(1, SAMPLE_ROWS // len(paths))
+    samples = [pd.DataFrame([rows._placed(r) for r in sample_images(rows.path, each, split)],
+                            columns=list(DATASET_COLUMNS)) for rows in files]
     sample = pd.concat(samples, ignore_index=True)
     estimate = max(len(sample), sum(storage.size(path) for path in paths) // BYTES_PER_RECORD)
     return CocoFilesTable(list(DATASET_COLUMNS), sample, base, estimate, True, rows=CocoFilesRows(files))
