@@ -149,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
                               "vertex_jsonl (default: recognised from its content)")
     convert.add_argument("--encoding", help="text encoding of a CSV source (default utf-8; e.g. latin-1, utf-16); "
                          "rows holding bytes invalid in it are discarded as invalid text")
+    convert.add_argument("--image_root", "--image-root", dest="image_root",
+                         help="where a COCO file's image names resolve (default: the images folder beside "
+                              "annotations/, else the JSON file's folder)")
+    convert.add_argument("--split", help="the split of every image of a COCO file: train, validation, test or "
+                         "unassigned (default: from each file's name, e.g. instances_val2017.json)")
     convert.add_argument("--box_units", choices=["relative", "pixels"],
                          help="box coordinates of a detection table: relative 0-1 (default) or pixels")
     convert.add_argument("--project", help="Google Cloud project (DataflowRunner)")
@@ -340,7 +345,8 @@ def _run_convert(args: argparse.Namespace) -> int:
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
                      "split_ratios", "validate", "fetch_concurrency", "max_image_pixels", "max_image_bytes",
                      "project", "region", "verbose", "progress",
-                     "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem", "resume")
+                     "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem", "resume",
+                     "image_root", "split")
         if getattr(args, name) is not None
     }
     if args.schema is not None:

@@ -32,12 +32,12 @@ from tfrecorder.options.job_config import JobConfig
 from tfrecorder.options.job_fingerprint import job_fingerprint
 from tfrecorder.options.job_resumption import check_resume, choose_job_dir
 from tfrecorder.result import ConversionResult, DataflowConversionResult
-from tfrecorder.rows import detection_encoder
+from tfrecorder.rows import dataset_records, detection_encoder
 from tfrecorder.rows.table_stats import StatsCounter, TableStats
 from tfrecorder.rows.value_coercion import check_sample, is_missing
 from tfrecorder.sources.csv_text import DEFAULT_ENCODING
 from tfrecorder.sources.source_protocol import Table
-from tfrecorder.sources.source_registry import open_table
+from tfrecorder.sources.source_registry import Source, open_table
 
 logger = logging.getLogger("tfrecorder")
 
@@ -71,11 +71,13 @@ def _resolve_schema(table: Table, schema: Union[Schema, Mapping[str, Any], None]
     return resolved
 
 
-def _open_table(source: Union[pd.DataFrame, str, os.PathLike], schema: Union[Schema, Mapping[str, Any], None],
-                options: ConvertOptions) -> tuple[Table, Schema, bool]:
+def _open_table(source: Source, schema: Union[Schema, Mapping[str, Any], None], options: ConvertOptions,
+                image_root: Optional[str] = None, split: Optional[str] = None) -> tuple[Table, Schema, bool]:
     """The source as a Table (read from a sample only), its resolved Schema, and whether it is an
     object-detection table."""
-    table = open_table(source, options.annotation_format, options.encoding)
+    table = open_table(source, options.annotation_format, options.encoding, image_root, split)
+    if dataset_records.is_dataset_table(table.columns):
+        return table, dataset_records.dataset_schema(), True
     check_column_names(table.columns)
     is_detection = detection_encoder.is_detection_table(table.columns)
     resolved = (detection_encoder.detection_schema(table.columns) if is_detection
@@ -114,7 +116,7 @@ def _check_in_driver(table: Table, schema: Schema, split_ratios, require_train: 
 
 @leaves_logging_alone
 def convert(
-    source: Union[pd.DataFrame, str, os.PathLike],
+    source: Source,
     output_dir: Union[str, os.PathLike],
     *,
     schema: Union[Schema, Mapping[str, Any], None] = None,
@@ -140,6 +142,8 @@ def convert(
     annotation_format: Optional[str] = None,
     box_units: str = "relative",
     encoding: str = DEFAULT_ENCODING,
+    image_root: Optional[Union[str, os.PathLike]] = None,
+    split: Optional[str] = None,
     resume: Union[str, bool] = "auto",
     _base: Optional[BaseJob] = None,
     **legacy_options: Any,
@@ -172,6 +176,13 @@ def convert(
     `box_units="pixels"` for pixel coordinates), a headerless AutoML Vision CSV or a Vertex AI JSONL
     file writes one Example per image with the TF Object Detection API keys and a label_map.pbtxt.
     `annotation_format` forces how a headerless file is read (see tfrecorder.sources.annotation_files.FORMATS).
+    A COCO instances file, a Pascal VOC folder or a YOLO folder (or its data.yaml) is recognised from its
+    content and written with instance masks, crowd flags, areas and semantic masks where the dataset has
+    them, and a label_map.pbtxt of the dataset's own ids; `image_root` is where a COCO file's image names
+    resolve (docs/object-detection.md). A COCO dataset delivered as one file per split converts as one
+    job: pass a list of the files, a glob (`"annotations/instances_*2017.json"`) or their folder; each
+    file's split comes from its name (train/val/test), or from `split=` ("train", "validation", "test",
+    "unassigned": assigned by hash), which every image of the COCO file(s) takes.
 
     `encoding` is a CSV file's text encoding (default UTF-8, a byte-order mark skipped): any codec Python
     knows, e.g. "latin-1" or "utf-16". A row holding bytes invalid in it is discarded as `invalid text`
@@ -197,7 +208,10 @@ def convert(
     if legacy_options:
         source, schema = v2_compat.legacy_arguments(source, schema, legacy_options)
     output = OutputLocation.of(output_dir)  # normalised once; the launch constrains it, the options check it
-    if not isinstance(source, pd.DataFrame):
+    if isinstance(source, (list, tuple)):
+        source = [storage.user_path(path, "source") if isinstance(path, (str, os.PathLike)) else path
+                  for path in source]
+    elif not isinstance(source, pd.DataFrame):
         source = storage.user_path(source, "source")
     launch = launch_for(runner, output, project, region, job_label, beam_options, tfrecorder_wheel,
                         dataflow_options=dataflow_options, shared_filesystem=shared_filesystem)
@@ -207,9 +221,12 @@ def convert(
         fetch_concurrency=fetch_concurrency, max_image_pixels=max_image_pixels, max_image_bytes=max_image_bytes,
         box_units=box_units, annotation_format=annotation_format, encoding=encoding, verbose=verbose,
         progress=progress)
-    table, resolved_schema, is_detection = _open_table(source, schema, options)
+    if image_root is not None:
+        image_root = storage.user_path(image_root, "image_root")
+    table, resolved_schema, is_detection = _open_table(source, schema, options, image_root, split)
+    is_dataset = dataset_records.is_dataset_table(table.columns)
     if _base is not None:  # an append: the new rows must fit the parent (issue 28)
-        if is_detection or _base.task:
+        if is_detection or is_dataset or _base.task:
             raise ValueError("appending to an object-detection job is not supported yet; convert the whole table")
         _base.check_columns(table.columns)
         _base = dataclasses.replace(_base, new_rows_estimate=int(table.rows_estimate or 0))
@@ -219,9 +236,11 @@ def convert(
     _check_in_driver(table, resolved_schema, options.split_ratios, require_train=_base is None)
     resume = check_resume(resume)
 
-    if _base is not None and resume is True:
-        raise ValueError("resume=True: an append cannot be continued yet; run it again with resume='auto' or False")
-    resumable = getattr(launch, "resumable", False) and _base is None  # appends take the graph without part commits
+    # Appends and COCO/VOC/YOLO datasets take graphs without part commits for now: they start afresh.
+    not_continued = "an append" if _base is not None else "a COCO, VOC or YOLO dataset job" if is_dataset else None
+    if not_continued and resume is True:
+        raise ValueError(f"resume=True: {not_continued} cannot be continued yet; use resume='auto' or False")
+    resumable = getattr(launch, "resumable", False) and not_continued is None
     fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection) if resumable else None
     job = choose_job_dir(options.output_dir, options.job_label, fingerprint, resume, table.rows_estimate, None,
                          version=None if _base is None else _base.next_version)
@@ -248,7 +267,9 @@ def convert(
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,
                                                encoding_pool=not is_detection)
-            if is_detection:
+            if is_dataset:
+                from beam_pipelines.graphs.dataset_graph import build_dataset_graph as build_graph
+            elif is_detection:
                 from beam_pipelines.graphs.detection_graph import build_detection_graph as build_graph
             else:
                 from beam_pipelines.graphs.image_graph import build_image_graph as build_graph

@@ -29,6 +29,7 @@ from tfrecorder.io import storage
 from tfrecorder.errors import CorruptDataError
 from tfrecorder.format.finished_job import JobInfo
 from tfrecorder.format.typed_values import decode_image, record_values
+from tfrecorder.reading.dataset_masks import decode_dataset_values, is_dataset_features
 from tfrecorder.format.framing import read_records, unframe_record
 
 Index = Union[int, slice, Sequence[int], np.ndarray]
@@ -114,6 +115,8 @@ class DataSource:
 
     def _values(self, record: bytes) -> dict[str, Any]:
         values = record_values(record, self._job.features)
+        if self.decode_images and is_dataset_features(self._job.features):  # COCO, VOC, YOLO: masks too
+            return decode_dataset_values(values, self.channels)
         if self.decode_images:
             for prefix in self._job.image_prefixes:
                 values[prefix] = decode_image(values[prefix], self.channels)

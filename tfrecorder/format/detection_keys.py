@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from tfrecorder.format.file_names import LABEL_MAP_FILE
 
@@ -23,6 +23,10 @@ ENCODED, FORMAT, HEIGHT, WIDTH = "image/encoded", "image/format", "image/height"
 FILENAME, SOURCE_ID, URI = "image/filename", "image/source_id", "image/uri"
 XMIN, YMIN, XMAX, YMAX = "image/object/bbox/xmin", "image/object/bbox/ymin", "image/object/bbox/xmax", "image/object/bbox/ymax"
 CLASS_TEXT, CLASS_LABEL = "image/object/class/text", "image/object/class/label"
+# Datasets (COCO, Pascal VOC, YOLO): what the OD API's create_coco_tf_record.py and create_pascal_tf_record.py add
+MASK, IS_CROWD, AREA = "image/object/mask", "image/object/is_crowd", "image/object/area"
+DIFFICULT, TRUNCATED, VIEW = "image/object/difficult", "image/object/truncated", "image/object/view"
+SEGMENTATION, SEGMENTATION_FORMAT = "image/segmentation/class/encoded", "image/segmentation/class/format"
 
 
 def source_id(uri: str) -> str:
@@ -41,10 +45,16 @@ def label_ids(vocabulary: Sequence[str]) -> dict[str, int]:
 
 def label_map_pbtxt(vocabulary: Sequence[str]) -> str:
     """The OD API's label_map.pbtxt text: `item { id: 1 name: 'cat' }` per label."""
-    def quoted(name: str) -> str:
-        return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return label_map_of({i: name for name, i in label_ids(vocabulary).items()})
 
-    return "".join(f"item {{\n  id: {i}\n  name: {quoted(name)}\n}}\n" for name, i in label_ids(vocabulary).items())
+
+def label_map_of(items: Mapping[int, str]) -> str:
+    """label_map.pbtxt of a dataset's own category ids (COCO's sparse ids kept), in id order."""
+    return "".join(f"item {{\n  id: {i}\n  name: {_quoted(name)}\n}}\n" for i, name in sorted(items.items()))
+
+
+def _quoted(name: str) -> str:
+    return "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 _ITEM = re.compile(r"item\s*\{\s*id:\s*(\d+)\s*name:\s*'((?:[^'\\]|\\.)*)'\s*\}")
@@ -67,6 +77,27 @@ def feature_spec() -> dict[str, dict[str, Any]]:
     spec = {name: {"dtype": dtype, "shape": [], "allow_missing": False} for name, dtype in scalar.items()}
     spec.update({name: {"dtype": dtype, "shape": None, "allow_missing": False} for name, dtype in lists.items()})
     return spec
+
+
+def dataset_feature_spec() -> dict[str, dict[str, Any]]:
+    """metadata.json "features" of a dataset job (COCO, VOC, YOLO): the detection keys, the per-object
+    lists every dataset record holds, and the optional semantic mask (absent when the image has none)."""
+    spec = feature_spec()
+    lists = {MASK: "string", IS_CROWD: "int64", AREA: "float32", DIFFICULT: "int64", TRUNCATED: "int64",
+             VIEW: "string"}
+    spec.update({name: {"dtype": dtype, "shape": None, "allow_missing": False} for name, dtype in lists.items()})
+    spec.update({name: {"dtype": "string", "shape": [], "allow_missing": True}
+                 for name in (SEGMENTATION, SEGMENTATION_FORMAT)})
+    return spec
+
+
+def dataset_metadata(label_map: Mapping[int, str], dataset: str) -> dict[str, Any]:
+    """The detection part of metadata.json for a dataset job: the dataset's own ids, masks' keys."""
+    document = detection_metadata([], "pixels")
+    document["label_map"] = {str(i): name for i, name in sorted(label_map.items())}
+    document["detection"].update(dataset=dataset, masks=MASK, is_crowd=IS_CROWD, area=AREA, difficult=DIFFICULT,
+                                 segmentation=SEGMENTATION)
+    return document
 
 
 def detection_metadata(vocabulary: Sequence[str], box_units: str) -> dict[str, Any]:

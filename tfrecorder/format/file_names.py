@@ -149,6 +149,11 @@ def discard_part_name() -> str:
     return f"{uuid.uuid4().hex}{PART_SUFFIX}"
 
 
+def join_part_name(bucket: int) -> str:
+    """A fresh name per written part of one join bucket (dataset jobs' records, spilled under _work/)."""
+    return f"join-{bucket:04d}-{uuid.uuid4().hex}{PART_SUFFIX}"
+
+
 def temporary_file_name(name: str) -> str:
     """A hidden, attempt-unique name next to `name`, renamed onto it once complete (local files)."""
     return f".{name}.{uuid.uuid4().hex}"

@@ -254,6 +254,15 @@ def list_dirs(prefix_url: str) -> list[str]:
         return sorted(f"{SCHEME}{bucket}/{prefix.rstrip('/')}" for prefix in blobs.prefixes)
 
 
+def holds_objects(prefix_url: str) -> bool:
+    """Whether the "directory" prefix_url holds any object (one listing call for at most a page: not
+    the whole folder)."""
+    bucket, name = split_url(prefix_url.rstrip("/") + "/")
+    with os_errors(prefix_url):
+        blobs = client().list_blobs(bucket, prefix=name, max_results=2, retry=RETRY)
+        return any(not b.name.endswith("/") for b in blobs)
+
+
 def copy(source_url: str, destination_url: str) -> None:
     """Server-side copy (rewrite: one request unless the object is large or changes location)."""
     source = _blob(source_url)

@@ -273,6 +273,15 @@ def is_dir(path: str) -> bool:
     return not exists(path.rstrip("/")) and bool(list_files(path))
 
 
+def holds_files(path: str) -> bool:
+    """A local directory, or a remote prefix holding at least one object (found without listing it all)."""
+    if gcs.is_gcs(path):
+        return gcs.holds_objects(path)
+    if is_remote(path):
+        return bool(list_files(path))
+    return os.path.isdir(path)
+
+
 def size(path: str) -> int:
     if gcs.is_gcs(path):
         return gcs.size(path)

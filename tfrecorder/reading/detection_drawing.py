@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import io
 import json
-from typing import Any
+from typing import Any, Sequence
 
 from tfrecorder.format import detection_keys
 from tfrecorder.io import storage
@@ -25,13 +25,19 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def draw_boxes(data: bytes, boxes: list[tuple[float, float, float, float]], names: list[str], size: int) -> bytes:
-    """A PNG thumbnail (longest side `size`) of the image with each [ymin, xmin, ymax, xmax] box and its name."""
+def draw_boxes(data: bytes, boxes: list[tuple[float, float, float, float]], names: list[str], size: int,
+               masks: Sequence[bytes] = ()) -> bytes:
+    """A PNG thumbnail (longest side `size`) of the image with each [ymin, xmin, ymax, xmax] box and its name,
+    and each instance mask (a 0/1 PNG, dataset jobs) filled in its box's colour, half transparent."""
     from PIL import Image, ImageDraw
 
     with Image.open(io.BytesIO(data)) as image:
         scale = size / max(image.width, image.height)  # small images are enlarged so names stay readable
         thumb = image.convert("RGB").resize((max(1, round(image.width * scale)), max(1, round(image.height * scale))))
+    for i, mask_png in enumerate(masks):
+        with Image.open(io.BytesIO(mask_png)) as mask:
+            alpha = mask.convert("L").resize(thumb.size, Image.Resampling.NEAREST).point(lambda v: 110 if v else 0)
+        thumb.paste(Image.new("RGB", thumb.size, COLOURS[i % len(COLOURS)]), (0, 0), alpha)
     draw = ImageDraw.Draw(thumb)
     for i, ((ymin, xmin, ymax, xmax), name) in enumerate(zip(boxes, names)):
         colour = COLOURS[i % len(COLOURS)]
@@ -66,7 +72,8 @@ def detection_rows_and_tiles(examples: list[dict], output_dir: str, thumbnail: i
             row["image_file"] = name
             caption = [f"#{index} {len(boxes)} box{'es' if len(boxes) != 1 else ''}"]
             try:
-                tiles.append((draw_boxes(data, boxes, names, thumbnail), caption))
+                masks = [bytes(m) for m in example.get(detection_keys.MASK, [])]
+                tiles.append((draw_boxes(data, boxes, names, thumbnail, masks), caption))
             except (OSError, ValueError):
                 tiles.append((data, caption))
         row.update({

@@ -1,8 +1,8 @@
 """What every source kind provides: a `Table` the driver opens from a sample, and a `RowSource` workers read.
 
 A source kind is one module of this package (csv_source, parquet_source, dataframe_source,
-image_folder_source, annotation_source) registered in `source_registry`. The driver opens the source
-as a Table (columns, a sample for schema inference, a row estimate: never the whole source), and the
+image_folder_source, annotation_source, coco_source, voc_source, yolo_source) registered in
+`source_registry`. The driver opens the source as a Table (columns, a sample for schema inference, a row estimate: never the whole source), and the
 Table hands the pipeline a RowSource: a small frozen value, pickled to every worker, that says how the
 source is cut into parts and how one part reads into rows. The pipeline's read stage
 (beam_pipelines.steps.read_rows) knows only this protocol, never a kind.
@@ -126,3 +126,10 @@ def parent_dir(path: str) -> str:
     if storage.is_remote(path):
         return posixpath.dirname(path.rstrip("/"))
     return os.path.dirname(os.path.abspath(path))
+
+
+def top_names(path: str, listed: Sequence[str]) -> set[str]:
+    """The first path component under `path` of every listed file (its folders' and files' names)."""
+    prefix = path.rstrip("/").replace("\\", "/") + "/"
+    return {f.replace("\\", "/")[len(prefix):].split("/", 1)[0] for f in listed
+            if f.replace("\\", "/").startswith(prefix)}

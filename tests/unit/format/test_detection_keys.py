@@ -34,3 +34,19 @@ def test_keys_are_the_object_detection_api_s():
     metadata = detection_keys.detection_metadata(["cat", "dog"], "pixels")
     assert metadata["task"] == "detection" and metadata["label_map"] == {"1": "cat", "2": "dog"}
     assert metadata["label_map_file"] == "label_map.pbtxt" and metadata["detection"]["box_units_in"] == "pixels"
+
+
+def test_dataset_label_map_keeps_the_dataset_s_sparse_ids():
+    text = detection_keys.label_map_of({90: "toothbrush", 1: "person"})
+    assert text.startswith("item {\n  id: 1\n  name: 'person'\n}")
+    assert detection_keys.parse_label_map(text) == {1: "person", 90: "toothbrush"}
+
+
+def test_dataset_feature_spec_and_metadata():
+    spec = detection_keys.dataset_feature_spec()
+    assert spec[detection_keys.MASK] == {"dtype": "string", "shape": None, "allow_missing": False}
+    assert spec[detection_keys.SEGMENTATION]["allow_missing"] and spec[detection_keys.XMIN]["dtype"] == "float32"
+    assert detection_keys.MASK == "image/object/mask" and detection_keys.IS_CROWD == "image/object/is_crowd"
+    assert detection_keys.SEGMENTATION == "image/segmentation/class/encoded"
+    document = detection_keys.dataset_metadata({5: "dog", 2: "cat"}, "coco")
+    assert document["label_map"] == {"2": "cat", "5": "dog"} and document["detection"]["dataset"] == "coco"

@@ -100,3 +100,8 @@ def test_versions_are_named_after_the_timestamp_and_parse_back():
         "pets-20240506-110000", "pets-20240506-120007-v2", "pets-20240507-000000-v3"]
     assert keys_file_name("pets-20240506-120007-v2", "train-00001-of-00002.tfrecord") == \
         "keys/pets-20240506-120007-v2.train-00001-of-00002.tfrecord.keys"
+
+
+def test_join_part_names_are_fresh_per_part_and_name_their_bucket():
+    first, second = file_names.join_part_name(7), file_names.join_part_name(7)
+    assert first != second and first.startswith("join-0007-") and first.endswith(file_names.PART_SUFFIX)

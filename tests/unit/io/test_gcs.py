@@ -149,3 +149,11 @@ def test_directories_are_listed_one_level_deep(gcs, tmp_path):
     (tmp_path / "f").write_text("")
     assert storage.list_dirs(str(tmp_path)) == [str(tmp_path / "a")]
     assert storage.list_dirs(str(tmp_path / "missing")) == []
+
+
+def test_a_prefix_holds_objects_without_listing_it_all(gcs):
+    for name in ("held/folder/", "held/folder/a.txt", "held/placeholder-only/"):
+        gcs.upload(f"gs://{BUCKET}/{name}", b"x")
+    assert gcs_io.holds_objects(f"gs://{BUCKET}/held/folder") and storage.holds_files(f"gs://{BUCKET}/held/folder/")
+    assert not gcs_io.holds_objects(f"gs://{BUCKET}/held/placeholder-only")
+    assert not storage.holds_files(f"gs://{BUCKET}/held/fold")  # a prefix of a name is no folder

@@ -94,3 +94,9 @@ def test_exclusive_creation_keeps_the_first_content_and_leaves_no_staging_file(t
     assert open(path, "rb").read() == b"first" and os.listdir(tmp_path / "d") == ["k.json"]
     size, modified = storage.identity(path)
     assert size == 5 and modified == os.stat(path).st_mtime_ns
+
+
+def test_holds_files_of_a_local_directory(tmp_path):
+    (tmp_path / "f.txt").write_text("x")
+    assert storage.holds_files(str(tmp_path)) and not storage.holds_files(str(tmp_path / "f.txt"))
+    assert not storage.holds_files(str(tmp_path / "absent"))

@@ -78,3 +78,14 @@ def test_rows_and_tiles_write_original_bytes_and_keep_undrawable_images(tmp_path
     assert rows[0]["class_names"] == '["cat"]' and rows[0]["classes"] == "[1]" and rows[1]["boxes_ymin_xmin_ymax_xmax"] == "[]"
     assert [caption for _, caption in tiles] == [["#0 1 box"], ["#1 0 boxes"]]
     assert tiles[0][0][:8] == b"\x89PNG\r\n\x1a\n" and tiles[1][0] == b"not an image"  # undrawable: kept as stored
+
+
+def test_instance_masks_are_filled_in_their_box_colour():
+    from tfrecorder.rows.instance_masks import encode_png
+
+    image = encode_image(Image.fromarray(np.zeros((20, 20, 3), np.uint8)), "PNG")
+    mask = np.zeros((20, 20), np.uint8)
+    mask[:10, :10] = 1
+    drawn = Image.open(io.BytesIO(draw_boxes(image, [(0.0, 0.0, 0.5, 0.5)], ["cat"], 40, [encode_png(mask)])))
+    inside, outside = np.asarray(drawn.convert("RGB"))[12, 12], np.asarray(drawn.convert("RGB"))[30, 30]
+    assert inside.sum() > 0 and outside.sum() == 0

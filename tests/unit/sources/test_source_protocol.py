@@ -29,3 +29,10 @@ def test_a_table_infers_from_its_sample_and_asks_nothing_else_of_the_driver():
     assert table.default_schema() is None and table.rows_for_driver_check() is None and table.worker_files() == []
     with pytest.raises(NotImplementedError):
         table.row_source(table.infer_schema(), "job/_work")  # each kind says how workers read it
+
+
+def test_top_names_of_a_listing():
+    from tfrecorder.sources.source_protocol import top_names
+
+    listed = ["gs://b/d/Annotations/a.xml", "gs://b/d/data.yaml", "gs://b/dd/x.jpg", "gs://b/d/JPEGImages/a.jpg"]
+    assert top_names("gs://b/d/", listed) == {"Annotations", "data.yaml", "JPEGImages"}

@@ -85,3 +85,50 @@ def test_only_a_dataframe_is_checked_in_the_driver_and_only_files_are_read_by_wo
     assert frame.rows_for_driver_check() is not None and frame.worker_files() == []
     assert csv.rows_for_driver_check() is None and csv.worker_files() == [sources["csv"]]
     assert csv.rows_estimated and not frame.rows_estimated
+
+
+def test_detection_datasets_are_recognised_from_content(tmp_path):
+    from support.datasets import scenes, write_coco, write_voc, write_yolo
+    from tfrecorder.sources.coco_source import CocoTable
+    from tfrecorder.sources.voc_source import VocTable
+    from tfrecorder.sources.yolo_source import YoloTable
+
+    coco = write_coco(tmp_path / "coco", scenes(2))
+    renamed = coco.with_name("labels.txt")  # content, not the name, says COCO
+    renamed.write_bytes(coco.read_bytes())
+    assert isinstance(source_registry.open_table(str(renamed)), CocoTable)
+    assert isinstance(source_registry.open_table(str(write_voc(tmp_path / "voc", scenes(2)))), VocTable)
+    assert isinstance(source_registry.open_table(str(write_yolo(tmp_path / "yolo", scenes(2)))), YoloTable)
+    assert isinstance(source_registry.open_table(str(tmp_path / "yolo" / "data.yaml")), YoloTable)
+    with pytest.raises(ValueError, match="image_root applies to COCO"):
+        source_registry.open_table(FRAME, image_root="x")
+
+
+def test_coco_files_of_one_dataset_as_a_glob_a_folder_or_a_list(tmp_path):
+    from support.datasets import scenes, write_coco
+    from tfrecorder.sources.coco_source import CocoFilesTable, CocoTable
+
+    train = write_coco(tmp_path, scenes(2), name="train2017")
+    val = write_coco(tmp_path, scenes(2, seed=1), name="val2017")
+    (tmp_path / "annotations" / "captions_train2017.json").write_text('{"annotations": []}')  # not instances_*
+    by_glob = source_registry.open_table(str(tmp_path / "annotations" / "instances_*2017.json"))
+    by_folder = source_registry.open_table(str(tmp_path / "annotations"))
+    by_list = source_registry.open_table((train, str(val)))
+    by_root = source_registry.open_table(str(tmp_path))  # COCO's root: annotations/ beside the image folders
+    for table in (by_glob, by_folder, by_list, by_root):
+        assert isinstance(table, CocoFilesTable) and table.worker_files() == [str(train), str(val)]
+    assert isinstance(source_registry.open_table([train], split="test"), CocoTable)
+    assert isinstance(source_registry.open_table(str(tmp_path / "annotations" / "instances_t*.json")), CocoTable)
+    with pytest.raises(ValueError, match="matches no file"):
+        source_registry.open_table(str(tmp_path / "annotations" / "instances_*2014.json"))
+    with pytest.raises(ValueError, match="split must be one of"):
+        source_registry.open_table(str(train), split="dev")
+    with pytest.raises(ValueError, match="split applies to COCO"):
+        source_registry.open_table(FRAME, split="train")
+    folder = tmp_path / "pets" / "TRAIN" / "cat"
+    folder.mkdir(parents=True)
+    (folder / "a.png").write_bytes((tmp_path / "train2017" / "scene000.png").read_bytes())
+    with pytest.raises(ValueError, match="split applies to COCO"):
+        source_registry.open_table(str(tmp_path / "pets"), split="train")  # a SPLIT/LABEL image folder
+    with pytest.raises(ValueError, match="a list of sources is the COCO instances files"):
+        source_registry.open_table([FRAME])

@@ -138,3 +138,18 @@ def test_convert_no_resume_starts_a_new_job_beside_an_incomplete_one(tmp_path):
     done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"), "--no-resume",
                "--no_progress", entry=("-c", WITHOUT_TENSORFLOW))
     assert done.returncode == 0, done.stderr
+
+
+def test_convert_coco_with_image_root(tmp_path):
+    from support.datasets import scenes, write_coco
+
+    path = write_coco(tmp_path / "coco", scenes(2), name="photos")
+    loose = tmp_path / "instances.json"  # not beside its images: --image_root says where they are
+    loose.write_bytes(path.read_bytes())
+    done = run("convert", "--source", str(loose), "--output_dir", str(tmp_path / "out"), "--validate", "header",
+               "--image_root", str(tmp_path / "coco" / "photos"), "--split", "test",
+               entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 0, done.stderr
+    assert "rows in: 5" in done.stdout and "discarded: 0" in done.stdout and "TEST" in done.stdout
+    bad = run("convert", "--source", str(loose), "--output_dir", str(tmp_path / "out2"), "--split", "dev")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "split must be one of" in bad.stderr

@@ -1,0 +1,143 @@
+"""The conversion graph of a detection dataset (COCO, Pascal VOC, YOLO): records joined per image in the pipeline.
+
+    read records ─┬► categories + object names ─► label map ─────────────────────(side input)─┐
+                  └► spill to buckets by image id ─► GroupByKey(bucket) ─► join per image ─► batch ─► encode
+                                                                              └──── discards ◄──────┘
+    pieces ─► plan + assemble shards;  everything ─► finalize (label_map.pbtxt, metadata.json, publish)
+
+The source yields category, image and object records (tfrecorder.rows.dataset_records); an object meets
+its image only here (steps/join_buckets: records spilled to bucket files by image id, a GroupByKey of
+the buckets' part files, each bucket grouped by image id in memory), so neither the driver nor any one
+DoFn holds the dataset's annotations, and no runner buffers them. Masks are rasterised when an image is
+encoded.
+Every image and object record read is either inside a written Example or discarded (metadata.json
+checks the sum).
+"""
+from __future__ import annotations
+
+import functools
+
+import apache_beam as beam
+from apache_beam.pvalue import AsSingleton
+
+from beam_pipelines.graphs.job_outputs import write_outputs
+from beam_pipelines.steps import read_rows
+from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.encode_rows import EncodeAndWritePieces, read_image
+from beam_pipelines.steps.fetch_images import reader_for
+from beam_pipelines.steps.join_buckets import JoinRecords
+from tfrecorder.format import detection_keys, file_names, job_directory
+from tfrecorder.format.metadata_file import JobMetadata
+from tfrecorder.io import storage
+from tfrecorder.options.job_config import JobConfig
+from tfrecorder.rows import dataset_records
+from tfrecorder.rows.instance_encoder import InstanceEncoder
+
+ROWS_WRITTEN = "rows_written"
+
+
+class LabelMapFn(beam.CombineFn):
+    """The job's label map (id → name) from category records and object names: as small as the classes."""
+
+    def create_accumulator(self) -> dataset_records.LabelMapAccumulator:
+        return dataset_records.LabelMapAccumulator()
+
+    def add_input(self, accumulator, row):
+        accumulator.add(row)
+        return accumulator
+
+    def merge_accumulators(self, accumulators):
+        merged = dataset_records.LabelMapAccumulator()
+        for accumulator in accumulators:
+            merged.merge(accumulator)
+        return merged
+
+    def extract_output(self, accumulator) -> dict[int, str]:
+        return accumulator.result()
+
+
+def _labelled(row: dict) -> bool:
+    return row.get(dataset_records.RECORD) == dataset_records.CATEGORY or (
+        row.get(dataset_records.RECORD) == dataset_records.OBJECT and row.get("label") is not None)
+
+
+def _counted(row: dict) -> bool:
+    return row.get(dataset_records.RECORD) != dataset_records.CATEGORY
+
+
+class EncodeDatasetImages(EncodeAndWritePieces):
+    """Encode batches of joined images into Examples and write pieces; reports records written."""
+
+    def _instance_encoder(self) -> InstanceEncoder:
+        if self._encoder is None:
+            self._encoder = InstanceEncoder(base_dir=self.config.base_dir, image_size=self.config.image_size,
+                                            validate=self.config.validate,
+                                            max_image_pixels=self.config.max_image_pixels)
+        return self._encoder
+
+    def process(self, batch, labels):
+        encoder = self._instance_encoder()
+        fetched = self._fetcher.fetch(encoder.resolve(joined.uri) for joined in batch)
+        read = reader_for(fetched)
+        read_file = functools.partial(read_image, max_bytes=self.config.max_image_bytes)
+        pending = self._decoder.submit(fetched) if self._decoder else None
+        rows_written = 0
+        for joined in batch:
+            data, inside, discards = encoder.encode(joined, read, read_file, pending.verdict if pending else None)
+            for discard in discards:
+                yield beam.pvalue.TaggedOutput(DISCARD, discard)
+            if data is not None:
+                rows_written += inside
+                yield from self._write(joined.split, data, 0)
+            self._rows_done.add(1 + len(joined.objects))
+        if pending:
+            pending.wait()
+        if rows_written:
+            yield beam.pvalue.TaggedOutput(ROWS_WRITTEN, rows_written)
+
+
+def _count(pcoll, label: str):
+    return pcoll | label >> beam.combiners.Count.Globally().without_defaults()
+
+
+def build_dataset_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCollection:
+    """Add the dataset graph to `pipeline`; returns the PCollection holding the final directory."""
+    rows, malformed = read_rows.SourceParts(pipeline, config).branch("Rows") | "ReadRows" >> read_rows.ReadRows(config)
+    records = rows | "CountedRecords" >> beam.Filter(_counted)
+    rows_in = (
+        (_count(records, "CountRead"), _count(malformed, "CountMalformed"))
+        | "AllRows" >> beam.Flatten()
+        | "CountRows" >> beam.CombineGlobally(sum).without_defaults()
+    )
+    labels = AsSingleton(
+        rows | "Labelled" >> beam.Filter(_labelled) | "LabelMap" >> beam.CombineGlobally(LabelMapFn()).without_defaults(),
+        default_value={})
+    joined = records | "Join" >> JoinRecords(config, labels)
+    encoded = (
+        joined.images  # spread over the workers by the join's GroupByKey already: no reshuffle (nor its buffer)
+        | "BatchImages" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
+        | "EncodeAndWrite" >> beam.ParDo(EncodeDatasetImages(config), labels).with_outputs(
+            DISCARD, ROWS_WRITTEN, main="pieces")
+    )
+    rows_written = encoded[ROWS_WRITTEN] | "RowsWritten" >> beam.CombineGlobally(sum).without_defaults()
+    found = {"Read": malformed, "Join": joined[DISCARD], "Encode": encoded[DISCARD]}
+    return write_outputs(pipeline, config, encoded.pieces, found, finalize_dataset_job, labels,
+                         AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0))
+
+
+def finalize_dataset_job(_, config: JobConfig, shards, labels, rows_in, rows_written, discard_reasons, pieces):
+    """Write label_map.pbtxt (the dataset's own ids) and metadata.json, clean up, publish; safe to re-run."""
+    if not job_directory.is_published(config.final_dir):
+        names = [name for _id, name in sorted(labels.items())]
+        metadata = JobMetadata.build(config, shards, {"label": names}, rows_in, discard_reasons, {},
+                                     rows_written=rows_written)
+        metadata = metadata.updated(**detection_keys.dataset_metadata(labels, config.source.kind),
+                                    input_schema=metadata.document["schema"], schema={},
+                                    features=detection_keys.dataset_feature_spec())
+        storage.write_bytes(storage.join(config.temp_dir, file_names.LABEL_MAP_FILE),
+                            detection_keys.label_map_of(labels).encode("utf-8"))
+        for scratch in config.scratch_dirs:
+            storage.delete_tree(scratch)
+        metadata.write(config.temp_dir)
+    job_directory.finalize(config.temp_dir, config.final_dir)
+    yield config.final_dir
