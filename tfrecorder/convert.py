@@ -243,7 +243,8 @@ def convert(
     resumable = getattr(launch, "resumable", False) and not_continued is None
     fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection) if resumable else None
     job = choose_job_dir(options.output_dir, options.job_label, fingerprint, resume, table.rows_estimate, None,
-                         version=None if _base is None else _base.next_version)
+                         version=None if _base is None else _base.next_version,
+                         job_ended=getattr(launch, "job_ended", None))
     final_dir, temp_dir = job.final_dir, job.temp_dir
     try:
         with local_progress(launch.shows_progress(options.progress), table.rows_estimate) as progress_dir:
@@ -275,7 +276,8 @@ def convert(
                 from beam_pipelines.graphs.image_graph import build_image_graph as build_graph
             submitted = launch.run(build_graph, config, beam_options, options.verbose, table.rows_estimate,
                                    rows_estimated=table.rows_estimated, progress=options.progress)
-            if submitted is not None:
+            if submitted is not None:  # a Dataflow job: it holds the job's lock from now on
+                job.hand_over(launch.lock_owner(submitted) if resumable else None)
                 return DataflowConversionResult.of(submitted)
     except BaseException as exc:
         job.release()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from tfrecorder.core import types
+from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.format.file_names import DATAFLOW_STAGING_DIR
 from tfrecorder.io import storage
 from tfrecorder.core.version import __version__
@@ -271,3 +272,35 @@ def submit(pipeline, request: DataflowRequest, config: JobConfig, rows_total: in
 
     url = CONSOLE_URL.format(region=request.region, job_id=job_id, project=request.project)
     return SubmittedJob(poll, beam_result, dict(state="SUBMITTED", job_id=job_id, console_url=url, **fields))
+
+
+ENDED_STATES = ("JOB_STATE_DONE", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_UPDATED",
+                "JOB_STATE_DRAINED", "JOB_STATE_STOPPED")
+
+
+@leaves_logging_alone  # PipelineOptions() calls logging.basicConfig()
+def job_ended(request: DataflowRequest, holder: Mapping[str, Any]) -> bool:
+    """Whether the Dataflow job named by a job's lock (`holder`: dataflow_job, project, region) has
+    ended, asked through the Dataflow API client Beam submits with (the caller's endpoint and
+    credentials). A job that cannot be found is taken as ended; any other error is raised, so an
+    unreachable service never lets two jobs write one directory."""
+    from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
+    from apache_beam.runners.dataflow.internal import apiclient
+    from google.cloud import dataflow
+
+    options = PipelineOptions([], **{**pipeline_options(request, "tfrecorder-lock-check"),
+                                     "project": holder.get("project") or request.project,
+                                     "region": holder.get("region") or request.region})
+    if options.view_as(GoogleCloudOptions).no_auth:
+        runners.connect_anonymously()
+    client = apiclient.DataflowApplicationClient(options)
+    cloud = options.view_as(GoogleCloudOptions)
+    get = dataflow.GetJobRequest(job_id=holder["dataflow_job"], project_id=cloud.project, location=cloud.region)
+    try:  # the jobs client itself: Beam's get_job retries a missing job for minutes
+        job = client._jobs_client.get_job(get)
+    except Exception as exc:  # the API's NotFound: the job is gone (or never existed)
+        if type(exc).__name__ in ("NotFound", "HttpNotFoundError") or getattr(exc, "code", None) == 404:
+            return True
+        raise
+    state = getattr(job.current_state, "name", str(job.current_state))
+    return state in ENDED_STATES

@@ -90,13 +90,24 @@ class DataflowLaunch:
 
     runner = "DataflowRunner"
     distributed = True  # reshuffles spread rows and shards over every worker
-    resumable = False  # not yet: a resubmitted Dataflow job starts afresh (issue 27, docs/dataflow.md)
+    resumable = True  # a resubmitted job continues a failed or cancelled one's committed parts (issue 27)
 
     def __init__(self, request: dataflow_job.DataflowRequest) -> None:
         self.request = request
 
     def check_table(self, table: Any, schema: Schema) -> None:
         dataflow_job.check_table_reachable(table, schema)
+
+    def lock_owner(self, submitted: dataflow_job.SubmittedJob) -> Optional[dict[str, Any]]:
+        """What the job's lock records once the job is submitted: the Dataflow job that now holds it
+        (None: a dry run or a template, nothing runs)."""
+        job_id = submitted.fields.get("job_id")
+        return None if not job_id else {"dataflow_job": job_id, "project": self.request.project,
+                                         "region": self.request.region}
+
+    def job_ended(self, holder: Mapping[str, Any]) -> bool:
+        """Whether the Dataflow job holding a job's lock has ended (a resubmit may then continue it)."""
+        return dataflow_job.job_ended(self.request, holder)
 
     def check_readable_dir(self, path: str) -> None:
         """A directory the workers read (upgrade's legacy directory) must be on Cloud Storage."""

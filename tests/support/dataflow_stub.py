@@ -5,9 +5,13 @@ A created job really runs: the service fetches the pipeline proto that Beam stag
 Storage, swaps the Docker worker environment for an in-process one and executes it with Beam's
 FnApiRunner. While it runs the job is RUNNING; afterwards DONE (or FAILED), and the job's metrics
 report the pipeline's committed user counters. `fail_jobs=True` makes every job fail instead of running.
+`stop_after_parts=N` stops the next job mid-way, like a worker lost for good or a cancelled job: the
+job fails right after its N-th source part is committed (the commit itself is kept, as on gs://).
+Each job records `parts_committed`: the source parts it encoded and committed itself.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
@@ -26,14 +30,20 @@ class StubJob:
     counters: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     error: Optional[BaseException] = None
     polls: int = 0
+    parts_committed: int = 0  # source parts this job encoded and committed (part_commits.commit calls)
+
+
+class StoppedMidway(RuntimeError):
+    """The stub stopping a job after a number of committed parts (stop_after_parts)."""
 
 
 class DataflowStub:
-    def __init__(self, fail_jobs: bool = False) -> None:
+    def __init__(self, fail_jobs: bool = False, stop_after_parts: Optional[int] = None) -> None:
         from beam_pipelines.launches.runners import connect_anonymously
 
         connect_anonymously()  # the simulated workers read and write the emulator anonymously
         self.fail_jobs = fail_jobs
+        self.stop_after_parts = stop_after_parts  # the next job only
         self.jobs: dict[str, StubJob] = {}
         self._lock = threading.Lock()
         stub = self
@@ -87,8 +97,10 @@ class DataflowStub:
         if self.fail_jobs:
             job.state = "JOB_STATE_FAILED"
             return
+        stop_after, self.stop_after_parts = self.stop_after_parts, None
         try:
-            result = run_staged_pipeline(job.request)
+            with _counting_commits(job, stop_after):
+                result = run_staged_pipeline(job.request)
             job.counters = [
                 {"name": {"origin": "user", "name": c.key.metric.name,
                           "context": {"namespace": c.key.metric.namespace, "step": c.key.step}},
@@ -112,6 +124,28 @@ class DataflowStub:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+@contextlib.contextmanager
+def _counting_commits(job: StubJob, stop_after: Optional[int]):
+    """Count the parts the job commits (its simulated workers run in this process), and stop the job
+    once `stop_after` are committed."""
+    from beam_pipelines.steps import part_commits
+
+    commit = part_commits.commit
+
+    def counted(*args, **kwargs):
+        manifest = commit(*args, **kwargs)
+        job.parts_committed += 1
+        if stop_after is not None and job.parts_committed >= stop_after:
+            raise StoppedMidway(f"the job was stopped after {job.parts_committed} committed part(s)")
+        return manifest
+
+    part_commits.commit = counted
+    try:
+        yield
+    finally:
+        part_commits.commit = commit
 
 
 def run_staged_pipeline(request: dict[str, Any]):

@@ -7,6 +7,10 @@ An unpublished job directory `.incomplete-<name>/` of a resumable job holds
   continues this directory instead of starting a new one.
 - `_resume/lock`: created exclusively by the run working on the job (host, pid); a second run finds
   it held and stops (JobBusyError). A lock whose process is gone (same host) is stale and is taken over.
+  A job submitted to Dataflow belongs to the Dataflow job, not to the process that submitted it: once
+  submitted, the lock names the job (`dataflow_job`, project, region), and it is stale only when
+  Dataflow reports that job ended (FAILED, CANCELLED, ...: the caller's `job_ended`, asked through the
+  launch; this layer cannot reach Dataflow).
 - `_parts/<part key>.json`: one source part's committed work (its pieces, its discard part file, the
   CSV record count and malformed lines, image kinds, rows), created exclusively once all of it is
   closed: the first committed manifest wins, and a replayed or resumed attempt emits its content
@@ -25,7 +29,7 @@ import json
 import os
 import socket
 import time
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from tfrecorder.errors import JobBusyError
 from tfrecorder.format.file_names import INDEX_DIR, METADATA_FILE, PARTS_DIR, RESUME_DIR, TEMP_PREFIX, is_temporary_name
@@ -106,12 +110,17 @@ def committed_parts(temp_dir: str) -> list[dict]:
     return manifests
 
 
-class JobLock:
-    """The lock of the run continuing an incomplete job: `_resume/lock`, created exclusively."""
+JobEnded = Callable[[dict], bool]  # a lock holder naming a remote job (Dataflow) → whether that job ended
 
-    def __init__(self, temp_dir: str) -> None:
+
+class JobLock:
+    """The lock of the run continuing an incomplete job: `_resume/lock`, created exclusively.
+    `job_ended`: how to tell whether a remote job holding it (a Dataflow job) has ended."""
+
+    def __init__(self, temp_dir: str, job_ended: Optional[JobEnded] = None) -> None:
         self.path = storage.join(resume_dir(temp_dir), LOCK_FILE)
         self.held = False
+        self.job_ended = job_ended
 
     def acquire(self) -> "JobLock":
         """Take the lock, or raise JobBusyError naming who holds it. A local lock left by a process
@@ -122,11 +131,12 @@ class JobLock:
                 self.held = True
                 return self
             holder = read_json(self.path) or {}
-            if not _stale(holder):
+            if not _stale(holder, self.job_ended):
+                who = (f"Dataflow job {holder['dataflow_job']}" if holder.get("dataflow_job")
+                       else f"another run (pid {holder.get('pid')} on {holder.get('host')})")
                 raise JobBusyError(
-                    f"another run (pid {holder.get('pid')} on {holder.get('host')}) is continuing the incomplete "
-                    f"job {os.path.dirname(os.path.dirname(self.path))}; wait for it, or pass resume=False to "
-                    "start a new job")
+                    f"{who} is continuing the incomplete job {os.path.dirname(os.path.dirname(self.path))}; "
+                    "wait for it, or pass resume=False to start a new job")
             storage.delete_files([self.path])
         raise JobBusyError(f"could not take the lock {self.path}: another run took it first")
 
@@ -135,9 +145,19 @@ class JobLock:
             storage.delete_files([self.path])
             self.held = False
 
+    def hand_over(self, owner: dict) -> None:
+        """Give the held lock to a remote job (`owner`: {"dataflow_job": id, ...}) that now works on
+        the job and outlives this process; the job's finalize removes it with `_resume/`."""
+        if self.held:
+            storage.write_bytes(self.path, _encode({**owner, "since": time.time()}))
+            self.held = False
 
-def _stale(holder: dict) -> bool:
-    """Whether a lock's holder is a process of this machine that no longer runs."""
+
+def _stale(holder: dict, job_ended: Optional[JobEnded] = None) -> bool:
+    """Whether a lock's holder is a process of this machine that no longer runs, or a Dataflow job
+    that `job_ended` reports ended (without `job_ended`, a Dataflow job's lock is never stale)."""
+    if holder.get("dataflow_job"):
+        return job_ended is not None and job_ended(holder)
     if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
         return False
     try:
@@ -149,10 +169,10 @@ def _stale(holder: dict) -> bool:
     return False
 
 
-def lock_held(temp_dir: str) -> bool:
-    """Whether a live run holds the job's lock."""
+def lock_held(temp_dir: str, job_ended: Optional[JobEnded] = None) -> bool:
+    """Whether a live run (or a Dataflow job that has not ended) holds the job's lock."""
     holder = read_json(storage.join(resume_dir(temp_dir), LOCK_FILE))
-    return holder is not None and not _stale(holder)
+    return holder is not None and not _stale(holder, job_ended)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -53,7 +53,7 @@ def test_auto_continues_the_matching_job_and_passes_over_the_others(tmp_path, ca
 def test_resume_true_fails_when_nothing_matches_and_for_jobs_that_cannot_resume(tmp_path):
     with pytest.raises(ValueError, match="resume=True: no incomplete job"):
         choose_job_dir(str(tmp_path), "t", PRINT, True, 10, None)
-    with pytest.raises(ValueError, match="only conversions run on this machine"):
+    with pytest.raises(ValueError, match="cannot be continued"):
         choose_job_dir(str(tmp_path), "t", None, True, 10, None)
     plain = choose_job_dir(str(tmp_path), "t", None, "auto", 10, None)
     assert plain.lock is None and resume_files.read_fingerprint(plain.temp_dir) is None
