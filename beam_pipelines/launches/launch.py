@@ -90,10 +90,12 @@ class DataflowLaunch:
 
     runner = "DataflowRunner"
     distributed = True  # reshuffles spread rows and shards over every worker
-    resumable = True  # a resubmitted job continues a failed or cancelled one's committed parts (issue 27)
 
     def __init__(self, request: dataflow_job.DataflowRequest) -> None:
         self.request = request
+        # A resubmitted job continues a failed or cancelled one's committed parts (issue 27); a template
+        # (launched later, maybe many times) or a dry run (nothing runs) starts afresh and holds no lock.
+        self.resumable = not (request.options.get("template_location") or request.options.get("dry_run"))
 
     def check_table(self, table: Any, schema: Schema) -> None:
         dataflow_job.check_table_reachable(table, schema)
