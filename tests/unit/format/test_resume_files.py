@@ -70,3 +70,24 @@ def test_temporary_files_a_killed_attempt_left_are_removed_before_a_job_is_conti
         path.write_bytes(b"")
     assert sorted(resume_files.remove_temporaries(str(temp_dir))) == sorted([str(stray), str(stray_index)])
     assert all(path.exists() for path in kept) and not stray.exists()
+
+
+def test_a_lock_handed_to_a_dataflow_job_is_stale_only_once_that_job_ended(tmp_path):
+    temp_dir = str(tmp_path / ".incomplete-job")
+    lock = resume_files.JobLock(temp_dir).acquire()
+    lock.hand_over({"dataflow_job": "2026-11-26_01", "project": "p", "region": "r"})
+    lock.release()  # no longer this process's to release
+    holder = json.loads((tmp_path / ".incomplete-job" / "_resume" / "lock").read_bytes())
+    assert holder["dataflow_job"] == "2026-11-26_01" and "pid" not in holder
+    asked = []
+
+    def ended(state):
+        return lambda owner: asked.append(owner["dataflow_job"]) or state
+
+    assert resume_files.lock_held(temp_dir)  # nobody can ask Dataflow: the job keeps its lock
+    assert resume_files.lock_held(temp_dir, ended(False))
+    with pytest.raises(JobBusyError, match="Dataflow job 2026-11-26_01"):
+        resume_files.JobLock(temp_dir, ended(False)).acquire()
+    assert not resume_files.lock_held(temp_dir, ended(True))
+    resume_files.JobLock(temp_dir, ended(True)).acquire().release()
+    assert asked == ["2026-11-26_01"] * 4

@@ -19,6 +19,7 @@ from support.dataflow_stub import DataflowStub
 import tfrecorder
 from beam_pipelines.launches import dataflow_job
 from tfrecorder.errors import DataflowJobError
+from tfrecorder.options.conversion_options import OutputLocation
 from tfrecorder.result import DataflowConversionResult
 from tfrecorder.format.framing import read_records
 
@@ -418,3 +419,18 @@ def test_local_parquet_files_are_refused_for_dataflow(emulator, tmp_path):
     pq.write_table(pa.table({"split": ["TRAIN"], "x": [1]}), tmp_path / "t.parquet")
     with pytest.raises(ValueError, match="cannot read the local file .*t.parquet"):
         submit(str(tmp_path / "t.parquet"), emulator, dataflow_options={"dry_run": True})
+
+
+def test_job_ended_asks_the_dataflow_service_for_the_jobs_state(emulator, service):
+    """The resubmit's check of a Dataflow job holding a job's lock (issue 27), through Beam's client."""
+    from support.dataflow_stub import StubJob
+
+    request = dataflow_job.check_request(OutputLocation.of(OUTPUT), PROJECT,
+                                         REGION, "pets", {**OFFLINE, "dataflow_endpoint": service.endpoint}, None)
+    service.jobs["job-1"] = StubJob({"name": "pets"}, state="JOB_STATE_RUNNING")
+    holder = {"dataflow_job": "job-1", "project": PROJECT, "region": REGION}
+    assert not dataflow_job.job_ended(request, holder)
+    for state in ("JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_DONE"):
+        service.jobs["job-1"].state = state
+        assert dataflow_job.job_ended(request, holder)
+    assert dataflow_job.job_ended(request, {**holder, "dataflow_job": "gone"})  # unknown to the service
