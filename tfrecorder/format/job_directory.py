@@ -15,7 +15,7 @@ import os
 from typing import Any, Optional
 
 from tfrecorder.errors import CorruptDataError
-from tfrecorder.format.file_names import METADATA_FILE, TEMP_PREFIX, JobName
+from tfrecorder.format.file_names import METADATA_FILE, RESUME_DIR, TEMP_PREFIX, JobName
 from tfrecorder.io import storage
 
 
@@ -62,14 +62,20 @@ def is_published(final_dir: str) -> bool:
 def publish(temp_dir: str, final_dir: str) -> None:
     """Make the finished job visible: one rename locally; remotely, parallel server-side copies, with
     metadata.json copied last (only once everything else is in place). The temporary objects stay
-    until `remove_temp`, so running this again after a failure part-way redoes the same copies."""
+    until `remove_temp`, so running this again after a failure part-way redoes the same copies.
+
+    A resumable job's `_resume/` (fingerprint, lock) stays in the temporary directory until the job is
+    published, so a run killed at any moment before that is continued by the next: it is not copied
+    (remote), and is removed from the published directory right after the rename (local)."""
     if not storage.is_remote(final_dir):
         if os.path.exists(final_dir):
             raise FileExistsError(f"job directory {final_dir} already exists; refusing to overwrite it")
         os.rename(temp_dir, final_dir)
+        storage.delete_tree(storage.join(final_dir, RESUME_DIR))
         return
     metadata = storage.join(temp_dir, METADATA_FILE)
-    files = [path for path in storage.list_files(temp_dir) if path != metadata]
+    resume_prefix = storage.join(temp_dir, RESUME_DIR) + "/"
+    files = [path for path in storage.list_files(temp_dir) if path != metadata and not path.startswith(resume_prefix)]
     prefix = len(temp_dir.rstrip("/"))
     storage.copy_files([(path, final_dir.rstrip("/") + path[prefix:]) for path in files])
     storage.copy(metadata, storage.join(final_dir, METADATA_FILE))
@@ -93,6 +99,8 @@ def finalize(temp_dir: str, final_dir: str) -> None:
     the temporary one. Safe to run again after it failed or finished."""
     if not is_published(final_dir):
         publish(temp_dir, final_dir)
+    elif not storage.is_remote(final_dir):  # published, then killed before its _resume/ was removed
+        storage.delete_tree(storage.join(final_dir, RESUME_DIR))
     remove_temp(temp_dir)
 
 

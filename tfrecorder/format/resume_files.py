@@ -19,7 +19,8 @@ An unpublished job directory `.incomplete-<name>/` of a resumable job holds
   docs/format.md describes both; issue 28 (append) reuses them.
 
 Finalize removes `_parts/` first (a run killed after that redoes every part, its pieces being
-removed next) and `_resume/` last, just before metadata.json is written.
+removed next); `_resume/` goes only with publishing (format/job_directory.publish), so a job killed at
+any moment before it is visible is continued by the next run.
 """
 from __future__ import annotations
 

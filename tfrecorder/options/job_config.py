@@ -65,6 +65,6 @@ class JobConfig:
     def scratch_dirs(self) -> tuple[str, ...]:
         """Directories of intermediate files under temp_dir, removed before the job is published, in
         this order: part manifests first (a run killed after that redoes every part rather than trust
-        pieces being removed), the fingerprint last (until then a killed job can be continued)."""
-        return (self.parts_dir, self.pieces_dir, self.work_dir, self.discards_dir,
-                storage.join(self.temp_dir, file_names.RESUME_DIR))
+        pieces being removed). The fingerprint (`_resume/`) goes only with publishing
+        (format/job_directory.publish): until then a killed job can be continued."""
+        return (self.parts_dir, self.pieces_dir, self.work_dir, self.discards_dir)

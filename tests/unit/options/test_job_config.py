@@ -22,9 +22,9 @@ def config(temp_dir: str) -> JobConfig:
 
 def test_scratch_directories_live_under_the_temporary_directory():
     local = config(os.path.join("out", ".incomplete-job"))
-    # part manifests first (nothing trusts pieces being removed), the fingerprint last (issue 27)
+    # part manifests first (nothing trusts pieces being removed); the fingerprint goes with publishing (issue 27)
     assert local.scratch_dirs == tuple(os.path.join("out", ".incomplete-job", name)
-                                       for name in ("_parts", "_pieces", "_work", "_discards", "_resume"))
+                                       for name in ("_parts", "_pieces", "_work", "_discards"))
     remote = config("gs://b/out/.incomplete-job")
     assert remote.pieces_dir == "gs://b/out/.incomplete-job/_pieces"
     assert remote.discards_dir == "gs://b/out/.incomplete-job/_discards"
