@@ -135,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="images read at once per worker (default 16 for gs:// images, 1 for local files)")
     convert.add_argument("--schema", type=str, help="JSON or YAML file mapping column → type name "
                          "(only these columns are converted); default: inferred from names and dtypes")
+    convert.add_argument("--duplicates", choices=["report", "fail"],
+                         help="report (default): duplicates.csv and counts; fail: a train/test leak fails the job")
     convert.add_argument("--annotation_format",
                          help="read --source as automl_classification, automl_multilabel, automl_detection or "
                               "vertex_jsonl (default: recognised from its content)")
@@ -267,7 +269,8 @@ def _run_convert(args: argparse.Namespace) -> int:
         for name in ("runner", "num_shards", "max_shard_bytes", "compression", "job_label", "image_size",
                      "split_ratios", "validate", "fetch_concurrency", "max_image_pixels", "max_image_bytes",
                      "project", "region", "verbose", "progress",
-                     "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem")
+                     "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem",
+                     "duplicates")
         if getattr(args, name) is not None
     }
     if args.schema is not None:

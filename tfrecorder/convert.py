@@ -135,6 +135,7 @@ def convert(
     annotation_format: Optional[str] = None,
     box_units: str = "relative",
     encoding: str = DEFAULT_ENCODING,
+    duplicates: str = "report",
     **legacy_options: Any,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file, Parquet files (a file, a directory or a glob) or SPLIT/LABEL image
@@ -170,6 +171,11 @@ def convert(
     knows, e.g. "latin-1" or "utf-16". A row holding bytes invalid in it is discarded as `invalid text`
     with its line number; a gzip-compressed CSV (`.csv.gz`) is read as it streams.
 
+    Every job also writes statistics.json / statistics.pb (per split and feature) and duplicates.csv
+    (rows with identical images, or identical values for image-free rows); a duplicate group spanning
+    TRAIN and VALIDATION/TEST is a leak, counted in metadata.json. `duplicates="fail"` fails the job on a
+    leak, before anything is published (docs/statistics.md); `tfrecorder.report(job_dir)` shows it all.
+
     TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there
     (see `tfrecorder.legacy.v2_compat.legacy_arguments`).
     """
@@ -190,7 +196,7 @@ def convert(
         compression=compression, image_size=image_size, validate=validate, split_ratios=split_ratios,
         fetch_concurrency=fetch_concurrency, max_image_pixels=max_image_pixels, max_image_bytes=max_image_bytes,
         box_units=box_units, annotation_format=annotation_format, encoding=encoding, verbose=verbose,
-        progress=progress)
+        progress=progress, duplicates=duplicates)
     table, resolved_schema, is_detection = _open_table(source, schema, options)
     launch.check_table(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)
@@ -209,7 +215,7 @@ def convert(
                 num_shards=options.num_shards, max_shard_bytes=options.max_shard_bytes,
                 compression=options.compression, image_size=options.image_size, validate=options.validate,
                 fetch_concurrency=concurrency, max_image_pixels=options.max_image_pixels,
-                max_image_bytes=options.max_image_bytes, progress_dir=progress_dir,
+                max_image_bytes=options.max_image_bytes, progress_dir=progress_dir, duplicates=options.duplicates,
                 extra_metadata={"task": detection_keys.TASK, "box_units": options.box_units} if is_detection else {},
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,

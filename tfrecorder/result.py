@@ -76,6 +76,13 @@ class ConversionResult(Mapping[str, Any]):
             lines.append(f"  bytes written: {f['bytes_written']:,}  elapsed: {f['elapsed_seconds']:.1f} s")
         if f.get("validate"):
             lines.append(f"  image check: validate={f['validate']!r}")
+        duplicates = (f.get("metadata") or {}).get("duplicates")
+        if duplicates and duplicates.get("groups"):
+            from tfrecorder.rows.duplicate_groups import leak_warning
+
+            lines.append(f"  duplicates: {duplicates['groups']} groups ({duplicates['rows']} rows; duplicates.csv)")
+            if leak_warning(duplicates):
+                lines.append(f"  WARNING {leak_warning(duplicates)}")
         if "input_bytes" in f:
             ratio = f" ({f['input_bytes'] / f['output_bytes']:.1f}x smaller)" if f["output_bytes"] else ""
             lines.append(f"  upgraded from TFRecorder 2.0: {f['input_bytes']:,} bytes -> {f['output_bytes']:,} bytes{ratio}")

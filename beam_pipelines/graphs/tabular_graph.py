@@ -15,6 +15,7 @@ from apache_beam.pvalue import AsDict, AsSingleton
 
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps import read_rows
+from beam_pipelines.steps.collect_statistics import DUPLICATE_KEYS, STATISTICS, quality_outputs
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_columns import EncodePart
@@ -29,12 +30,13 @@ def is_tabular(config: JobConfig) -> bool:
 
 def encode_table(pipeline: beam.Pipeline, config: JobConfig) -> tuple:
     """The columnar graph up to the common tail (pipeline.write_outputs): (pieces, discards found by
-    each step, checked table stats)."""
+    each step, checked table stats, finalize's statistics and duplicates side inputs)."""
     parts = read_rows.SourceParts(pipeline, config)
     stats = count_table(parts, config)
     vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
     encoded = parts.branch("Rows") | "EncodeAndWrite" >> beam.ParDo(EncodePart(config), vocabulary_side).with_outputs(
-        DISCARD, MALFORMED, RECORDS, main="pieces")
+        DISCARD, MALFORMED, RECORDS, STATISTICS, DUPLICATE_KEYS, main="pieces")
     malformed = encoded[MALFORMED] | "NumberLines" >> beam.Map(
         read_rows.number_malformed, AsDict(encoded[RECORDS]), len(config.columns))
-    return encoded.pieces, {"Read": malformed, "Encode": encoded[DISCARD]}, stats
+    quality = quality_outputs(config, encoded[STATISTICS], encoded[DUPLICATE_KEYS])
+    return encoded.pieces, {"Read": malformed, "Encode": encoded[DISCARD]}, stats, quality

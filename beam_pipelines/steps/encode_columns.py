@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.bundle_outputs import in_global_window
+from beam_pipelines.steps.collect_statistics import WrittenRows, part_label
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.piece_files import PieceWriter
 from beam_pipelines.steps.progress_counters import RowsDone
@@ -28,13 +29,16 @@ class EncodePart(beam.DoFn):
         self.schema = self.config.schema
         self._encoder = None
         self._rows_done = RowsDone(self.config)
+        self._written = WrittenRows(self.schema)
 
     def start_bundle(self) -> None:
         self.writers: dict[str, PieceWriter] = {}
+        self._written.take_statistics()  # what a failed bundle attempt left
 
     def process(self, part, vocabularies: Mapping[str, list[str]]):
         if self._encoder is None:
             self._encoder = columnar_encoder.TableEncoder(self.schema, vocabularies)
+        part_name, offset = part_label(part, self.config.work_dir), 0
         for item in read_batches(self.config, part):
             if not isinstance(item, pa.RecordBatch):
                 yield beam.pvalue.TaggedOutput(RECORDS if item[0] == RECORDS else MALFORMED,
@@ -49,8 +53,13 @@ class EncodePart(beam.DoFn):
             for code, split in enumerate(columnar_encoder.SPLITS):
                 chosen = np.flatnonzero(encoded.codes == code)
                 if len(chosen):
-                    yield from self._write(split, encoded.records.take(pa.array(chosen)),
-                                           encoded.unknown_labels[chosen])
+                    taken = pa.array(chosen)
+                    records = encoded.records.take(taken)
+                    self._written.add_records(split, item.take(taken), records,
+                                              (f"{part_name} row {offset + i}" for i in chosen.tolist()))
+                    yield from self._write(split, records, encoded.unknown_labels[chosen])
+            yield from self._written.end_batch()
+            offset += item.num_rows
             self._rows_done.add(item.num_rows)
 
     def _write(self, split: str, records: pa.LargeBinaryArray, unknown: np.ndarray):
@@ -75,3 +84,6 @@ class EncodePart(beam.DoFn):
         for writer in self.writers.values():
             yield in_global_window(writer.close())
         self.writers = {}
+        statistics = self._written.take_statistics()
+        if statistics is not None:
+            yield beam.pvalue.TaggedOutput(statistics.tag, in_global_window(statistics.value))

@@ -10,6 +10,7 @@ import apache_beam as beam
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.launches.runners import usable_cores
 from beam_pipelines.steps.bundle_outputs import in_global_window
+from beam_pipelines.steps.collect_statistics import WrittenRows
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.fetch_images import Fetcher, reader_for
 from beam_pipelines.steps.piece_files import PieceWriter
@@ -82,6 +83,7 @@ class EncodeAndWritePieces(beam.DoFn):
     """
 
     _pool: Optional[ForkPool] = None  # also for subclasses with their own setup (upgrade, detection)
+    _written: Optional[WrittenRows] = None  # statistics and digests of written rows (issue 29; this class only)
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config
@@ -107,6 +109,7 @@ class EncodeAndWritePieces(beam.DoFn):
 
     def start_bundle(self) -> None:
         self.writers = {}
+        self._written = None  # a failed bundle attempt's statistics are dropped with its pieces
         if self._pool is not None and self._pool.closed:  # a failed bundle closed it: fork afresh
             self._pool = None
         if self._pool is not None:
@@ -136,6 +139,8 @@ class EncodeAndWritePieces(beam.DoFn):
     def encode_batch(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
         """Encode and write one batch: yields rolled-over pieces and (DISCARD) discarded rows."""
         encoder = self._encoder_for(vocabularies)
+        if self._written is None:
+            self._written = WrittenRows(self.schema)
         uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
         fetched = self._fetcher.fetch(uris)
         read = reader_for(fetched)
@@ -146,9 +151,11 @@ class EncodeAndWritePieces(beam.DoFn):
             except RowError as exc:
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
+            self._written.add_row(split, row, encoder.row_images, data)
             yield from self._write(split, data, unknown)
         if pending:
             pending.wait()
+        yield from self._written.end_batch()
         self._rows_done.add(len(batch))
 
     def _write(self, split: str, data: Union[bytes, list], unknown: int):
@@ -167,6 +174,9 @@ class EncodeAndWritePieces(beam.DoFn):
         if self._encoder is not None and self._encoder.image_kinds:  # a few tuples per bundle
             yield beam.pvalue.TaggedOutput(IMAGE_KINDS, sorted(self._encoder.image_kinds))
             self._encoder.image_kinds.clear()
+        statistics = self._written.take_statistics() if self._written is not None else None
+        if statistics is not None:  # sketches: bounded, one per bundle
+            yield statistics
 
     def finish_bundle(self):
         if self._pool is None:
@@ -202,6 +212,7 @@ class EncodeAndWritePieces(beam.DoFn):
         for writer in self.writers.values():
             writer.abandon()
         self.writers = {}
+        self._written = None
         return [], 0
 
 

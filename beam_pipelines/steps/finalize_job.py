@@ -9,9 +9,11 @@ from tfrecorder.format import job_directory, tfds_files
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.rows.table_stats import TableStats
+from beam_pipelines.steps.data_quality import write_quality_files
 
 
-def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_reasons, pieces, image_kinds=None):
+def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_reasons, pieces, image_kinds=None,
+                 statistics=None, duplicates=None):
     """Write metadata.json (and the TFDS files), clean temporary files, and publish the job directory.
 
     Safe to run again after any part of it ran: once the job is published it only cleans up.
@@ -20,8 +22,11 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
         unknown: collections.Counter = collections.Counter()
         for piece in pieces:
             unknown[piece.split] += piece.unknown_labels
+        quality = write_quality_files(config, vocabularies, statistics, duplicates)  # issue 29
         metadata = JobMetadata.build(config, shards, vocabularies, rows_in, discard_reasons, unknown,
                                      images=image_kinds or {})
+        if quality:
+            metadata = metadata.updated(**quality)
         for scratch in config.scratch_dirs:
             storage.delete_tree(scratch)
         tfds_files.write_tfds_files(config.temp_dir, metadata.document)  # issue 15: before metadata.json, the completion marker
@@ -30,8 +35,9 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
     yield config.final_dir
 
 
-def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard_reasons, pieces, image_kinds=None):
+def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard_reasons, pieces, image_kinds=None,
+                        statistics=None, duplicates=None):
     """finalize_job with the whole-table facts the pipeline computed (row count, nullable columns)."""
     config = dataclasses.replace(config, nullable_columns=stats.nullable_columns)
     yield from finalize_job(_, config, shards, stats.vocabularies, stats.rows_in, discard_reasons, pieces,
-                            image_kinds=image_kinds)
+                            image_kinds=image_kinds, statistics=statistics, duplicates=duplicates)

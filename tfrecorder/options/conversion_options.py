@@ -110,6 +110,9 @@ def check_image_limits(max_image_pixels: int, max_image_bytes: int,
         raise ValueError(f"image_size {image_size[0]}x{image_size[1]} is more than max_image_pixels={max_image_pixels:,}")
 
 
+DUPLICATE_MODES = ("report", "fail")  # issue 29: "drop" is not built yet (docs/statistics.md)
+
+
 @dataclasses.dataclass(frozen=True)
 class ConvertOptions:
     """convert()'s job options, each checked once (the source and the schema are checked with the table)."""
@@ -130,13 +133,14 @@ class ConvertOptions:
     encoding: str  # a CSV source's text encoding: a codec name Python knows (csv_text.check_encoding)
     verbose: bool
     progress: bool
+    duplicates: str = "report"  # what exact duplicate groups do: "report" or "fail" on a train/test leak
 
     @classmethod
     def check(cls, output: OutputLocation, *, job_label: Optional[str], num_shards: int, max_shard_bytes: int,
               compression: Optional[str], image_size: Optional[Sequence[int]], validate: str,
               split_ratios: Sequence[float], fetch_concurrency: Optional[int], max_image_pixels: int,
               max_image_bytes: int, box_units: str, annotation_format: Optional[str], encoding: str,
-              verbose: bool, progress: bool) -> "ConvertOptions":
+              verbose: bool, progress: bool, duplicates: str = "report") -> "ConvertOptions":
         """The checked options (ValueError naming the first bad one), the output location's write check last."""
         image_size = check_shard_options(num_shards, max_shard_bytes, compression, image_size, validate)
         check_image_limits(max_image_pixels, max_image_bytes, image_size)
@@ -144,6 +148,8 @@ class ConvertOptions:
         box_units = detection_encoder.check_box_units(box_units)
         fetch_concurrency = check_fetch_concurrency(fetch_concurrency)
         encoding = csv_text.check_encoding(encoding)
+        if duplicates not in DUPLICATE_MODES:
+            raise ValueError(f"duplicates must be one of {DUPLICATE_MODES}, got {duplicates!r}")
         return cls(output.checked().path, job_label, num_shards, max_shard_bytes, compression, image_size,
                    validate, ratios, fetch_concurrency, max_image_pixels, max_image_bytes, box_units,
-                   annotation_format, encoding, verbose, progress)
+                   annotation_format, encoding, verbose, progress, duplicates)

@@ -5,6 +5,7 @@ import pandas as pd
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.utils.windowed_value import WindowedValue
 
+from beam_pipelines.steps.collect_statistics import STATISTICS
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_columns import EncodePart
 from beam_pipelines.steps.shard_planning import Piece
@@ -47,7 +48,9 @@ def test_pieces_roll_over_at_max_shard_bytes_and_hold_every_good_row(tmp_path, m
     processed, finished = _encode(tmp_path, _frame(), monkeypatch)
     rolled = [out for out in processed if isinstance(out, Piece)]
     closed = [out.value for out in finished if isinstance(out, WindowedValue)]
-    assert len(finished) == len(closed) == 2  # the bundle's open piece of each split, in the global window
+    assert len(closed) == 2  # the bundle's open piece of each split, in the global window
+    [statistics] = [out for out in finished if isinstance(out, TaggedOutput)]  # issue 29: one per bundle
+    assert statistics.tag == STATISTICS and statistics.value.value.rows == {"TRAIN": 79, "VALIDATION": 20}
     assert len(rolled) > 3 and all(piece.bytes >= MAX_SHARD_BYTES for piece in rolled)
     assert all(piece.bytes < MAX_SHARD_BYTES for piece in closed)
     found = {}

@@ -1,0 +1,132 @@
+"""The statistics side of the encode stage: per batch, what the encoder already holds (row values, image
+headers and bytes) feeds bounded sketches and content digests (issue 29).
+
+The encoders call a `WrittenRows` collector for each batch: it adds the written rows to the bundle's
+DatasetStatistics (emitted once per bundle, tag STATISTICS, merged by `StatisticsFn`) and sends each
+row's content digest to the duplicates step (tag DUPLICATE_KEYS: (bucket, entries), one element per
+bucket a batch touches; beam_pipelines.steps.find_duplicates). Nothing here grows with the table: a
+bundle's statistics are sketches, and digests leave with their batch.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+
+from tfrecorder.core.schema import Schema
+from tfrecorder.rows.dataset_statistics import DatasetStatistics
+from tfrecorder.rows.duplicate_groups import bucketed, content_digest
+
+STATISTICS = "statistics"
+DUPLICATE_KEYS = "duplicate_keys"
+
+
+class WrittenRows:
+    """Collects one encoder's written rows: statistics for the bundle, digests per batch."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self.statistics = DatasetStatistics(schema)
+        self._rows: dict[str, list] = {}
+        self._images: dict[str, dict[str, list]] = {}
+        self._entries: list[tuple] = []
+
+    def add_row(self, split: str, row: Mapping[str, Any], images: Sequence[tuple[str, str, Any, bytes]],
+                example: Any) -> None:
+        """A row written to `split`: `images` as (column, uri, ImageInfo, bytes written); `example` its
+        serialized Example (bytes or a list of pieces), the content of image-free rows."""
+        self._rows.setdefault(split, []).append(row)
+        facts = self._images.setdefault(split, {})
+        for column, _uri, info, data in images:
+            facts.setdefault(column, []).append((info.format, info.height, info.width, info.channels, len(data)))
+        if images:
+            digest = content_digest(*(data for _c, _u, _i, data in images))
+            row_id = " ".join(uri for _c, uri, _i, _d in images)
+        else:
+            content = example if isinstance(example, (bytes, bytearray)) else b"".join(bytes(p) for p in example)
+            digest = content_digest(content)
+            row_id = json.dumps({k: str(v) for k, v in row.items()}, sort_keys=True)[:200]
+        self._entries.append((digest, split, row_id))
+
+    def add_records(self, split: str, batch: pa.RecordBatch, records: pa.Array, row_ids: Iterable[str]) -> None:
+        """Image-free rows written to `split`, column-wise: `batch` their values, `records` their Examples."""
+        self.statistics.add_batch(split, batch)
+        self._entries.extend((content_digest(record), split, row_id)
+                             for record, row_id in zip(_record_bytes(records), row_ids))
+
+    def end_batch(self) -> Iterator[beam.pvalue.TaggedOutput]:
+        """Add the batch's rows to the statistics; yield its digests grouped by bucket."""
+        for split, rows in self._rows.items():
+            self.statistics.add_rows(split, rows, self._images.get(split, {}))
+        self._rows, self._images = {}, {}
+        entries, self._entries = self._entries, []
+        for bucket, found in bucketed(entries).items():
+            yield beam.pvalue.TaggedOutput(DUPLICATE_KEYS, (bucket, found))
+
+    def take_statistics(self) -> Optional[beam.pvalue.TaggedOutput]:
+        """The bundle's statistics (tag STATISTICS), and a fresh accumulator for the next bundle."""
+        found, self.statistics = self.statistics, DatasetStatistics(self.schema)
+        return beam.pvalue.TaggedOutput(STATISTICS, found) if found.rows else None
+
+
+def part_label(part: Any, work_dir: str) -> str:
+    """How duplicates.csv names a source part of an image-free table (its rows are "<part> row <i>", i
+    counted from 0 within the part): a Parquet file's row group, a CSV's byte slice, a DataFrame's row group."""
+    path, group = getattr(part, "path", None), getattr(part, "row_group", None)
+    if path is not None and group is not None:
+        staged = str(path).startswith(work_dir)  # a DataFrame, staged as Parquet by the driver
+        return f"DataFrame row group {group}" if staged else f"{str(path).rsplit('/', 1)[-1]} row group {group}"
+    start = getattr(part, "start", None)
+    if start is not None:
+        return f"CSV bytes from {start}"
+    return str(part)[:120]
+
+
+def _record_bytes(records: pa.Array) -> Iterator[bytes]:
+    """Each record of a binary Arrow array as bytes, sliced from its buffers without a python list."""
+    offsets = np.frombuffer(records.buffers()[1], dtype=np.int64 if pa.types.is_large_binary(records.type)
+                            else np.int32)[records.offset:records.offset + len(records) + 1]
+    data = memoryview(records.buffers()[2])
+    for start, end in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
+        yield data[start:end]
+
+
+class StatisticsFn(beam.CombineFn):
+    """Bundles' DatasetStatistics → the job's (None when no row was written)."""
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+
+    def create_accumulator(self) -> DatasetStatistics:
+        return DatasetStatistics(self.schema)
+
+    def add_input(self, accumulator: DatasetStatistics, found: DatasetStatistics) -> DatasetStatistics:
+        return accumulator.merge(found)
+
+    def merge_accumulators(self, accumulators: Iterable[DatasetStatistics]) -> DatasetStatistics:
+        merged = DatasetStatistics(self.schema)
+        for accumulator in accumulators:
+            merged.merge(accumulator)
+        return merged
+
+    def extract_output(self, accumulator: DatasetStatistics) -> DatasetStatistics:
+        return accumulator
+
+
+def combined_statistics(found: beam.PCollection, schema: Schema) -> beam.PCollection:
+    """The job's statistics: one DatasetStatistics (empty when nothing was written)."""
+    return found | "Statistics" >> beam.CombineGlobally(StatisticsFn(schema))
+
+
+def quality_outputs(config, statistics: beam.PCollection, keys: beam.PCollection) -> dict:
+    """The finalize stage's keyword side inputs of issue 29: `statistics` (the merged DatasetStatistics)
+    and `duplicates` (duplicates.csv written; its counts and first leaking groups)."""
+    from apache_beam.pvalue import AsSingleton
+
+    from beam_pipelines.steps.find_duplicates import find_duplicates
+
+    return {"statistics": AsSingleton(combined_statistics(statistics, config.schema)),
+            "duplicates": AsSingleton(find_duplicates(keys, config))}

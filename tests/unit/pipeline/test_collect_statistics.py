@@ -1,0 +1,58 @@
+"""WrittenRows: statistics per bundle, digests per batch by bucket; StatisticsFn merges bundles."""
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.testing.util import assert_that, equal_to
+
+from beam_pipelines.steps.collect_statistics import (DUPLICATE_KEYS, STATISTICS, StatisticsFn, WrittenRows,
+                                                     combined_statistics, part_label)
+from tfrecorder.core import types
+from tfrecorder.core.schema import Schema
+from tfrecorder.io.image_probe import ImageInfo
+from tfrecorder.rows.duplicate_groups import content_digest
+from tfrecorder.sources.csv_slicing import Slice
+from tfrecorder.sources.parquet_parts import ParquetPart
+
+SCHEMA = Schema({"image_uri": types.ImageUri, "label": types.StringLabel})
+
+
+def test_rows_feed_statistics_and_digests_leave_with_their_batch():
+    written = WrittenRows(SCHEMA)
+    info = ImageInfo("jpeg", 4, 5, 3)
+    written.add_row("TRAIN", {"image_uri": "a.jpg", "label": "x"}, [("image_uri", "a.jpg", info, b"same")], b"ex")
+    written.add_row("TEST", {"image_uri": "b.jpg", "label": "x"}, [("image_uri", "b.jpg", info, b"same")], b"ex")
+    outputs = list(written.end_batch())
+    assert [o.tag for o in outputs] == [DUPLICATE_KEYS]
+    _bucket, entries = outputs[0].value
+    assert entries == [(content_digest(b"same"), "TRAIN", "a.jpg"), (content_digest(b"same"), "TEST", "b.jpg")]
+    assert list(written.end_batch()) == []
+    taken = written.take_statistics()
+    assert taken.tag == STATISTICS and taken.value.rows == {"TRAIN": 1, "TEST": 1}
+    assert written.take_statistics() is None  # a fresh accumulator
+
+
+def test_image_free_rows_hash_their_records():
+    written = WrittenRows(Schema({"n": types.IntegerInput}))
+    records = pa.array([b"r1", b"r2", b"r1"], type=pa.large_binary()).slice(0, 3)
+    written.add_records("TRAIN", pa.RecordBatch.from_pydict({"n": [1, 2, 1]}), records, ["p row 0", "p row 1", "p row 2"])
+    entries = [e for o in written.end_batch() for e in o.value[1]]
+    assert sorted(e[0] for e in entries).count(content_digest(b"r1")) == 2
+    assert written.take_statistics().value.rows == {"TRAIN": 3}
+
+
+def test_part_labels(tmp_path):
+    assert part_label(ParquetPart("/data/x.parquet", 2), "/job/_work") == "x.parquet row group 2"
+    assert part_label(ParquetPart("/job/_work/rows.parquet", 0), "/job/_work") == "DataFrame row group 0"
+    assert part_label(Slice(0, 120, 400), "/w") == "CSV bytes from 120"
+
+
+def test_statistics_combine_over_bundles():
+    def stats(split):
+        written = WrittenRows(SCHEMA)
+        written.add_row(split, {"image_uri": "a", "label": "x"}, [], b"e")
+        list(written.end_batch())
+        return written.take_statistics().value
+
+    with beam.Pipeline("FnApiRunner") as pipeline:
+        merged = combined_statistics(pipeline | beam.Create([stats("TRAIN"), stats("TRAIN"), stats("TEST")]), SCHEMA)
+        assert_that(merged | beam.Map(lambda s: s.rows), equal_to([{"TRAIN": 2, "TEST": 1}]))
+    assert StatisticsFn(SCHEMA).extract_output(StatisticsFn(SCHEMA).create_accumulator()).rows == {}
