@@ -14,8 +14,10 @@ from tfrecorder.data_source import data_source  # noqa: E402
 from tfrecorder.inspection import inspect  # noqa: E402
 from tfrecorder.verify import verify  # noqa: E402
 from tfrecorder.upgrade import upgrade  # noqa: E402
+from tfrecorder.job_report import report  # noqa: E402  (statistics, duplicates and leaks as HTML: issue 29)
 from tfrecorder.legacy import input_schema  # noqa: E402  (TFRecorder 2.0's `from tfrecorder import input_schema`)
 from tfrecorder import accessor as _accessor  # noqa: E402,F401  (registers df.tensorflow)
 
-__all__ = ["Schema", "convert", "convert_and_load", "data_source", "inspect", "load", "types", "upgrade", "verify",
+__all__ = ["Schema", "convert", "convert_and_load", "data_source", "inspect", "load", "report", "types", "upgrade",
+           "verify",
            "__version__"]

@@ -1,9 +1,10 @@
-"""Command-line interface: convert, verify, inspect, load-stats and upgrade.
+"""Command-line interface: convert, verify, inspect, load-stats, report and upgrade.
 
     tfrecorder convert --source data.csv --output_dir out/
     tfrecorder verify out/tfrecorder-20261121-193000
     tfrecorder inspect out/tfrecorder-20261121-193000 --split TRAIN --num_records 5
     tfrecorder load-stats out/tfrecorder-20261121-193000
+    tfrecorder report out/tfrecorder-20261121-193000 --html report.html
     tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/
 
 `create-tfrecords --input_data` is TFRecorder 2.0's spelling of `convert --source`.
@@ -174,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--image_size", type=_image_size, help="resize to HEIGHTxWIDTH while loading")
     stats.add_argument("--channels", type=int, choices=[1, 3, 4],
                        help="decode to this many channels (needed to batch images of mixed channel counts)")
+    report = commands.add_parser("report", help="statistics, duplicates and train/test leaks of a job, as HTML")
+    report.add_argument("tfrecord_dir", help="a finished job directory (local or gs://)")
+    report.add_argument("--html", required=True, help="where to write the self-contained HTML page")
     _add_upgrade_parser(commands)
     return parser
 
@@ -214,6 +218,21 @@ def _run_inspect(args: argparse.Namespace) -> int:
         raise ValueError("inspect needs the job directory: tfrecorder inspect TFRECORD_DIR")
     print(tfrecorder.inspect(tfrecord_dir, split=args.split, num_records=args.num_records,
                              output_dir=args.output_dir))
+    return EXIT_OK
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    import tfrecorder
+    from tfrecorder.rows.duplicate_groups import leak_warning
+
+    found = tfrecorder.report(args.tfrecord_dir)
+    found.save(args.html)
+    counts = found.duplicates
+    summary = "duplicates: not computed for this job" if counts is None else (
+        f"duplicates: {counts.get('groups', 0)} groups ({counts.get('rows', 0)} rows)")
+    print(f"report written to {args.html} ({summary})")
+    if counts and leak_warning(counts):
+        print(f"WARNING {leak_warning(counts)}")
     return EXIT_OK
 
 
@@ -310,7 +329,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         commands = {"convert": _run_convert, "create-tfrecords": _run_convert, "verify": _run_verify,
-                    "inspect": _run_inspect, "load-stats": _run_load_stats, "upgrade": _run_upgrade}
+                    "inspect": _run_inspect, "load-stats": _run_load_stats, "upgrade": _run_upgrade,
+                    "report": _run_report}
         return commands[args.command](args)
     except CorruptDataError as exc:  # not a ValueError: damaged data is not bad input (exit 3, not 2)
         print(f"tfrecorder: error: corrupt data: {exc}", file=sys.stderr)

@@ -59,7 +59,16 @@ class ConversionResult(Mapping[str, Any]):
     def _repr_html_(self) -> str:
         from tfrecorder.views import result_html
 
-        return result_html(self._fields)
+        page = result_html(self._fields)
+        metadata = self._fields.get("metadata") or {}
+        if metadata.get("splits") and "duplicates" in metadata:  # a job with statistics.json (issue 29)
+            from tfrecorder.job_report import report
+
+            try:
+                page += report(str(self._fields["tfrecord_dir"])).fragment
+            except (OSError, ValueError):  # the directory moved or was removed since: the counts still show
+                pass
+        return page
 
     def __repr__(self) -> str:
         f = self._fields

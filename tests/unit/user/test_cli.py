@@ -112,3 +112,21 @@ def test_convert_on_the_portable_runner_with_beam_options(tmp_path):
     assert remote.returncode == 2 and "output_dir must be gs://" in remote.stderr
     shared = run(*flink, "--shared_filesystem")  # local paths allowed: the next check speaks
     assert shared.returncode == 2 and "no file no/such.jar" in shared.stderr
+
+
+def test_report_writes_html_and_duplicates_fail_is_one_line(tmp_path):
+    image = imagegen.odd_images()["rgb.jpg"][0]
+    imagegen.write_files(tmp_path / "img", {"a.jpg": image, "b.jpg": image})
+    (tmp_path / "t.csv").write_text("split,image_uri,label\nTRAIN,img/a.jpg,cat\nTEST,img/b.jpg,cat\n")
+    failed = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"),
+                 "--validate", "header", "--duplicates", "fail", entry=("-c", WITHOUT_TENSORFLOW))
+    assert failed.returncode == 2 and failed.stderr.count("\n") == 1, failed.stderr
+    assert "train/test leakage" in failed.stderr and "img/a.jpg (TRAIN) = " in failed.stderr and "img/b.jpg (TEST)" in failed.stderr
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"),
+               "--validate", "header", entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 0 and "WARNING train/test leakage: 1 duplicate group" in done.stdout, done.stderr
+    [job] = [name for name in os.listdir(tmp_path / "out") if not name.startswith(".")]
+    shown = run("report", str(tmp_path / "out" / job), "--html", str(tmp_path / "r.html"))
+    assert shown.returncode == 0, shown.stderr
+    assert "duplicates: 1 groups (2 rows)" in shown.stdout and "WARNING train/test leakage" in shown.stdout
+    assert (tmp_path / "r.html").read_text().count("data:image/png;base64,") == 2
