@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "(only these columns are converted); default: inferred from names and dtypes")
     convert.add_argument("--duplicates", choices=["report", "fail"],
                          help="report (default): duplicates.csv and counts; fail: a train/test leak fails the job")
+    convert.add_argument("--near_duplicate_distance", type=int,
+                         help="images whose perceptual hashes differ in at most this many bits are near-duplicates "
+                              "(default 7; 0: no search)")
     convert.add_argument("--annotation_format",
                          help="read --source as automl_classification, automl_multilabel, automl_detection or "
                               "vertex_jsonl (default: recognised from its content)")
@@ -228,8 +231,10 @@ def _run_report(args: argparse.Namespace) -> int:
     found = tfrecorder.report(args.tfrecord_dir)
     found.save(args.html)
     counts = found.duplicates
+    near = (counts or {}).get("near") or {}
     summary = "duplicates: not computed for this job" if counts is None else (
-        f"duplicates: {counts.get('groups', 0)} groups ({counts.get('rows', 0)} rows)")
+        f"duplicates: {counts.get('groups', 0)} groups ({counts.get('rows', 0)} rows), "
+        f"near-duplicates: {near.get('groups', 0)} groups ({near.get('rows', 0)} rows)")
     print(f"report written to {args.html} ({summary})")
     if counts and leak_warning(counts):
         print(f"WARNING {leak_warning(counts)}")
@@ -289,7 +294,7 @@ def _run_convert(args: argparse.Namespace) -> int:
                      "split_ratios", "validate", "fetch_concurrency", "max_image_pixels", "max_image_bytes",
                      "project", "region", "verbose", "progress",
                      "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem",
-                     "duplicates")
+                     "duplicates", "near_duplicate_distance")
         if getattr(args, name) is not None
     }
     if args.schema is not None:

@@ -170,11 +170,13 @@ def _thumbnail(row: str) -> str:
 
 
 def duplicates_html(counts: Optional[Mapping[str, int]], groups: list) -> str:
-    """The duplicates section: counts, the leak warning, then groups with thumbnails side by side."""
+    """The duplicates section: counts (exact and near), the leak warning, then groups with thumbnails side by side."""
     if counts is None:
         return "<h3>Duplicates</h3><div>not computed for this job (written before tfrecorder found duplicates)</div>"
+    near = counts.get("near") or {}
     parts = [f"<h3>Duplicates</h3><div>{counts.get('groups', 0):,} groups of identical rows "
-             f"({counts.get('rows', 0):,} rows, {counts.get('redundant', 0):,} beyond the first of each group)</div>"]
+             f"({counts.get('rows', 0):,} rows, {counts.get('redundant', 0):,} beyond the first of each group); "
+             f"{near.get('groups', 0):,} groups of near-duplicate images ({near.get('rows', 0):,} rows)</div>"]
     warning = leak_warning(counts)
     if warning:
         parts.append(f'<div class="tfr-warn">{html.escape(warning)}</div>')

@@ -86,10 +86,12 @@ class ConversionResult(Mapping[str, Any]):
         if f.get("validate"):
             lines.append(f"  image check: validate={f['validate']!r}")
         duplicates = (f.get("metadata") or {}).get("duplicates")
-        if duplicates and duplicates.get("groups"):
+        near = (duplicates or {}).get("near") or {}
+        if duplicates and (duplicates.get("groups") or near.get("groups")):
             from tfrecorder.rows.duplicate_groups import leak_warning
 
-            lines.append(f"  duplicates: {duplicates['groups']} groups ({duplicates['rows']} rows; duplicates.csv)")
+            lines.append(f"  duplicates: {duplicates['groups']} exact groups ({duplicates['rows']} rows), "
+                         f"{near.get('groups', 0)} near-duplicate groups ({near.get('rows', 0)} rows); duplicates.csv")
             if leak_warning(duplicates):
                 lines.append(f"  WARNING {leak_warning(duplicates)}")
         if "input_bytes" in f:

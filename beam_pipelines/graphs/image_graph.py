@@ -31,7 +31,7 @@ from beam_pipelines.graphs import tabular_graph
 from beam_pipelines.graphs.job_outputs import write_outputs
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps import read_rows
-from beam_pipelines.steps.collect_statistics import DUPLICATE_KEYS, STATISTICS, quality_outputs
+from beam_pipelines.steps.collect_statistics import DUPLICATE_KEYS, NEAR_KEYS, STATISTICS, quality_outputs
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import IMAGE_KINDS, EncodeAndWritePieces, ImageKindsFn
@@ -66,7 +66,7 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
         rows_to_encode
         | "EncodeAndWrite"
         >> beam.ParDo(EncodeAndWritePieces(config), vocabulary_side).with_outputs(
-            DISCARD, IMAGE_KINDS, STATISTICS, DUPLICATE_KEYS, main="pieces"
+            DISCARD, IMAGE_KINDS, STATISTICS, DUPLICATE_KEYS, NEAR_KEYS, main="pieces"
         )
     )
     image_kinds = encoded[IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(
@@ -75,6 +75,7 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
     found = {"Read": malformed, "Prepare": prepared[DISCARD], "Encode": encoded[DISCARD]}
     return write_outputs(pipeline, config, encoded.pieces, found, finalize_with_stats, stats_side,
                          image_kinds=AsSingleton(image_kinds, default_value={}),
-                         **quality_outputs(config, encoded[STATISTICS], encoded[DUPLICATE_KEYS]))
+                         **quality_outputs(config, encoded[STATISTICS], encoded[DUPLICATE_KEYS],
+                                           encoded[NEAR_KEYS] if config.near_duplicate_distance else None))
 
 

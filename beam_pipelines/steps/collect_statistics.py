@@ -18,21 +18,26 @@ import pyarrow as pa
 
 from tfrecorder.core.schema import Schema
 from tfrecorder.rows.dataset_statistics import DatasetStatistics
+from tfrecorder.io.perceptual_hash import perceptual_hash
+from tfrecorder.rows import near_duplicates
 from tfrecorder.rows.duplicate_groups import bucketed, content_digest
 
 STATISTICS = "statistics"
 DUPLICATE_KEYS = "duplicate_keys"
+NEAR_KEYS = "near_duplicate_keys"
 
 
 class WrittenRows:
     """Collects one encoder's written rows: statistics for the bundle, digests per batch."""
 
-    def __init__(self, schema: Schema) -> None:
+    def __init__(self, schema: Schema, near_duplicates: bool = False) -> None:
         self.schema = schema
+        self.near_duplicates = near_duplicates  # hash each row's first image perceptually (NEAR_KEYS)
         self.statistics = DatasetStatistics(schema)
         self._rows: dict[str, list] = {}
         self._images: dict[str, dict[str, list]] = {}
         self._entries: list[tuple] = []
+        self._near: list[tuple] = []
 
     def add_row(self, split: str, row: Mapping[str, Any], images: Sequence[tuple[str, str, Any, bytes]],
                 example: Any) -> None:
@@ -45,6 +50,9 @@ class WrittenRows:
         if images:
             digest = content_digest(*(data for _c, _u, _i, data in images))
             row_id = " ".join(uri for _c, uri, _i, _d in images)
+            phash = perceptual_hash(images[0][3]) if self.near_duplicates else None
+            if phash is not None:
+                self._near.append((phash, digest, split, row_id))
         else:
             content = example if isinstance(example, (bytes, bytearray)) else b"".join(bytes(p) for p in example)
             digest = content_digest(content)
@@ -65,6 +73,9 @@ class WrittenRows:
         entries, self._entries = self._entries, []
         for bucket, found in bucketed(entries).items():
             yield beam.pvalue.TaggedOutput(DUPLICATE_KEYS, (bucket, found))
+        near, self._near = self._near, []
+        for bucket, found in near_duplicates.bucketed(near).items():
+            yield beam.pvalue.TaggedOutput(NEAR_KEYS, (bucket, found))
 
     def take_statistics(self) -> Optional[beam.pvalue.TaggedOutput]:
         """The bundle's statistics (tag STATISTICS), and a fresh accumulator for the next bundle."""
@@ -121,7 +132,8 @@ def combined_statistics(found: beam.PCollection, schema: Schema) -> beam.PCollec
     return found | "Statistics" >> beam.CombineGlobally(StatisticsFn(schema))
 
 
-def quality_outputs(config, statistics: beam.PCollection, keys: beam.PCollection) -> dict:
+def quality_outputs(config, statistics: beam.PCollection, keys: beam.PCollection,
+                    near_keys: Optional[beam.PCollection] = None) -> dict:
     """The finalize stage's keyword side inputs of issue 29: `statistics` (the merged DatasetStatistics)
     and `duplicates` (duplicates.csv written; its counts and first leaking groups)."""
     from apache_beam.pvalue import AsSingleton
@@ -129,4 +141,4 @@ def quality_outputs(config, statistics: beam.PCollection, keys: beam.PCollection
     from beam_pipelines.steps.find_duplicates import find_duplicates
 
     return {"statistics": AsSingleton(combined_statistics(statistics, config.schema)),
-            "duplicates": AsSingleton(find_duplicates(keys, config))}
+            "duplicates": AsSingleton(find_duplicates(keys, config, near_keys))}

@@ -13,10 +13,11 @@ from tfrecorder.rows.dataset_statistics import DatasetStatistics
 def leak_error(duplicates: Mapping[str, Any]) -> Optional[TableError]:
     """The error of duplicates="fail" when duplicate groups span TRAIN and VALIDATION/TEST (None when none do)."""
     counts = duplicates.get("counts", {})
-    if not counts.get("leaking_groups"):
+    leaking = counts.get("leaking_groups", 0) + (counts.get("near") or {}).get("leaking_groups", 0)
+    if not leaking:
         return None
     named = "; ".join(" = ".join(f"{row} ({split})" for split, row in group) for group in duplicates.get("leaks", []))
-    return TableError(f"train/test leakage: {counts['leaking_groups']} duplicate group(s) span TRAIN and "
+    return TableError(f"train/test leakage: {leaking} duplicate group(s) span TRAIN and "
                       f"VALIDATION/TEST (duplicates='fail'): {named}")
 
 

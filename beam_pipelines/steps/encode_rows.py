@@ -140,7 +140,7 @@ class EncodeAndWritePieces(beam.DoFn):
         """Encode and write one batch: yields rolled-over pieces and (DISCARD) discarded rows."""
         encoder = self._encoder_for(vocabularies)
         if self._written is None:
-            self._written = WrittenRows(self.schema)
+            self._written = WrittenRows(self.schema, near_duplicates=self.config.near_duplicate_distance > 0)
         uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
         fetched = self._fetcher.fetch(uris)
         read = reader_for(fetched)

@@ -11,6 +11,7 @@ from PIL import Image
 
 import tfrecorder
 from support.replay import REPLAY
+from support.natural_images import VARIANTS, encoded, photo, variant
 from tfrecorder.format.statistics_files import DUPLICATES_FILE, STATISTICS_FILE, STATISTICS_PROTO_FILE
 
 
@@ -33,8 +34,10 @@ def test_image_job_writes_statistics_duplicates_and_counts_leaks(tmp_path):
     frame = _images(tmp_path)
     result = tfrecorder.convert(frame, tmp_path / "out", progress=False, beam_options=REPLAY)
     job = result.tfrecord_dir
-    assert result.metadata["duplicates"] == {"groups": 2, "rows": 4, "redundant": 2, "leaking_groups": 1,
-                                             "leaking_rows": 2}
+    counts = result.metadata["duplicates"]
+    assert {k: v for k, v in counts.items() if k != "near"} == {"groups": 2, "rows": 4, "redundant": 2,
+                                                                "leaking_groups": 1, "leaking_rows": 2}
+    assert counts["near"]["groups"] == 0  # noise images: nothing alike but the copies
     with open(os.path.join(job, DUPLICATES_FILE)) as stream:
         rows = list(csv.DictReader(stream))
     assert {(r["row"].rsplit("/", 1)[-1], r["split"], r["kept"], r["leak"]) for r in rows} == {
@@ -56,6 +59,31 @@ def test_fail_mode_fails_a_leaking_job_before_publishing(tmp_path):
     assert not [name for name in os.listdir(tmp_path / "out") if not name.startswith(".")]
     with pytest.raises(ValueError, match="duplicates must be one of"):
         tfrecorder.convert(_images(tmp_path), tmp_path / "out", progress=False, duplicates="maybe")
+
+
+def test_planted_near_duplicates_are_grouped_and_leaks_counted(tmp_path):
+    rows = []
+    for i in range(8):
+        data = encoded(photo(i), "JPEG")
+        (tmp_path / f"p{i}.jpg").write_bytes(data)
+        rows.append({"image_uri": str(tmp_path / f"p{i}.jpg"), "split": "TRAIN"})
+        if i < 2:  # two photos with every planted variant, in TEST: near-duplicate leaks
+            for kind in VARIANTS:
+                copy, extension = variant(data, kind)
+                (tmp_path / f"p{i}-{kind}.{extension}").write_bytes(copy)
+                rows.append({"image_uri": str(tmp_path / f"p{i}-{kind}.{extension}"), "split": "TEST"})
+    result = tfrecorder.convert(pd.DataFrame(rows), tmp_path / "out", progress=False, validate="header")
+    near = result.metadata["duplicates"]["near"]
+    assert near["groups"] == 2 and near["rows"] == 10 and near["leaking_groups"] == 2
+    with open(os.path.join(result.tfrecord_dir, DUPLICATES_FILE)) as stream:
+        groups = {}
+        for row in csv.DictReader(stream):
+            groups.setdefault(row["group"], set()).add(os.path.basename(row["row"]).split("-")[0].split(".")[0])
+    assert sorted(map(sorted, groups.values())) == [["p0"], ["p1"]]
+    assert "(2 of them near-duplicates)" in repr(result)
+    off = tfrecorder.convert(pd.DataFrame(rows), tmp_path / "off", progress=False, validate="header",
+                             near_duplicate_distance=0)
+    assert off.metadata["duplicates"]["near"]["groups"] == 0
 
 
 def test_tabular_job_groups_identical_rows(tmp_path):

@@ -111,6 +111,7 @@ def check_image_limits(max_image_pixels: int, max_image_bytes: int,
 
 
 DUPLICATE_MODES = ("report", "fail")  # issue 29: "drop" is not built yet (docs/statistics.md)
+MAX_NEAR_DISTANCE = 7  # the LSH banding finds every pair this close (tfrecorder.rows.near_duplicates)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,14 +134,16 @@ class ConvertOptions:
     encoding: str  # a CSV source's text encoding: a codec name Python knows (csv_text.check_encoding)
     verbose: bool
     progress: bool
-    duplicates: str = "report"  # what exact duplicate groups do: "report" or "fail" on a train/test leak
+    duplicates: str = "report"  # what duplicate groups do: "report" or "fail" on a train/test leak
+    near_duplicate_distance: int = 7  # pHash bits two near-duplicate images differ in at most (0: no search)
 
     @classmethod
     def check(cls, output: OutputLocation, *, job_label: Optional[str], num_shards: int, max_shard_bytes: int,
               compression: Optional[str], image_size: Optional[Sequence[int]], validate: str,
               split_ratios: Sequence[float], fetch_concurrency: Optional[int], max_image_pixels: int,
               max_image_bytes: int, box_units: str, annotation_format: Optional[str], encoding: str,
-              verbose: bool, progress: bool, duplicates: str = "report") -> "ConvertOptions":
+              verbose: bool, progress: bool, duplicates: str = "report",
+              near_duplicate_distance: int = 7) -> "ConvertOptions":
         """The checked options (ValueError naming the first bad one), the output location's write check last."""
         image_size = check_shard_options(num_shards, max_shard_bytes, compression, image_size, validate)
         check_image_limits(max_image_pixels, max_image_bytes, image_size)
@@ -150,6 +153,10 @@ class ConvertOptions:
         encoding = csv_text.check_encoding(encoding)
         if duplicates not in DUPLICATE_MODES:
             raise ValueError(f"duplicates must be one of {DUPLICATE_MODES}, got {duplicates!r}")
+        if (isinstance(near_duplicate_distance, bool) or not isinstance(near_duplicate_distance, int)
+                or not 0 <= near_duplicate_distance <= MAX_NEAR_DISTANCE):
+            raise ValueError(f"near_duplicate_distance must be an integer from 0 (off) to {MAX_NEAR_DISTANCE}, "
+                             f"got {near_duplicate_distance!r}")
         return cls(output.checked().path, job_label, num_shards, max_shard_bytes, compression, image_size,
                    validate, ratios, fetch_concurrency, max_image_pixels, max_image_bytes, box_units,
-                   annotation_format, encoding, verbose, progress, duplicates)
+                   annotation_format, encoding, verbose, progress, duplicates, near_duplicate_distance)

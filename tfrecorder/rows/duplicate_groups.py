@@ -117,9 +117,13 @@ class DuplicateCounts:
 
 
 def leak_warning(counts: dict) -> str:
-    """The one warning line a result shows when duplicate groups span TRAIN and VALIDATION/TEST ('' when none)."""
-    groups = counts.get("leaking_groups", 0)
+    """The one warning line a result shows when duplicate groups (exact, and near in counts["near"]) span
+    TRAIN and VALIDATION/TEST ('' when none)."""
+    near = counts.get("near") or {}
+    groups = counts.get("leaking_groups", 0) + near.get("leaking_groups", 0)
     if not groups:
         return ""
-    return (f"train/test leakage: {groups} duplicate group{'s' if groups != 1 else ''} "
-            f"({counts.get('leaking_rows', 0)} rows) span TRAIN and VALIDATION/TEST (see duplicates.csv)")
+    rows = counts.get("leaking_rows", 0) + near.get("leaking_rows", 0)
+    kinds = f" ({near.get('leaking_groups', 0)} of them near-duplicates)" if near.get("leaking_groups") else ""
+    return (f"train/test leakage: {groups} duplicate group{'s' if groups != 1 else ''}{kinds} "
+            f"({rows} rows) span TRAIN and VALIDATION/TEST (see duplicates.csv)")

@@ -1,0 +1,25 @@
+"""pHash: stable under re-encoding, resizing, cropping and format changes; far apart for distinct photos."""
+import io
+
+import numpy as np
+
+from support.natural_images import VARIANTS, encoded, photo, variant
+from tfrecorder.io.perceptual_hash import hamming, hamming_many, perceptual_hash
+
+
+def test_variants_stay_close_and_distinct_photos_do_not():
+    for seed in range(6):
+        original = encoded(photo(seed), "JPEG" if seed % 2 else "PNG")
+        base = perceptual_hash(original)
+        assert base is not None
+        for kind in VARIANTS:
+            assert hamming(base, perceptual_hash(variant(original, kind)[0])) <= 7, (seed, kind)
+    hashes = [perceptual_hash(encoded(photo(100 + i), "JPEG")) for i in range(20)]
+    distances = [hamming(a, b) for i, a in enumerate(hashes) for b in hashes[i + 1:]]
+    assert min(distances) > 7 and 20 < np.mean(distances) < 44
+
+
+def test_undecodable_bytes_have_no_hash_and_distances_vectorise():
+    assert perceptual_hash(b"not an image") is None
+    values = np.array([0, 0b1011, (1 << 64) - 1], dtype=np.uint64)
+    assert hamming_many(0b1, values).tolist() == [1, 2, 63]

@@ -1,0 +1,100 @@
+"""Near-duplicate images from their 64-bit perceptual hashes, as pure logic (issue 29).
+
+Candidates are found by banding (LSH): the hash is cut into BANDS bands of 16 bits, and each image is
+filed under every band's value ("home") and under each value one bit away ("probe"). Two images within
+7 bits of each other share a band differing in at most one bit (pigeonhole over 4 bands), so one's
+probe or home meets the other's home: every pair within MAX_GUARANTEED bits is a candidate, and a
+candidate counts when its Hamming distance is within the job's threshold. The pipeline sends these
+keys to BUCKETS buckets (beam_pipelines.steps.find_duplicates groups them there), so a bucket holds
+about rows × 68 / BUCKETS small entries and never all rows. Images with identical bytes are exact
+duplicates already: each digest takes part once, under its smallest row id.
+
+A bucket's confirmed pairs are joined into groups (connected components inside the bucket); the same
+group found in several buckets is written once (grouped again by its members).
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Iterable, Iterator
+
+from tfrecorder.io.perceptual_hash import hamming
+from tfrecorder.rows.duplicate_groups import DuplicateGroup
+
+BANDS, BAND_BITS = 4, 16
+MAX_GUARANTEED = 2 * BANDS - 1  # any pair this close shares a band within one bit
+BUCKETS = 1024
+NEAR = "near"
+DEFAULT_DISTANCE = 7
+
+Entry = tuple  # (phash, digest, split, row id)
+
+
+def band_keys(phash: int) -> Iterator[tuple[int, bool]]:
+    """(key, is_home) for each band: its value (home), then the values one bit away (probes)."""
+    mask = (1 << BAND_BITS) - 1
+    for band in range(BANDS):
+        value = (phash >> (band * BAND_BITS)) & mask
+        base = band << BAND_BITS
+        yield base | value, True
+        for bit in range(BAND_BITS):
+            yield base | (value ^ (1 << bit)), False
+
+
+def bucketed(entries: Iterable[Entry]) -> dict[int, list[tuple]]:
+    """(key, is_home, entry) by bucket: what one batch sends to the grouping step."""
+    out: dict[int, list[tuple]] = {}
+    for entry in entries:
+        for key, home in band_keys(entry[0]):
+            out.setdefault(key % BUCKETS, []).append((key, home, entry))
+    return out
+
+
+def near_groups(keyed: Iterable[tuple], max_distance: int) -> list[DuplicateGroup]:
+    """The groups of one bucket: images within `max_distance` bits (and not byte-identical), joined."""
+    homes: dict[int, dict[bytes, Entry]] = {}
+    probes: dict[int, dict[bytes, Entry]] = {}
+    for key, home, entry in keyed:
+        table = homes if home else probes
+        found = table.setdefault(key, {})
+        kept = found.get(entry[1])
+        if kept is None or entry[3] < kept[3]:  # one entry per digest: its smallest row id
+            found[entry[1]] = entry
+    parent: dict[bytes, bytes] = {}
+    members: dict[bytes, Entry] = {}
+
+    def root(digest: bytes) -> bytes:
+        while parent[digest] != digest:
+            parent[digest] = parent[parent[digest]]
+            digest = parent[digest]
+        return digest
+
+    def join(left: Entry, right: Entry) -> None:
+        if left[1] == right[1] or hamming(left[0], right[0]) > max_distance:
+            return
+        for entry in (left, right):
+            if entry[1] not in parent:
+                parent[entry[1]] = entry[1]
+                members[entry[1]] = entry
+            elif entry[3] < members[entry[1]][3]:
+                members[entry[1]] = entry
+        a, b = root(left[1]), root(right[1])
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+
+    for key, found in homes.items():
+        at_home = sorted(found.values(), key=lambda e: e[1])
+        for i, left in enumerate(at_home):
+            for right in at_home[i + 1:]:
+                join(left, right)
+        for probe in probes.get(key, {}).values():
+            for right in at_home:
+                join(probe, right)
+    components: dict[bytes, list[Entry]] = {}
+    for digest in parent:
+        components.setdefault(root(digest), []).append(members[digest])
+    groups = []
+    for entries in components.values():
+        listed = tuple(sorted(((e[2], e[3]) for e in entries), key=lambda member: (member[1], member[0])))
+        group_id = hashlib.blake2b("\n".join(row for _, row in listed).encode("utf-8"), digest_size=8).hexdigest()
+        groups.append(DuplicateGroup(group_id, NEAR, listed))
+    return sorted(groups, key=lambda group: group.group_id)
