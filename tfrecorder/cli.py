@@ -141,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--near_duplicate_distance", type=int,
                          help="images whose perceptual hashes differ in at most this many bits are near-duplicates "
                               "(default 7; 0: no search)")
+    convert.add_argument("--no_statistics", dest="statistics", action="store_false", default=None,
+                         help="skip statistics.json/.pb and duplicates.csv")
     convert.add_argument("--annotation_format",
                          help="read --source as automl_classification, automl_multilabel, automl_detection or "
                               "vertex_jsonl (default: recognised from its content)")
@@ -294,7 +296,7 @@ def _run_convert(args: argparse.Namespace) -> int:
                      "split_ratios", "validate", "fetch_concurrency", "max_image_pixels", "max_image_bytes",
                      "project", "region", "verbose", "progress",
                      "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem",
-                     "duplicates", "near_duplicate_distance")
+                     "duplicates", "near_duplicate_distance", "statistics")
         if getattr(args, name) is not None
     }
     if args.schema is not None:

@@ -137,6 +137,7 @@ def convert(
     encoding: str = DEFAULT_ENCODING,
     duplicates: str = "report",
     near_duplicate_distance: int = 7,
+    statistics: bool = True,
     **legacy_options: Any,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file, Parquet files (a file, a directory or a glob) or SPLIT/LABEL image
@@ -178,6 +179,7 @@ def convert(
     leak, before anything is published (docs/statistics.md); `tfrecorder.report(job_dir)` shows it all.
     Images whose 64-bit perceptual hashes differ in at most `near_duplicate_distance` bits (default 7,
     0 turns the search off) are near-duplicates: re-encoded, resized, slightly cropped copies.
+    `statistics=False` skips all of it (no statistics files, no duplicates.csv).
 
     TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there
     (see `tfrecorder.legacy.v2_compat.legacy_arguments`).
@@ -199,7 +201,8 @@ def convert(
         compression=compression, image_size=image_size, validate=validate, split_ratios=split_ratios,
         fetch_concurrency=fetch_concurrency, max_image_pixels=max_image_pixels, max_image_bytes=max_image_bytes,
         box_units=box_units, annotation_format=annotation_format, encoding=encoding, verbose=verbose,
-        progress=progress, duplicates=duplicates, near_duplicate_distance=near_duplicate_distance)
+        progress=progress, duplicates=duplicates, near_duplicate_distance=near_duplicate_distance,
+        statistics=statistics)
     table, resolved_schema, is_detection = _open_table(source, schema, options)
     launch.check_table(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)
@@ -219,7 +222,7 @@ def convert(
                 compression=options.compression, image_size=options.image_size, validate=options.validate,
                 fetch_concurrency=concurrency, max_image_pixels=options.max_image_pixels,
                 max_image_bytes=options.max_image_bytes, progress_dir=progress_dir, duplicates=options.duplicates,
-                near_duplicate_distance=options.near_duplicate_distance,
+                near_duplicate_distance=options.near_duplicate_distance, statistics=options.statistics,
                 extra_metadata={"task": detection_keys.TASK, "box_units": options.box_units} if is_detection else {},
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,

@@ -135,9 +135,12 @@ def combined_statistics(found: beam.PCollection, schema: Schema) -> beam.PCollec
 def quality_outputs(config, statistics: beam.PCollection, keys: beam.PCollection,
                     near_keys: Optional[beam.PCollection] = None) -> dict:
     """The finalize stage's keyword side inputs of issue 29: `statistics` (the merged DatasetStatistics)
-    and `duplicates` (duplicates.csv written; its counts and first leaking groups)."""
+    and `duplicates` (duplicates.csv written; its counts and first leaking groups); none when the job
+    computes no statistics (`config.statistics` False)."""
     from apache_beam.pvalue import AsSingleton
 
+    if not config.statistics:
+        return {}
     from beam_pipelines.steps.find_duplicates import find_duplicates
 
     return {"statistics": AsSingleton(combined_statistics(statistics, config.schema)),

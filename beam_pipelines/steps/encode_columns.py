@@ -29,11 +29,12 @@ class EncodePart(beam.DoFn):
         self.schema = self.config.schema
         self._encoder = None
         self._rows_done = RowsDone(self.config)
-        self._written = WrittenRows(self.schema)
+        self._written = WrittenRows(self.schema) if self.config.statistics else None
 
     def start_bundle(self) -> None:
         self.writers: dict[str, PieceWriter] = {}
-        self._written.take_statistics()  # what a failed bundle attempt left
+        if self._written is not None:
+            self._written.take_statistics()  # what a failed bundle attempt left
 
     def process(self, part, vocabularies: Mapping[str, list[str]]):
         if self._encoder is None:
@@ -55,10 +56,12 @@ class EncodePart(beam.DoFn):
                 if len(chosen):
                     taken = pa.array(chosen)
                     records = encoded.records.take(taken)
-                    self._written.add_records(split, item.take(taken), records,
-                                              (f"{part_name} row {offset + i}" for i in chosen.tolist()))
+                    if self._written is not None:
+                        self._written.add_records(split, item.take(taken), records,
+                                                  (f"{part_name} row {offset + i}" for i in chosen.tolist()))
                     yield from self._write(split, records, encoded.unknown_labels[chosen])
-            yield from self._written.end_batch()
+            if self._written is not None:
+                yield from self._written.end_batch()
             offset += item.num_rows
             self._rows_done.add(item.num_rows)
 
@@ -84,6 +87,6 @@ class EncodePart(beam.DoFn):
         for writer in self.writers.values():
             yield in_global_window(writer.close())
         self.writers = {}
-        statistics = self._written.take_statistics()
+        statistics = self._written.take_statistics() if self._written is not None else None
         if statistics is not None:
             yield beam.pvalue.TaggedOutput(statistics.tag, in_global_window(statistics.value))

@@ -139,8 +139,9 @@ class EncodeAndWritePieces(beam.DoFn):
     def encode_batch(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
         """Encode and write one batch: yields rolled-over pieces and (DISCARD) discarded rows."""
         encoder = self._encoder_for(vocabularies)
-        if self._written is None:
+        if self._written is None and self.config.statistics:
             self._written = WrittenRows(self.schema, near_duplicates=self.config.near_duplicate_distance > 0)
+        written = self._written
         uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
         fetched = self._fetcher.fetch(uris)
         read = reader_for(fetched)
@@ -151,11 +152,13 @@ class EncodeAndWritePieces(beam.DoFn):
             except RowError as exc:
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
-            self._written.add_row(split, row, encoder.row_images, data)
+            if written is not None:
+                written.add_row(split, row, encoder.row_images, data)
             yield from self._write(split, data, unknown)
         if pending:
             pending.wait()
-        yield from self._written.end_batch()
+        if written is not None:
+            yield from written.end_batch()
         self._rows_done.add(len(batch))
 
     def _write(self, split: str, data: Union[bytes, list], unknown: int):

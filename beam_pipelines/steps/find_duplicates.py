@@ -3,9 +3,10 @@
     encoders ─(bucket, [(digest, split, row id)])─► GroupByKey(bucket) ─► groups of each bucket written to
     _work/duplicates/exact-NNNNN.csv (one whole-file write, same bytes on a retry) ─► their descriptors
     (O(buckets)) ─► duplicates.csv (bucket files concatenated in bucket order) + counts for metadata.json
-    encoders ─(bucket, [(band key, home?, (phash, digest, split, row id))])─► GroupByKey ─► confirmed near
-    groups per LSH bucket (tfrecorder.rows.near_duplicates) ─► GroupByKey(group id): each group once ─►
-    GroupByKey(bucket of the group id) ─► _work/duplicates/near-NNNNN.csv ─► (the same merge, after the exact groups)
+    encoders ─(bucket, [(band key, home?, (phash, digest, split, row id))])─► GroupByKey ─► confirmed pairs
+    per LSH bucket (tfrecorder.rows.near_duplicates) ─► GroupByKey(pair): each pair once ─► one key: connected
+    components (state: the images that have a near-duplicate) ─► GroupByKey(bucket of the group id) ─►
+    _work/duplicates/near-NNNNN.csv ─► (the same merge, after the exact groups)
 
 A bucket holds about rows / BUCKETS entries (tfrecorder.rows.duplicate_groups), so no step holds
 every row; the merge streams the bucket files. The first leaking groups travel with the counts, so
@@ -25,7 +26,7 @@ from tfrecorder.format.statistics_files import DUPLICATES_FILE
 from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.duplicate_groups import BUCKETS, CSV_COLUMNS, EXACT, DuplicateCounts, DuplicateGroup, groups_in
-from tfrecorder.rows.near_duplicates import NEAR, near_groups
+from tfrecorder.rows.near_duplicates import NEAR, groups_of_pairs, near_pairs, pair_key
 
 LEAKS_NAMED = 5  # leaking groups carried to the end (for the error of duplicates="fail")
 
@@ -66,16 +67,18 @@ def write_groups(bucket: int, groups: list[DuplicateGroup], config: JobConfig, k
     yield DuplicateBucket(bucket, path, kind, DuplicateCounts().add(groups), leaks)
 
 
-def near_candidates(item: tuple[int, Iterable[list]], max_distance: int) -> Iterable[tuple[str, DuplicateGroup]]:
-    """One LSH bucket's near-duplicate groups, keyed by group id (a group found in several buckets is one)."""
+def confirmed_pairs(item: tuple[int, Iterable[list]], max_distance: int) -> Iterable[tuple[bytes, tuple]]:
+    """One LSH bucket's confirmed near-duplicate pairs, keyed by pair (a pair found in several buckets is one)."""
     _bucket, batches = item
-    for group in near_groups((keyed for batch in batches for keyed in batch), max_distance):
-        yield group.group_id, group
+    for pair in near_pairs((keyed for batch in batches for keyed in batch), max_distance):
+        yield pair_key(pair), pair
 
 
-def _group_bucket(item: tuple[str, Iterable[DuplicateGroup]]) -> tuple[int, DuplicateGroup]:
-    group_id, found = item
-    return int(group_id[:8], 16) % BUCKETS, next(iter(found))
+def near_groups_of(item: tuple[None, Iterable[tuple[bytes, Iterable[tuple]]]]) -> Iterable[tuple[int, DuplicateGroup]]:
+    """Every distinct pair → groups (connected components), each keyed by the bucket its file is written in."""
+    _key, pairs = item
+    for group in groups_of_pairs(next(iter(found)) for _pair, found in pairs):
+        yield int(group.group_id[:8], 16) % BUCKETS, group
 
 
 def write_near_bucket(item: tuple[int, Iterable[DuplicateGroup]], config: JobConfig) -> Iterable[DuplicateBucket]:
@@ -116,9 +119,11 @@ def find_duplicates(keys: beam.PCollection, config: JobConfig, near_keys: Option
         near = (
             near_keys
             | "GroupBands" >> beam.GroupByKey()
-            | "NearGroups" >> beam.FlatMap(near_candidates, config.near_duplicate_distance)
-            | "SameNearGroups" >> beam.GroupByKey()
-            | "NearGroupBuckets" >> beam.Map(_group_bucket)
+            | "NearPairs" >> beam.FlatMap(confirmed_pairs, config.near_duplicate_distance)
+            | "SamePairs" >> beam.GroupByKey()
+            | "AllPairs" >> beam.Map(lambda pair: (None, pair))
+            | "JoinPairs" >> beam.GroupByKey()
+            | "NearGroups" >> beam.FlatMap(near_groups_of)
             | "GroupNearGroups" >> beam.GroupByKey()
             | "WriteNearBuckets" >> beam.FlatMap(write_near_bucket, config)
         )

@@ -136,6 +136,7 @@ class ConvertOptions:
     progress: bool
     duplicates: str = "report"  # what duplicate groups do: "report" or "fail" on a train/test leak
     near_duplicate_distance: int = 7  # pHash bits two near-duplicate images differ in at most (0: no search)
+    statistics: bool = True  # False: no statistics.json/.pb, duplicates.csv (the cost of issue 29 saved)
 
     @classmethod
     def check(cls, output: OutputLocation, *, job_label: Optional[str], num_shards: int, max_shard_bytes: int,
@@ -143,7 +144,7 @@ class ConvertOptions:
               split_ratios: Sequence[float], fetch_concurrency: Optional[int], max_image_pixels: int,
               max_image_bytes: int, box_units: str, annotation_format: Optional[str], encoding: str,
               verbose: bool, progress: bool, duplicates: str = "report",
-              near_duplicate_distance: int = 7) -> "ConvertOptions":
+              near_duplicate_distance: int = 7, statistics: bool = True) -> "ConvertOptions":
         """The checked options (ValueError naming the first bad one), the output location's write check last."""
         image_size = check_shard_options(num_shards, max_shard_bytes, compression, image_size, validate)
         check_image_limits(max_image_pixels, max_image_bytes, image_size)
@@ -157,6 +158,11 @@ class ConvertOptions:
                 or not 0 <= near_duplicate_distance <= MAX_NEAR_DISTANCE):
             raise ValueError(f"near_duplicate_distance must be an integer from 0 (off) to {MAX_NEAR_DISTANCE}, "
                              f"got {near_duplicate_distance!r}")
+        if not isinstance(statistics, bool):
+            raise ValueError(f"statistics must be True or False, got {statistics!r}")
+        if not statistics and duplicates != "report":
+            raise ValueError(f"duplicates={duplicates!r} needs statistics=True: duplicates are found with the statistics")
         return cls(output.checked().path, job_label, num_shards, max_shard_bytes, compression, image_size,
                    validate, ratios, fetch_concurrency, max_image_pixels, max_image_bytes, box_units,
-                   annotation_format, encoding, verbose, progress, duplicates, near_duplicate_distance)
+                   annotation_format, encoding, verbose, progress, duplicates, near_duplicate_distance,
+                   statistics)

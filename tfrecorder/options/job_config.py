@@ -38,6 +38,7 @@ class JobConfig:
     distributed: bool = False  # workers elsewhere (Dataflow, portable runners): reshuffles spread the work
     encode_processes: int = 1  # local jobs: forked processes that encode and write batches (1: in-process)
     progress_dir: Optional[str] = None  # local directory workers report rows done into (None: no bar)
+    statistics: bool = True  # statistics.json/.pb and duplicates.csv computed while encoding (issue 29)
     duplicates: str = "report"  # exact duplicate groups: "report" them, or "fail" the job when one leaks (issue 29)
     near_duplicate_distance: int = 7  # near-duplicate images: pHash bits apart at most (0: not searched)
     nullable_columns: tuple[str, ...] = ()  # input columns with a missing value somewhere (allow_missing)

@@ -9,8 +9,9 @@ keys to BUCKETS buckets (beam_pipelines.steps.find_duplicates groups them there)
 about rows × 68 / BUCKETS small entries and never all rows. Images with identical bytes are exact
 duplicates already: each digest takes part once, under its smallest row id.
 
-A bucket's confirmed pairs are joined into groups (connected components inside the bucket); the same
-group found in several buckets is written once (grouped again by its members).
+Confirmed pairs (each once, whichever buckets found it) are joined into groups by connected components
+(`groups_of_pairs`): the one step whose state is not bounded by buckets — it holds the images that
+have a near-duplicate (a few hundred bytes each), never the rows without one.
 """
 from __future__ import annotations
 
@@ -49,8 +50,9 @@ def bucketed(entries: Iterable[Entry]) -> dict[int, list[tuple]]:
     return out
 
 
-def near_groups(keyed: Iterable[tuple], max_distance: int) -> list[DuplicateGroup]:
-    """The groups of one bucket: images within `max_distance` bits (and not byte-identical), joined."""
+def near_pairs(keyed: Iterable[tuple], max_distance: int) -> list[tuple[Entry, Entry]]:
+    """The confirmed pairs of one bucket: images within `max_distance` bits and not byte-identical, each
+    pair once (ordered by digest), each digest as its smallest row id."""
     homes: dict[int, dict[bytes, Entry]] = {}
     probes: dict[int, dict[bytes, Entry]] = {}
     for key, home, entry in keyed:
@@ -59,6 +61,34 @@ def near_groups(keyed: Iterable[tuple], max_distance: int) -> list[DuplicateGrou
         kept = found.get(entry[1])
         if kept is None or entry[3] < kept[3]:  # one entry per digest: its smallest row id
             found[entry[1]] = entry
+    pairs: dict[tuple[bytes, bytes], tuple[Entry, Entry]] = {}
+
+    def confirm(left: Entry, right: Entry) -> None:
+        if left[1] == right[1] or hamming(left[0], right[0]) > max_distance:
+            return
+        if right[1] < left[1]:
+            left, right = right, left
+        pairs[(left[1], right[1])] = (left, right)
+
+    for key, found in homes.items():
+        at_home = sorted(found.values(), key=lambda e: e[1])
+        for i, left in enumerate(at_home):
+            for right in at_home[i + 1:]:
+                confirm(left, right)
+        for probe in probes.get(key, {}).values():
+            for right in at_home:
+                confirm(probe, right)
+    return [pairs[key] for key in sorted(pairs)]
+
+
+def pair_key(pair: tuple[Entry, Entry]) -> bytes:
+    """One key per pair of images, whichever bucket found it."""
+    return pair[0][1] + pair[1][1]
+
+
+def groups_of_pairs(pairs: Iterable[tuple[Entry, Entry]]) -> list[DuplicateGroup]:
+    """Connected components of confirmed pairs: one group per set of images linked by near-duplicate
+    pairs (state: the images that are in some pair, never every row)."""
     parent: dict[bytes, bytes] = {}
     members: dict[bytes, Entry] = {}
 
@@ -68,9 +98,7 @@ def near_groups(keyed: Iterable[tuple], max_distance: int) -> list[DuplicateGrou
             digest = parent[digest]
         return digest
 
-    def join(left: Entry, right: Entry) -> None:
-        if left[1] == right[1] or hamming(left[0], right[0]) > max_distance:
-            return
+    for left, right in pairs:
         for entry in (left, right):
             if entry[1] not in parent:
                 parent[entry[1]] = entry[1]
@@ -80,15 +108,6 @@ def near_groups(keyed: Iterable[tuple], max_distance: int) -> list[DuplicateGrou
         a, b = root(left[1]), root(right[1])
         if a != b:
             parent[max(a, b)] = min(a, b)
-
-    for key, found in homes.items():
-        at_home = sorted(found.values(), key=lambda e: e[1])
-        for i, left in enumerate(at_home):
-            for right in at_home[i + 1:]:
-                join(left, right)
-        for probe in probes.get(key, {}).values():
-            for right in at_home:
-                join(probe, right)
     components: dict[bytes, list[Entry]] = {}
     for digest in parent:
         components.setdefault(root(digest), []).append(members[digest])
@@ -98,3 +117,8 @@ def near_groups(keyed: Iterable[tuple], max_distance: int) -> list[DuplicateGrou
         group_id = hashlib.blake2b("\n".join(row for _, row in listed).encode("utf-8"), digest_size=8).hexdigest()
         groups.append(DuplicateGroup(group_id, NEAR, listed))
     return sorted(groups, key=lambda group: group.group_id)
+
+
+def near_groups(keyed: Iterable[tuple], max_distance: int) -> list[DuplicateGroup]:
+    """The groups one bucket's pairs form on their own (tests and small tables)."""
+    return groups_of_pairs(near_pairs(keyed, max_distance))

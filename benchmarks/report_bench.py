@@ -1,0 +1,157 @@
+"""Issue 29's numbers: near-duplicate quality on a planted set, and what statistics and duplicates cost.
+
+    .venv/bin/python benchmarks/report_bench.py                       # the issue's sizes
+    .venv/bin/python benchmarks/report_bench.py --photos 40 --distinct 400 --images 400 --rows 100000 --repeats 1
+
+1. Near-duplicate quality (tfrecorder.convert end to end, validate="header"): `--photos` originals
+   (natural-looking synthetic photos, tests/support/natural_images, half JPEG, half PNG), each with four
+   planted variants (JPEG re-encode at quality 75, 0.8x resize, 2% crop, PNG<->JPEG), plus `--distinct`
+   other photos. Recall: planted variants grouped with their original (near group, or exact group for
+   identical bytes). False grouping: distinct photos that land in any near group.
+2. Cost of a default-mode image conversion (validate="decode", `--images` photo-like JPEGs): statistics=False
+   vs statistics + exact duplicates (near_duplicate_distance=0) vs everything (default options); ratios of
+   medians over `--repeats` interleaved runs, in one process (imports excluded).
+3. Cost on a `--rows`-row tabular DataFrame (numbers, strings, a label): statistics=False vs True.
+
+Wall-clock ratios need a quiet machine; the load average is printed before and after.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from support.natural_images import VARIANTS, encoded, photo, variant  # noqa: E402
+
+OUT = HERE / ".out" / "report_bench"
+
+
+def _convert(source, out: Path, **options):
+    import tfrecorder
+
+    shutil.rmtree(out, ignore_errors=True)
+    started = time.perf_counter()
+    result = tfrecorder.convert(source, out, progress=False, **options)
+    return time.perf_counter() - started, result
+
+
+def near_duplicate_quality(photos: int, distinct: int) -> dict:
+    import pandas as pd
+
+    folder = OUT / "planted"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    rows, origin = [], {}
+    for i in range(photos):
+        size = (240 + (i % 5) * 40, 180 + (i % 3) * 30)
+        data = encoded(photo(i, size), "JPEG" if i % 2 else "PNG")
+        name = folder / f"orig{i:04d}.{'jpg' if i % 2 else 'png'}"
+        name.write_bytes(data)
+        rows.append({"image_uri": str(name), "split": "TRAIN"})
+        origin[str(name)] = i
+        for kind in VARIANTS:
+            copy, extension = variant(data, kind)
+            path = folder / f"orig{i:04d}-{kind}.{extension}"
+            path.write_bytes(copy)
+            rows.append({"image_uri": str(path), "split": "TEST"})
+            origin[str(path)] = i
+    distinct_paths = set()
+    for i in range(distinct):
+        path = folder / f"distinct{i:05d}.jpg"
+        path.write_bytes(encoded(photo(100_000 + i, (240 + (i % 5) * 40, 180 + (i % 3) * 30)), "JPEG"))
+        rows.append({"image_uri": str(path), "split": "TRAIN"})
+        distinct_paths.add(str(path))
+    seconds, result = _convert(pd.DataFrame(rows), OUT / "planted-out", validate="header")
+    groups: dict[str, set] = {}
+    with open(os.path.join(result.tfrecord_dir, "duplicates.csv")) as stream:
+        for line in csv.DictReader(stream):
+            groups.setdefault(line["group"], set()).add(line["row"])
+    found = set()
+    for members in groups.values():
+        originals = [m for m in members if "-" not in os.path.basename(m) and m in origin]
+        for member in members:
+            if member in origin and "-" in os.path.basename(member):
+                if any(origin[o] == origin[member] for o in originals):
+                    found.add(member)
+    found_with_original = len(found)
+    falsely = {m for members in groups.values() for m in members if m in distinct_paths}
+    planted = photos * len(VARIANTS)
+    return {"planted variants": planted, "found with their original": found_with_original,
+            "recall": found_with_original / planted, "distinct photos": distinct,
+            "distinct photos falsely grouped": len(falsely), "false grouping rate": len(falsely) / max(distinct, 1),
+            "near groups": result.metadata["duplicates"]["near"]["groups"], "conversion seconds": round(seconds, 1)}
+
+
+def image_cost(images: int, repeats: int) -> dict:
+    import pandas as pd
+
+    folder = OUT / "cost-images"
+    if not folder.is_dir() or len(os.listdir(folder)) != images:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for i in range(images):
+            (folder / f"{i:05d}.jpg").write_bytes(encoded(photo(200_000 + i, (500, 375)), "JPEG", 87))
+    frame = pd.DataFrame({"image_uri": sorted(str(p) for p in folder.iterdir()),
+                          "label": [("cat", "dog", "fox")[i % 3] for i in range(images)]})
+    variants = {"plain": {"statistics": False}, "statistics+exact": {"near_duplicate_distance": 0}, "all": {}}
+    times: dict[str, list] = {name: [] for name in variants}
+    _convert(frame, OUT / "warm", **variants["plain"])  # TensorFlow and Beam warmed up, untimed
+    for repeat in range(repeats):
+        names = list(variants)
+        for name in names[repeat % 3:] + names[:repeat % 3]:  # the order rotates
+            os.sync()
+            times[name].append(_convert(frame, OUT / f"cost-{name}", **variants[name])[0])
+    median = {name: statistics.median(values) for name, values in times.items()}
+    return {"images": images, "median seconds": {k: round(v, 2) for k, v in median.items()},
+            "statistics+exact / plain": round(median["statistics+exact"] / median["plain"], 3),
+            "all / statistics+exact": round(median["all"] / median["statistics+exact"], 3)}
+
+
+def tabular_cost(rows: int, repeats: int) -> dict:
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=rows), "n": rng.integers(0, 1000, rows),
+                          "s": [f"item-{v}" for v in rng.integers(0, 50_000, rows)],
+                          "label": rng.choice(["a", "b", "c", "d"], rows)})
+    times: dict[str, list] = {"plain": [], "statistics": []}
+    for repeat in range(repeats):
+        for name in (["plain", "statistics"] if repeat % 2 == 0 else ["statistics", "plain"]):
+            times[name].append(_convert(frame, OUT / f"tabular-{name}", statistics=(name == "statistics"))[0])
+    median = {name: statistics.median(values) for name, values in times.items()}
+    return {"rows": rows, "median seconds": {k: round(v, 2) for k, v in median.items()},
+            "statistics / plain": round(median["statistics"] / median["plain"], 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--photos", type=int, default=200)
+    parser.add_argument("--distinct", type=int, default=2000)
+    parser.add_argument("--images", type=int, default=2000)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip", nargs="*", default=[], choices=["quality", "images", "tabular"])
+    args = parser.parse_args()
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    print(f"load average before: {os.getloadavg()}")
+    if "quality" not in args.skip:
+        print("near-duplicate quality:", near_duplicate_quality(args.photos, args.distinct), flush=True)
+    if "images" not in args.skip:
+        print("image conversion cost:", image_cost(args.images, args.repeats), flush=True)
+    if "tabular" not in args.skip:
+        print("tabular conversion cost:", tabular_cost(args.rows, args.repeats), flush=True)
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
