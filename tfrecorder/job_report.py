@@ -26,7 +26,7 @@ from tfrecorder.io import storage
 from tfrecorder.rows.dataset_statistics import DatasetStatistics
 from tfrecorder.rows.duplicate_groups import leak_warning
 from tfrecorder.statistics_charts import SPLIT_COLOURS, bar_chart, grouped_bars, histogram
-from tfrecorder.views import _thumbnail_uri
+from tfrecorder.views import thumbnail_uri
 
 GROUPS_SHOWN = 8  # leaking groups shown, and as many other groups
 MEMBERS_SHOWN = 4
@@ -164,7 +164,7 @@ def read_groups(tfrecord_dir: str, shown: int = GROUPS_SHOWN) -> list[dict[str, 
 
 def _thumbnail(row: str) -> str:
     try:
-        return f'<img src="{_thumbnail_uri(storage.read_bytes(row, THUMBNAIL_BYTES))}"/>'
+        return f'<img src="{thumbnail_uri(storage.read_bytes(row, THUMBNAIL_BYTES))}"/>'
     except Exception:  # a row id that is no readable image (image-free rows, a moved file): its text only
         return ""
 
