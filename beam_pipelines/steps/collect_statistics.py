@@ -3,9 +3,11 @@ headers and bytes) feeds bounded sketches and content digests (issue 29).
 
 The encoders call a `WrittenRows` collector for each batch: it adds the written rows to the bundle's
 DatasetStatistics (emitted once per bundle, tag STATISTICS, merged by `StatisticsFn`) and sends each
-row's content digest to the duplicates step (tag DUPLICATE_KEYS: (bucket, entries), one element per
-bucket a batch touches; beam_pipelines.steps.find_duplicates). Nothing here grows with the table: a
-bundle's statistics are sketches, and digests leave with their batch.
+row's content digest to the duplicates step (tag DUPLICATE_KEYS: (bucket, entries); with near-duplicate
+search also its perceptual hash's band keys, NEAR_KEYS; beam_pipelines.steps.find_duplicates). Digests
+are held until FLUSH_ENTRIES of them are, then leave as one element per bucket: Beam's per-element cost
+is paid per bucket and flush, not per row. Nothing here grows with the table: a bundle's statistics are
+sketches, and at most FLUSH_ENTRIES digests wait.
 """
 from __future__ import annotations
 
@@ -25,10 +27,11 @@ from tfrecorder.rows.duplicate_groups import bucketed, content_digest
 STATISTICS = "statistics"
 DUPLICATE_KEYS = "duplicate_keys"
 NEAR_KEYS = "near_duplicate_keys"
+FLUSH_ENTRIES = 32_768  # digests (and band keys) held before they leave by bucket: ~3 MB, and ~1 element per 32 rows
 
 
 class WrittenRows:
-    """Collects one encoder's written rows: statistics for the bundle, digests per batch."""
+    """Collects one encoder's written rows: statistics for the bundle, digests by bucket (`flush`)."""
 
     def __init__(self, schema: Schema, near_duplicates: bool = False) -> None:
         self.schema = schema
@@ -66,10 +69,16 @@ class WrittenRows:
                              for record, row_id in zip(_record_bytes(records), row_ids))
 
     def end_batch(self) -> Iterator[beam.pvalue.TaggedOutput]:
-        """Add the batch's rows to the statistics; yield its digests grouped by bucket."""
+        """Add the batch's rows to the statistics; once FLUSH_ENTRIES digests are held, yield them by bucket
+        (Beam's cost is paid per element: one per bucket per flush, not one per row)."""
         for split, rows in self._rows.items():
             self.statistics.add_rows(split, rows, self._images.get(split, {}))
         self._rows, self._images = {}, {}
+        if len(self._entries) >= FLUSH_ENTRIES or len(self._near) * 68 >= FLUSH_ENTRIES * 4:
+            yield from self.flush()
+
+    def flush(self) -> Iterator[beam.pvalue.TaggedOutput]:
+        """Every digest and band key held, by bucket (at a flush, and when the bundle ends)."""
         entries, self._entries = self._entries, []
         for bucket, found in bucketed(entries).items():
             yield beam.pvalue.TaggedOutput(DUPLICATE_KEYS, (bucket, found))
@@ -78,9 +87,18 @@ class WrittenRows:
             yield beam.pvalue.TaggedOutput(NEAR_KEYS, (bucket, found))
 
     def take_statistics(self) -> Optional[beam.pvalue.TaggedOutput]:
-        """The bundle's statistics (tag STATISTICS), and a fresh accumulator for the next bundle."""
+        """The bundle's statistics (tag STATISTICS), and a fresh accumulator for the next bundle (digests
+        still held are dropped: call `flush` first when the bundle succeeded)."""
         found, self.statistics = self.statistics, DatasetStatistics(self.schema)
+        self._entries, self._near = [], []
         return beam.pvalue.TaggedOutput(STATISTICS, found) if found.rows else None
+
+    def finish(self) -> Iterator[beam.pvalue.TaggedOutput]:
+        """The bundle's last outputs: the digests still held, then its statistics."""
+        yield from self.flush()
+        statistics = self.take_statistics()
+        if statistics is not None:
+            yield statistics
 
 
 def part_label(part: Any, work_dir: str) -> str:

@@ -87,6 +87,5 @@ class EncodePart(beam.DoFn):
         for writer in self.writers.values():
             yield in_global_window(writer.close())
         self.writers = {}
-        statistics = self._written.take_statistics() if self._written is not None else None
-        if statistics is not None:
-            yield beam.pvalue.TaggedOutput(statistics.tag, in_global_window(statistics.value))
+        for output in (self._written.finish() if self._written is not None else ()):
+            yield beam.pvalue.TaggedOutput(output.tag, in_global_window(output.value))

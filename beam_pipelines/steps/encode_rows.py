@@ -177,9 +177,8 @@ class EncodeAndWritePieces(beam.DoFn):
         if self._encoder is not None and self._encoder.image_kinds:  # a few tuples per bundle
             yield beam.pvalue.TaggedOutput(IMAGE_KINDS, sorted(self._encoder.image_kinds))
             self._encoder.image_kinds.clear()
-        statistics = self._written.take_statistics() if self._written is not None else None
-        if statistics is not None:  # sketches: bounded, one per bundle
-            yield statistics
+        if self._written is not None:  # digests still held, and the bundle's sketches (bounded)
+            yield from self._written.finish()
 
     def finish_bundle(self):
         if self._pool is None:

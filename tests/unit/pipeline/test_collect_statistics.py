@@ -20,23 +20,39 @@ def test_rows_feed_statistics_and_digests_leave_with_their_batch():
     info = ImageInfo("jpeg", 4, 5, 3)
     written.add_row("TRAIN", {"image_uri": "a.jpg", "label": "x"}, [("image_uri", "a.jpg", info, b"same")], b"ex")
     written.add_row("TEST", {"image_uri": "b.jpg", "label": "x"}, [("image_uri", "b.jpg", info, b"same")], b"ex")
-    outputs = list(written.end_batch())
-    assert [o.tag for o in outputs] == [DUPLICATE_KEYS]
+    assert list(written.end_batch()) == []  # digests wait for FLUSH_ENTRIES of them, or the bundle's end
+    outputs = list(written.finish())
+    assert [o.tag for o in outputs] == [DUPLICATE_KEYS, STATISTICS]
     _bucket, entries = outputs[0].value
     assert entries == [(content_digest(b"same"), "TRAIN", "a.jpg"), (content_digest(b"same"), "TEST", "b.jpg")]
-    assert list(written.end_batch()) == []
-    taken = written.take_statistics()
-    assert taken.tag == STATISTICS and taken.value.rows == {"TRAIN": 1, "TEST": 1}
-    assert written.take_statistics() is None  # a fresh accumulator
+    assert outputs[1].value.rows == {"TRAIN": 1, "TEST": 1}
+    assert written.take_statistics() is None and list(written.finish()) == []  # a fresh accumulator
+
+
+def test_digests_leave_by_bucket_once_enough_are_held(monkeypatch):
+    from beam_pipelines.steps import collect_statistics
+
+    monkeypatch.setattr(collect_statistics, "FLUSH_ENTRIES", 3)
+    written = WrittenRows(SCHEMA)
+    info = ImageInfo("jpeg", 4, 5, 3)
+    for i in range(3):
+        written.add_row("TRAIN", {"image_uri": f"{i}.jpg", "label": "x"}, [("image_uri", f"{i}.jpg", info, bytes([i]))], b"")
+    flushed = list(written.end_batch())
+    assert sum(len(o.value[1]) for o in flushed) == 3 and {o.tag for o in flushed} == {DUPLICATE_KEYS}
+    written.add_row("TRAIN", {"image_uri": "x.jpg", "label": "x"}, [("image_uri", "x.jpg", info, b"x")], b"")
+    assert written.take_statistics().value.rows == {"TRAIN": 3}  # a failed bundle: its held digests go too
+    assert list(written.flush()) == []
 
 
 def test_image_free_rows_hash_their_records():
     written = WrittenRows(Schema({"n": types.IntegerInput}))
     records = pa.array([b"r1", b"r2", b"r1"], type=pa.large_binary()).slice(0, 3)
     written.add_records("TRAIN", pa.RecordBatch.from_pydict({"n": [1, 2, 1]}), records, ["p row 0", "p row 1", "p row 2"])
-    entries = [e for o in written.end_batch() for e in o.value[1]]
+    list(written.end_batch())
+    outputs = list(written.finish())
+    entries = [e for o in outputs if o.tag == DUPLICATE_KEYS for e in o.value[1]]
     assert sorted(e[0] for e in entries).count(content_digest(b"r1")) == 2
-    assert written.take_statistics().value.rows == {"TRAIN": 3}
+    assert outputs[-1].value.rows == {"TRAIN": 3}
 
 
 def test_part_labels(tmp_path):
@@ -50,7 +66,7 @@ def test_statistics_combine_over_bundles():
         written = WrittenRows(SCHEMA)
         written.add_row(split, {"image_uri": "a", "label": "x"}, [], b"e")
         list(written.end_batch())
-        return written.take_statistics().value
+        return list(written.finish())[-1].value
 
     with beam.Pipeline("FnApiRunner") as pipeline:
         merged = combined_statistics(pipeline | beam.Create([stats("TRAIN"), stats("TRAIN"), stats("TEST")]), SCHEMA)
