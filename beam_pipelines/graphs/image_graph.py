@@ -31,9 +31,10 @@ from beam_pipelines.graphs import tabular_graph
 from beam_pipelines.graphs.job_outputs import write_outputs
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps import read_rows
-from beam_pipelines.steps.collect_statistics import DUPLICATE_KEYS, NEAR_KEYS, STATISTICS, quality_outputs
+from beam_pipelines.steps.collect_statistics import QUALITY
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.find_duplicates import quality_outputs
 from beam_pipelines.steps.encode_rows import IMAGE_KINDS, EncodeAndWritePieces, ImageKindsFn
 from beam_pipelines.steps.finalize_job import finalize_with_stats
 from beam_pipelines.steps.prepare_rows import PrepareRows
@@ -66,7 +67,7 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
         rows_to_encode
         | "EncodeAndWrite"
         >> beam.ParDo(EncodeAndWritePieces(config), vocabulary_side).with_outputs(
-            DISCARD, IMAGE_KINDS, STATISTICS, DUPLICATE_KEYS, NEAR_KEYS, main="pieces"
+            DISCARD, IMAGE_KINDS, QUALITY, main="pieces"
         )
     )
     image_kinds = encoded[IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(
@@ -75,7 +76,6 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
     found = {"Read": malformed, "Prepare": prepared[DISCARD], "Encode": encoded[DISCARD]}
     return write_outputs(pipeline, config, encoded.pieces, found, finalize_with_stats, stats_side,
                          image_kinds=AsSingleton(image_kinds, default_value={}),
-                         **quality_outputs(config, encoded[STATISTICS], encoded[DUPLICATE_KEYS],
-                                           encoded[NEAR_KEYS] if config.near_duplicate_distance else None))
+                         **quality_outputs(config, encoded[QUALITY]))
 
 

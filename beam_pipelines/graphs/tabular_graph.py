@@ -15,9 +15,10 @@ from apache_beam.pvalue import AsDict, AsSingleton
 
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps import read_rows
-from beam_pipelines.steps.collect_statistics import DUPLICATE_KEYS, STATISTICS, quality_outputs
+from beam_pipelines.steps.collect_statistics import QUALITY
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.find_duplicates import quality_outputs
 from beam_pipelines.steps.encode_columns import EncodePart
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, reads_batches
 
@@ -35,8 +36,8 @@ def encode_table(pipeline: beam.Pipeline, config: JobConfig) -> tuple:
     stats = count_table(parts, config)
     vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
     encoded = parts.branch("Rows") | "EncodeAndWrite" >> beam.ParDo(EncodePart(config), vocabulary_side).with_outputs(
-        DISCARD, MALFORMED, RECORDS, STATISTICS, DUPLICATE_KEYS, main="pieces")
+        DISCARD, MALFORMED, RECORDS, QUALITY, main="pieces")
     malformed = encoded[MALFORMED] | "NumberLines" >> beam.Map(
         read_rows.number_malformed, AsDict(encoded[RECORDS]), len(config.columns))
-    quality = quality_outputs(config, encoded[STATISTICS], encoded[DUPLICATE_KEYS])
+    quality = quality_outputs(config, encoded[QUALITY])
     return encoded.pieces, {"Read": malformed, "Encode": encoded[DISCARD]}, stats, quality

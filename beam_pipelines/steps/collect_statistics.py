@@ -2,12 +2,14 @@
 headers and bytes) feeds bounded sketches and content digests (issue 29).
 
 The encoders call a `WrittenRows` collector for each batch: it adds the written rows to the bundle's
-DatasetStatistics (emitted once per bundle, tag STATISTICS, merged by `StatisticsFn`) and sends each
-row's content digest to the duplicates step (tag DUPLICATE_KEYS: (bucket, entries); with near-duplicate
-search also its perceptual hash's band keys, NEAR_KEYS; beam_pipelines.steps.find_duplicates). Digests
-are held until FLUSH_ENTRIES of them are, then leave as one element per bucket: Beam's per-element cost
-is paid per bucket and flush, not per row. Nothing here grows with the table: a bundle's statistics are
-sketches, and at most FLUSH_ENTRIES digests wait.
+DatasetStatistics and keeps each row's content digest (with near-duplicate search also its perceptual
+hash's band keys). All of it leaves on one tagged output, QUALITY, as (key, value) pairs that one
+GroupByKey brings together (beam_pipelines.steps.find_duplicates): (STATISTICS_KEY, the bundle's
+statistics) once per bundle, (bucket, digests) and (NEAR_OFFSET + bucket, band keys) once FLUSH_ENTRIES
+are held and at the bundle's end — Beam's per-element cost is paid per bucket and flush, not per row,
+and one grouping step serves statistics, exact and near duplicates (each step of the in-process runner
+has a cost of its own). Nothing here grows with the table: a bundle's statistics are sketches, and at
+most FLUSH_ENTRIES digests wait.
 """
 from __future__ import annotations
 
@@ -22,11 +24,11 @@ from tfrecorder.core.schema import Schema
 from tfrecorder.rows.dataset_statistics import DatasetStatistics
 from tfrecorder.io.perceptual_hash import perceptual_hash
 from tfrecorder.rows import near_duplicates
-from tfrecorder.rows.duplicate_groups import bucketed, content_digest
+from tfrecorder.rows.duplicate_groups import BUCKETS, bucketed, content_digest
 
-STATISTICS = "statistics"
-DUPLICATE_KEYS = "duplicate_keys"
-NEAR_KEYS = "near_duplicate_keys"
+QUALITY = "quality"  # the encoders' tagged output of (key, value) for beam_pipelines.steps.find_duplicates
+STATISTICS_KEY = -1  # (STATISTICS_KEY, a bundle's DatasetStatistics)
+NEAR_OFFSET = BUCKETS  # (NEAR_OFFSET + LSH bucket, band keys); exact digests keep their bucket 0…BUCKETS-1
 FLUSH_ENTRIES = 32_768  # digests (and band keys) held before they leave by bucket: ~3 MB, and ~1 element per 32 rows
 
 
@@ -81,17 +83,17 @@ class WrittenRows:
         """Every digest and band key held, by bucket (at a flush, and when the bundle ends)."""
         entries, self._entries = self._entries, []
         for bucket, found in bucketed(entries).items():
-            yield beam.pvalue.TaggedOutput(DUPLICATE_KEYS, (bucket, found))
+            yield beam.pvalue.TaggedOutput(QUALITY, (bucket, found))
         near, self._near = self._near, []
         for bucket, found in near_duplicates.bucketed(near).items():
-            yield beam.pvalue.TaggedOutput(NEAR_KEYS, (bucket, found))
+            yield beam.pvalue.TaggedOutput(QUALITY, (NEAR_OFFSET + bucket, found))
 
     def take_statistics(self) -> Optional[beam.pvalue.TaggedOutput]:
-        """The bundle's statistics (tag STATISTICS), and a fresh accumulator for the next bundle (digests
-        still held are dropped: call `flush` first when the bundle succeeded)."""
+        """The bundle's statistics ((STATISTICS_KEY, statistics) on QUALITY), and a fresh accumulator for
+        the next bundle (digests still held are dropped: call `flush` first when the bundle succeeded)."""
         found, self.statistics = self.statistics, DatasetStatistics(self.schema)
         self._entries, self._near = [], []
-        return beam.pvalue.TaggedOutput(STATISTICS, found) if found.rows else None
+        return beam.pvalue.TaggedOutput(QUALITY, (STATISTICS_KEY, found)) if found.rows else None
 
     def finish(self) -> Iterator[beam.pvalue.TaggedOutput]:
         """The bundle's last outputs: the digests still held, then its statistics."""
@@ -121,45 +123,3 @@ def _record_bytes(records: pa.Array) -> Iterator[bytes]:
     data = memoryview(records.buffers()[2])
     for start, end in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
         yield data[start:end]
-
-
-class StatisticsFn(beam.CombineFn):
-    """Bundles' DatasetStatistics → the job's (None when no row was written)."""
-
-    def __init__(self, schema: Schema) -> None:
-        self.schema = schema
-
-    def create_accumulator(self) -> DatasetStatistics:
-        return DatasetStatistics(self.schema)
-
-    def add_input(self, accumulator: DatasetStatistics, found: DatasetStatistics) -> DatasetStatistics:
-        return accumulator.merge(found)
-
-    def merge_accumulators(self, accumulators: Iterable[DatasetStatistics]) -> DatasetStatistics:
-        merged = DatasetStatistics(self.schema)
-        for accumulator in accumulators:
-            merged.merge(accumulator)
-        return merged
-
-    def extract_output(self, accumulator: DatasetStatistics) -> DatasetStatistics:
-        return accumulator
-
-
-def combined_statistics(found: beam.PCollection, schema: Schema) -> beam.PCollection:
-    """The job's statistics: one DatasetStatistics (empty when nothing was written)."""
-    return found | "Statistics" >> beam.CombineGlobally(StatisticsFn(schema))
-
-
-def quality_outputs(config, statistics: beam.PCollection, keys: beam.PCollection,
-                    near_keys: Optional[beam.PCollection] = None) -> dict:
-    """The finalize stage's keyword side inputs of issue 29: `statistics` (the merged DatasetStatistics)
-    and `duplicates` (duplicates.csv written; its counts and first leaking groups); none when the job
-    computes no statistics (`config.statistics` False)."""
-    from apache_beam.pvalue import AsSingleton
-
-    if not config.statistics:
-        return {}
-    from beam_pipelines.steps.find_duplicates import find_duplicates
-
-    return {"statistics": AsSingleton(combined_statistics(statistics, config.schema)),
-            "duplicates": AsSingleton(find_duplicates(keys, config, near_keys))}

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from beam_pipelines.steps.find_duplicates import write_duplicates_file
 from tfrecorder.errors import TableError
-from tfrecorder.format.statistics_files import write_statistics
+from tfrecorder.format.statistics_files import DUPLICATES_FILE, write_statistics
+from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.dataset_statistics import DatasetStatistics
 
@@ -22,13 +24,20 @@ def leak_error(duplicates: Mapping[str, Any]) -> Optional[TableError]:
 
 
 def write_quality_files(config: JobConfig, vocabularies: Mapping[str, list], statistics: Optional[DatasetStatistics],
-                        duplicates: Optional[Mapping[str, Any]]) -> dict[str, Any]:
-    """Check duplicates="fail", write the statistics files into the temporary job directory; returns the
-    entries metadata.json gets ("duplicates": counts)."""
+                        buckets: Optional[list]) -> dict[str, Any]:
+    """Write duplicates.csv from the duplicate `buckets` (beam_pipelines.steps.find_duplicates) and check
+    duplicates="fail", then write the statistics files, all into the temporary job directory (each a
+    whole-file rewrite: a retried finalize writes the same); returns the entries metadata.json gets
+    ("duplicates": counts). Nothing when the job computed no statistics (`buckets` None)."""
+    duplicates = None
+    if buckets is not None:
+        duplicates = write_duplicates_file(buckets, storage.join(config.temp_dir, DUPLICATES_FILE))
     if duplicates is not None and config.duplicates == "fail":
         error = leak_error(duplicates)
         if error is not None:
             raise error
+    if statistics is None and buckets is not None:  # every row was discarded: statistics of nothing
+        statistics = DatasetStatistics(config.schema)
     if statistics is not None:
         write_statistics(config.temp_dir, statistics.to_json(vocabularies))
     return {"duplicates": dict(duplicates["counts"])} if duplicates is not None else {}

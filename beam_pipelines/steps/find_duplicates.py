@@ -1,12 +1,11 @@
-"""The duplicates stage: content digests grouped by bucket inside the pipeline, groups written to duplicates.csv (issue 29).
+"""The statistics and duplicates stage: the encoders' QUALITY output grouped by key inside the pipeline (issue 29).
 
-    encoders ─(bucket, [(digest, split, row id)])─► GroupByKey(bucket) ─► groups of each bucket written to
-    _work/duplicates/exact-NNNNN.csv (one whole-file write, same bytes on a retry) ─► their descriptors
-    (O(buckets)) ─► duplicates.csv (bucket files concatenated in bucket order) + counts for metadata.json
-    encoders ─(bucket, [(band key, home?, (phash, digest, split, row id))])─► GroupByKey ─► confirmed pairs
-    per LSH bucket (tfrecorder.rows.near_duplicates) ─► GroupByKey(pair): each pair once ─► one key: connected
-    components (state: the images that have a near-duplicate) ─► GroupByKey(bucket of the group id) ─►
-    _work/duplicates/near-NNNNN.csv ─► (the same merge, after the exact groups)
+    encoders ─QUALITY─► GroupByKey ─┬ (STATISTICS_KEY) bundles' sketches merged ─────────────► finalize (statistics)
+                                    ├ (exact bucket) [(digest, split, row id)] → groups → _work/duplicates/
+                                    │   exact-NNNNN.csv (one whole-file write, same bytes on a retry) → descriptor
+                                    └ (LSH bucket) [(band key, home?, (phash, digest, split, row id))] → confirmed
+                                        pairs ─► GroupByKey(one key) → connected components → near-00000.csv
+    descriptors (O(buckets)) ─► finalize: duplicates.csv (exact files in bucket order, then near) + counts
 
 A bucket holds about rows / BUCKETS entries (tfrecorder.rows.duplicate_groups), so no step holds
 every row; the merge streams the bucket files. The first leaking groups travel with the counts, so
@@ -17,16 +16,17 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-from typing import Iterable, Optional
+from typing import Any, Iterable
 
 import apache_beam as beam
-from apache_beam.pvalue import AsList
+from apache_beam.pvalue import AsList, AsSingleton
 
-from tfrecorder.format.statistics_files import DUPLICATES_FILE
+from beam_pipelines.steps.collect_statistics import NEAR_OFFSET, STATISTICS_KEY
 from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
-from tfrecorder.rows.duplicate_groups import BUCKETS, CSV_COLUMNS, EXACT, DuplicateCounts, DuplicateGroup, groups_in
-from tfrecorder.rows.near_duplicates import NEAR, groups_of_pairs, near_pairs, pair_key
+from tfrecorder.rows.dataset_statistics import merge_all
+from tfrecorder.rows.duplicate_groups import CSV_COLUMNS, EXACT, DuplicateCounts, DuplicateGroup, groups_in
+from tfrecorder.rows.near_duplicates import NEAR, groups_of_pairs, near_pairs
 
 LEAKS_NAMED = 5  # leaking groups carried to the end (for the error of duplicates="fail")
 
@@ -67,23 +67,27 @@ def write_groups(bucket: int, groups: list[DuplicateGroup], config: JobConfig, k
     yield DuplicateBucket(bucket, path, kind, DuplicateCounts().add(groups), leaks)
 
 
-def confirmed_pairs(item: tuple[int, Iterable[list]], max_distance: int) -> Iterable[tuple[bytes, tuple]]:
-    """One LSH bucket's confirmed near-duplicate pairs, keyed by pair (a pair found in several buckets is one)."""
-    _bucket, batches = item
-    for pair in near_pairs((keyed for batch in batches for keyed in batch), max_distance):
-        yield pair_key(pair), pair
-
-
-def near_groups_of(item: tuple[None, Iterable[tuple[bytes, Iterable[tuple]]]]) -> Iterable[tuple[int, DuplicateGroup]]:
-    """Every distinct pair → groups (connected components), each keyed by the bucket its file is written in."""
+def write_near_groups(item: tuple[None, Iterable[tuple]], config: JobConfig) -> Iterable[DuplicateBucket]:
+    """Every confirmed pair (repeats included: a pair several buckets found) → groups (connected
+    components) → one file of near-duplicate groups."""
     _key, pairs = item
-    for group in groups_of_pairs(next(iter(found)) for _pair, found in pairs):
-        yield int(group.group_id[:8], 16) % BUCKETS, group
+    yield from write_groups(0, groups_of_pairs(pairs), config, NEAR)
 
 
-def write_near_bucket(item: tuple[int, Iterable[DuplicateGroup]], config: JobConfig) -> Iterable[DuplicateBucket]:
-    bucket, groups = item
-    yield from write_groups(bucket, list(groups), config, NEAR)
+MERGED_STATISTICS, PAIRS = "merged_statistics", "pairs"
+
+
+def quality_group(item: tuple[int, Iterable[Any]], config: JobConfig) -> Iterable[Any]:
+    """One key of the encoders' QUALITY output, grouped: the merged statistics (tag MERGED_STATISTICS),
+    an exact bucket's groups written (its DuplicateBucket), or an LSH bucket's confirmed pairs (tag PAIRS)."""
+    key, values = item
+    if key == STATISTICS_KEY:
+        yield beam.pvalue.TaggedOutput(MERGED_STATISTICS, merge_all(values, config.schema))
+    elif key < NEAR_OFFSET:
+        yield from write_bucket((key, values), config)
+    else:
+        for pair in near_pairs((keyed for batch in values for keyed in batch), config.near_duplicate_distance):
+            yield beam.pvalue.TaggedOutput(PAIRS, (None, pair))
 
 
 def write_duplicates_file(buckets: Iterable[DuplicateBucket], destination: str) -> dict:
@@ -106,29 +110,24 @@ def write_duplicates_file(buckets: Iterable[DuplicateBucket], destination: str) 
     return {"counts": {**counts[EXACT].to_json(), NEAR: counts[NEAR].to_json()}, "leaks": leaks[:LEAKS_NAMED]}
 
 
-def find_duplicates(keys: beam.PCollection, config: JobConfig, near_keys: Optional[beam.PCollection] = None,
-                    start: Optional[beam.PCollection] = None) -> beam.PCollection:
-    """The single summary of the job's duplicates (after duplicates.csv is written into the job's temp dir):
-    exact groups from `keys`, near-duplicate groups from `near_keys` (LSH entries) when given."""
-    buckets = (
-        keys
-        | "GroupDigests" >> beam.GroupByKey()
-        | "WriteDuplicateBuckets" >> beam.FlatMap(write_bucket, config)
+def quality_outputs(config: JobConfig, quality: beam.PCollection) -> dict:
+    """finalize's keyword side inputs from the encoders' QUALITY output: `statistics` (AsSingleton: the
+    merged DatasetStatistics, None when no row was written) and `duplicates` (AsList of DuplicateBucket;
+    finalize merges them into duplicates.csv); none when the job computes no statistics
+    (`config.statistics` False). One GroupByKey serves all three; near pairs take one more."""
+    if not config.statistics:
+        return {}
+    grouped = (
+        quality
+        | "GroupQuality" >> beam.GroupByKey()
+        | "QualityGroups" >> beam.FlatMap(quality_group, config).with_outputs(MERGED_STATISTICS, PAIRS, main="buckets")
     )
-    if near_keys is not None:
+    buckets = grouped.buckets
+    if config.near_duplicate_distance:
         near = (
-            near_keys
-            | "GroupBands" >> beam.GroupByKey()
-            | "NearPairs" >> beam.FlatMap(confirmed_pairs, config.near_duplicate_distance)
-            | "SamePairs" >> beam.GroupByKey()
-            | "AllPairs" >> beam.Map(lambda pair: (None, pair))
+            grouped[PAIRS]
             | "JoinPairs" >> beam.GroupByKey()
-            | "NearGroups" >> beam.FlatMap(near_groups_of)
-            | "GroupNearGroups" >> beam.GroupByKey()
-            | "WriteNearBuckets" >> beam.FlatMap(write_near_bucket, config)
+            | "WriteNearGroups" >> beam.FlatMap(write_near_groups, config)
         )
         buckets = (buckets, near) | "AllDuplicateBuckets" >> beam.Flatten()
-    start = start if start is not None else keys.pipeline | "DuplicatesStart" >> beam.Create([None])
-    destination = storage.join(config.temp_dir, DUPLICATES_FILE)
-    return start | "WriteDuplicates" >> beam.Map(lambda _, parts: write_duplicates_file(parts, destination),
-                                                 AsList(buckets))
+    return {"statistics": AsSingleton(grouped[MERGED_STATISTICS], default_value=None), "duplicates": AsList(buckets)}

@@ -1,10 +1,7 @@
 """WrittenRows: statistics per bundle, digests per batch by bucket; StatisticsFn merges bundles."""
-import apache_beam as beam
 import pyarrow as pa
-from apache_beam.testing.util import assert_that, equal_to
 
-from beam_pipelines.steps.collect_statistics import (DUPLICATE_KEYS, STATISTICS, StatisticsFn, WrittenRows,
-                                                     combined_statistics, part_label)
+from beam_pipelines.steps.collect_statistics import NEAR_OFFSET, QUALITY, STATISTICS_KEY, WrittenRows, part_label
 from tfrecorder.core import types
 from tfrecorder.core.schema import Schema
 from tfrecorder.io.image_probe import ImageInfo
@@ -22,10 +19,11 @@ def test_rows_feed_statistics_and_digests_leave_with_their_batch():
     written.add_row("TEST", {"image_uri": "b.jpg", "label": "x"}, [("image_uri", "b.jpg", info, b"same")], b"ex")
     assert list(written.end_batch()) == []  # digests wait for FLUSH_ENTRIES of them, or the bundle's end
     outputs = list(written.finish())
-    assert [o.tag for o in outputs] == [DUPLICATE_KEYS, STATISTICS]
-    _bucket, entries = outputs[0].value
+    assert {o.tag for o in outputs} == {QUALITY}
+    (bucket, entries), (key, statistics) = (o.value for o in outputs)
+    assert 0 <= bucket < NEAR_OFFSET and key == STATISTICS_KEY
     assert entries == [(content_digest(b"same"), "TRAIN", "a.jpg"), (content_digest(b"same"), "TEST", "b.jpg")]
-    assert outputs[1].value.rows == {"TRAIN": 1, "TEST": 1}
+    assert statistics.rows == {"TRAIN": 1, "TEST": 1}
     assert written.take_statistics() is None and list(written.finish()) == []  # a fresh accumulator
 
 
@@ -38,9 +36,9 @@ def test_digests_leave_by_bucket_once_enough_are_held(monkeypatch):
     for i in range(3):
         written.add_row("TRAIN", {"image_uri": f"{i}.jpg", "label": "x"}, [("image_uri", f"{i}.jpg", info, bytes([i]))], b"")
     flushed = list(written.end_batch())
-    assert sum(len(o.value[1]) for o in flushed) == 3 and {o.tag for o in flushed} == {DUPLICATE_KEYS}
+    assert sum(len(o.value[1]) for o in flushed) == 3 and all(o.value[0] < NEAR_OFFSET for o in flushed)
     written.add_row("TRAIN", {"image_uri": "x.jpg", "label": "x"}, [("image_uri", "x.jpg", info, b"x")], b"")
-    assert written.take_statistics().value.rows == {"TRAIN": 3}  # a failed bundle: its held digests go too
+    assert written.take_statistics().value[1].rows == {"TRAIN": 3}  # a failed bundle: its held digests go too
     assert list(written.flush()) == []
 
 
@@ -50,9 +48,9 @@ def test_image_free_rows_hash_their_records():
     written.add_records("TRAIN", pa.RecordBatch.from_pydict({"n": [1, 2, 1]}), records, ["p row 0", "p row 1", "p row 2"])
     list(written.end_batch())
     outputs = list(written.finish())
-    entries = [e for o in outputs if o.tag == DUPLICATE_KEYS for e in o.value[1]]
+    entries = [e for o in outputs if o.value[0] != STATISTICS_KEY for e in o.value[1]]
     assert sorted(e[0] for e in entries).count(content_digest(b"r1")) == 2
-    assert outputs[-1].value.rows == {"TRAIN": 3}
+    assert outputs[-1].value[1].rows == {"TRAIN": 3}
 
 
 def test_part_labels(tmp_path):
@@ -61,14 +59,13 @@ def test_part_labels(tmp_path):
     assert part_label(Slice(0, 120, 400), "/w") == "CSV bytes from 120"
 
 
-def test_statistics_combine_over_bundles():
-    def stats(split):
-        written = WrittenRows(SCHEMA)
-        written.add_row(split, {"image_uri": "a", "label": "x"}, [], b"e")
-        list(written.end_batch())
-        return list(written.finish())[-1].value
+def test_near_duplicate_band_keys_leave_with_an_offset():
+    written = WrittenRows(SCHEMA, near_duplicates=True)
+    from support.natural_images import encoded, photo
 
-    with beam.Pipeline("FnApiRunner") as pipeline:
-        merged = combined_statistics(pipeline | beam.Create([stats("TRAIN"), stats("TRAIN"), stats("TEST")]), SCHEMA)
-        assert_that(merged | beam.Map(lambda s: s.rows), equal_to([{"TRAIN": 2, "TEST": 1}]))
-    assert StatisticsFn(SCHEMA).extract_output(StatisticsFn(SCHEMA).create_accumulator()).rows == {}
+    data = encoded(photo(1), "JPEG")
+    written.add_row("TRAIN", {"image_uri": "a.jpg", "label": "x"}, [("image_uri", "a.jpg", ImageInfo("jpeg", 240, 320, 3), data)], b"")
+    list(written.end_batch())
+    keys = [o.value[0] for o in written.finish()]
+    near = [key for key in keys if key >= NEAR_OFFSET]
+    assert len(near) > 1 and STATISTICS_KEY in keys and len(keys) - len(near) == 2

@@ -5,7 +5,7 @@ import pandas as pd
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.utils.windowed_value import WindowedValue
 
-from beam_pipelines.steps.collect_statistics import STATISTICS
+from beam_pipelines.steps.collect_statistics import QUALITY, STATISTICS_KEY
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_columns import EncodePart
 from beam_pipelines.steps.shard_planning import Piece
@@ -49,8 +49,9 @@ def test_pieces_roll_over_at_max_shard_bytes_and_hold_every_good_row(tmp_path, m
     rolled = [out for out in processed if isinstance(out, Piece)]
     closed = [out.value for out in finished if isinstance(out, WindowedValue)]
     assert len(closed) == 2  # the bundle's open piece of each split, in the global window
-    [statistics] = [out for out in finished if isinstance(out, TaggedOutput) and out.tag == STATISTICS]  # one per bundle
-    assert statistics.tag == STATISTICS and statistics.value.value.rows == {"TRAIN": 79, "VALIDATION": 20}
+    [statistics] = [out.value.value[1] for out in finished  # one per bundle, in the global window
+                    if isinstance(out, TaggedOutput) and out.tag == QUALITY and out.value.value[0] == STATISTICS_KEY]
+    assert statistics.rows == {"TRAIN": 79, "VALIDATION": 20}
     assert len(rolled) > 3 and all(piece.bytes >= MAX_SHARD_BYTES for piece in rolled)
     assert all(piece.bytes < MAX_SHARD_BYTES for piece in closed)
     found = {}

@@ -62,7 +62,7 @@ def test_a_failure_of_the_worker_not_of_the_file_raises_storage_read_error(tmp_p
 def _encode_bundle(tmp_path, processes: int, batches):
     from apache_beam.pvalue import TaggedOutput
 
-    from beam_pipelines.steps.collect_statistics import DUPLICATE_KEYS, STATISTICS
+    from beam_pipelines.steps.collect_statistics import QUALITY, STATISTICS_KEY
     from beam_pipelines.steps.encode_rows import EncodeAndWritePieces
     from support.job_configs import job_config
     from tfrecorder.core.schema import Schema
@@ -79,8 +79,9 @@ def _encode_bundle(tmp_path, processes: int, batches):
         encode.teardown()
     tagged = [(out.tag, getattr(out.value, "windows", None) is not None and out.value.value or out.value)
               for out in processed + finished if isinstance(out, TaggedOutput)]  # finish_bundle's carry windows
-    keys = [entry for tag, value in tagged if tag == DUPLICATE_KEYS for entry in value[1]]
-    statistics = [value for tag, value in tagged if tag == STATISTICS]
+    quality = [value for tag, value in tagged if tag == QUALITY]
+    keys = [entry for key, value in quality if key != STATISTICS_KEY for entry in value]
+    statistics = [value for key, value in quality if key == STATISTICS_KEY]
     return keys, statistics
 
 
