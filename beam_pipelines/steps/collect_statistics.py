@@ -45,9 +45,10 @@ class WrittenRows:
         self._near: list[tuple] = []
 
     def add_row(self, split: str, row: Mapping[str, Any], images: Sequence[tuple[str, str, Any, bytes]],
-                example: Any) -> None:
+                example: Any, phash: Optional[int] = None) -> None:
         """A row written to `split`: `images` as (column, uri, ImageInfo, bytes written); `example` its
-        serialized Example (bytes or a list of pieces), the content of image-free rows."""
+        serialized Example (bytes or a list of pieces), the content of image-free rows; `phash` its first
+        image's perceptual hash when the decode pool computed it (else computed here when needed)."""
         self._rows.setdefault(split, []).append(row)
         facts = self._images.setdefault(split, {})
         for column, _uri, info, data in images:
@@ -55,7 +56,8 @@ class WrittenRows:
         if images:
             digest = content_digest(*(data for _c, _u, _i, data in images))
             row_id = " ".join(uri for _c, uri, _i, _d in images)
-            phash = perceptual_hash(images[0][3]) if self.near_duplicates else None
+            if self.near_duplicates and phash is None:
+                phash = perceptual_hash(images[0][3])
             if phash is not None:
                 self._near.append((phash, digest, split, row_id))
         else:

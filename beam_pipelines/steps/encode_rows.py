@@ -95,9 +95,13 @@ class EncodeAndWritePieces(beam.DoFn):
                                 self.config.fetch_concurrency)
         self._decoder = None
         if self.config.validate == "decode":
-            self._decoder = DecodePool(usable_cores(), self.config.max_image_pixels)
+            self._decoder = DecodePool(usable_cores(), self.config.max_image_pixels, hashes=self._hashes_images())
         self._rows_done = RowsDone(self.config)
         self.writers: dict[str, PieceWriter] = {}
+
+    def _hashes_images(self) -> bool:
+        """Whether written rows get a perceptual hash (near-duplicate search, issue 29)."""
+        return self.config.statistics and self.config.near_duplicate_distance > 0
 
     def teardown(self) -> None:
         if self._pool is not None:
@@ -140,7 +144,7 @@ class EncodeAndWritePieces(beam.DoFn):
         """Encode and write one batch: yields rolled-over pieces and (DISCARD) discarded rows."""
         encoder = self._encoder_for(vocabularies)
         if self._written is None and self.config.statistics:
-            self._written = WrittenRows(self.schema, near_duplicates=self.config.near_duplicate_distance > 0)
+            self._written = WrittenRows(self.schema, near_duplicates=self._hashes_images())
         written = self._written
         uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
         fetched = self._fetcher.fetch(uris)
@@ -153,7 +157,8 @@ class EncodeAndWritePieces(beam.DoFn):
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
             if written is not None:
-                written.add_row(split, row, encoder.row_images, data)
+                hashed = pending.perceptual_hash(encoder.row_images[0][1]) if pending and encoder.row_images else None
+                written.add_row(split, row, encoder.row_images, data, hashed)
             yield from self._write(split, data, unknown)
         if pending:
             pending.wait()

@@ -1,7 +1,8 @@
 """A 64-bit perceptual hash (pHash) of an image, from a small decode (issue 29: near-duplicate images).
 
 The image is decoded small — a JPEG at 1/2…1/8 scale straight from its DCT coefficients (Pillow's draft
-mode), other formats decoded and shrunk — to 32×32 grey; the hash is the sign, against their median, of
+mode; in the default validation mode `pixels_hash` reuses TensorFlow's own 1/8-scale decode instead of
+decoding again), other formats decoded and shrunk — to 32×32 grey; the hash is the sign, against their median, of
 the 8×8 lowest-frequency DCT coefficients but the constant one. Re-encoding, resizing, slight crops and
 format changes move few bits (measured in docs/statistics.md); distinct pictures differ in about half.
 The caller has already bounded the image's pixels (tfrecorder.io.image_probe.checked_header), so
@@ -32,6 +33,20 @@ def perceptual_hash(data: bytes) -> Optional[int]:
             grey = image.convert("L").resize((SIDE, SIDE), Image.BOX)
     except Exception:  # any decoder failure: no hash, never a failed bundle
         return None
+    return _hash_of_grey(grey)
+
+
+def pixels_hash(shape: tuple[int, ...], pixels: bytes) -> Optional[int]:
+    """The pHash of decoded pixels (height × width × channels uint8: the default mode's 1/8-scale JPEG
+    decode, tfrecorder.io.decode_check), without decoding again."""
+    if len(shape) != 3 or shape[2] not in (1, 3, 4) or not shape[0] or not shape[1]:
+        return None
+    array = np.frombuffer(pixels, dtype=np.uint8).reshape(shape)
+    image = Image.fromarray(array[:, :, 0] if shape[2] == 1 else array[:, :, :3])
+    return _hash_of_grey(image.convert("L").resize((SIDE, SIDE), Image.BOX))
+
+
+def _hash_of_grey(grey: Image.Image) -> int:
     pixels = np.asarray(grey, dtype=np.float32)
     low = (_DCT @ pixels @ _DCT.T)[:LOW, :LOW].ravel()
     bits = low > np.median(low[1:])

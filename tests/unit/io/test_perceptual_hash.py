@@ -23,3 +23,18 @@ def test_undecodable_bytes_have_no_hash_and_distances_vectorise():
     assert perceptual_hash(b"not an image") is None
     values = np.array([0, 0b1011, (1 << 64) - 1], dtype=np.uint64)
     assert hamming_many(0b1, values).tolist() == [1, 2, 63]
+
+
+def test_the_default_modes_jpeg_decode_gives_a_close_hash_without_decoding_again():
+    from tfrecorder.io import decode_check
+    from tfrecorder.io.perceptual_hash import pixels_hash
+
+    for seed in range(4):
+        data = encoded(photo(seed), "JPEG")
+        kept: list = []
+        verdict = decode_check.decode(data, jpeg_pixels=kept)
+        assert verdict == decode_check.decode(data)  # the same op, the same verdict
+        [(shape, pixels)] = kept
+        assert shape == (30, 40, 3) and len(pixels) == 30 * 40 * 3
+        assert hamming(pixels_hash(shape, pixels), perceptual_hash(data)) <= 7
+    assert pixels_hash((0, 4, 3), b"") is None
