@@ -24,7 +24,7 @@ from tfrecorder.core.schema import Schema
 from tfrecorder.rows.dataset_statistics import DatasetStatistics
 from tfrecorder.io.perceptual_hash import perceptual_hash
 from tfrecorder.rows import near_duplicates
-from tfrecorder.rows.duplicate_groups import BUCKETS, bucketed, content_digest
+from tfrecorder.rows.duplicate_groups import BUCKETS, blocks_by_bucket, bucketed, content_digest, record_digests
 
 QUALITY = "quality"  # the encoders' tagged output of (key, value) for beam_pipelines.steps.find_duplicates
 STATISTICS_KEY = -1  # (STATISTICS_KEY, a bundle's DatasetStatistics)
@@ -42,6 +42,8 @@ class WrittenRows:
         self._rows: dict[str, list] = {}
         self._images: dict[str, dict[str, list]] = {}
         self._entries: list[tuple] = []
+        self._blocks: dict[tuple[str, str], tuple[list, list]] = {}  # image-free rows: (digests, row numbers)
+        self._held = 0  # block rows held
         self._near: list[tuple] = []
 
     def add_row(self, split: str, row: Mapping[str, Any], images: Sequence[tuple[str, str, Any, bytes]],
@@ -66,11 +68,14 @@ class WrittenRows:
             row_id = json.dumps({k: str(v) for k, v in row.items()}, sort_keys=True)[:200]
         self._entries.append((digest, split, row_id))
 
-    def add_records(self, split: str, batch: pa.RecordBatch, records: pa.Array, row_ids: Iterable[str]) -> None:
-        """Image-free rows written to `split`, column-wise: `batch` their values, `records` their Examples."""
+    def add_records(self, split: str, batch: pa.RecordBatch, records: pa.Array, part: str, rows: np.ndarray) -> None:
+        """Image-free rows written to `split`, column-wise: `batch` their values, `records` their Examples,
+        `rows` their numbers in the source part `part` (their digests kept as DigestBlocks)."""
         self.statistics.add_batch(split, batch)
-        self._entries.extend((content_digest(record), split, row_id)
-                             for record, row_id in zip(_record_bytes(records), row_ids))
+        held = self._blocks.setdefault((part, split), ([], []))
+        held[0].extend(record_digests(_record_bytes(records)))
+        held[1].append(np.asarray(rows, dtype=np.int64))
+        self._held += len(records)
 
     def end_batch(self) -> Iterator[beam.pvalue.TaggedOutput]:
         """Add the batch's rows to the statistics; once FLUSH_ENTRIES digests are held, yield them by bucket
@@ -78,13 +83,19 @@ class WrittenRows:
         for split, rows in self._rows.items():
             self.statistics.add_rows(split, rows, self._images.get(split, {}))
         self._rows, self._images = {}, {}
-        if len(self._entries) >= FLUSH_ENTRIES or len(self._near) * 68 >= FLUSH_ENTRIES * 4:
+        if (len(self._entries) + self._held >= FLUSH_ENTRIES * (4 if self._held else 1)
+                or len(self._near) * 68 >= FLUSH_ENTRIES * 4):
             yield from self.flush()
 
     def flush(self) -> Iterator[beam.pvalue.TaggedOutput]:
         """Every digest and band key held, by bucket (at a flush, and when the bundle ends)."""
         entries, self._entries = self._entries, []
-        for bucket, found in bucketed(entries).items():
+        found_by_bucket = bucketed(entries)
+        for (part, split), (digests, rows) in self._blocks.items():
+            for bucket, block in blocks_by_bucket(part, split, digests, np.concatenate(rows)).items():
+                found_by_bucket.setdefault(bucket, []).append(block)
+        self._blocks, self._held = {}, 0
+        for bucket, found in found_by_bucket.items():
             yield beam.pvalue.TaggedOutput(QUALITY, (bucket, found))
         near, self._near = self._near, []
         for bucket, found in near_duplicates.bucketed(near).items():
@@ -94,7 +105,7 @@ class WrittenRows:
         """The bundle's statistics ((STATISTICS_KEY, statistics) on QUALITY), and a fresh accumulator for
         the next bundle (digests still held are dropped: call `flush` first when the bundle succeeded)."""
         found, self.statistics = self.statistics, DatasetStatistics(self.schema)
-        self._entries, self._near = [], []
+        self._entries, self._near, self._blocks, self._held = [], [], {}, 0
         return beam.pvalue.TaggedOutput(QUALITY, (STATISTICS_KEY, found)) if found.rows else None
 
     def finish(self) -> Iterator[beam.pvalue.TaggedOutput]:

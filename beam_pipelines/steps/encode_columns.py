@@ -57,8 +57,7 @@ class EncodePart(beam.DoFn):
                     taken = pa.array(chosen)
                     records = encoded.records.take(taken)
                     if self._written is not None:
-                        self._written.add_records(split, item.take(taken), records,
-                                                  (f"{part_name} row {offset + i}" for i in chosen.tolist()))
+                        self._written.add_records(split, item.take(taken), records, part_name, offset + chosen)
                     yield from self._write(split, records, encoded.unknown_labels[chosen])
             if self._written is not None:
                 yield from self._written.end_batch()

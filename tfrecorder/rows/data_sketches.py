@@ -14,7 +14,6 @@ bounded amount of state however many values it saw:
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
@@ -141,9 +140,14 @@ REGISTER_BITS = 11
 
 
 def value_hashes(values: Iterable[Any]) -> np.ndarray:
-    """Stable 64-bit hashes of values (as their text), the same in every process (unlike hash())."""
-    return np.fromiter((int.from_bytes(hashlib.blake2b(str(v).encode("utf-8", "surrogatepass"), digest_size=8).digest(),
-                                       "big") for v in values), dtype=np.uint64)
+    """Stable 64-bit hashes of values (as their text), the same in every process (unlike hash()):
+    pandas' SipHash of each text, vectorised (bytes hash as their UTF-8 text does)."""
+    import pandas as pd
+
+    texts = np.asarray([v if isinstance(v, (str, bytes)) else str(v) for v in values], dtype=object)
+    if not texts.size:
+        return np.zeros(0, dtype=np.uint64)
+    return pd.util.hash_array(texts, categorize=False)
 
 
 class UniqueSketch:
@@ -197,6 +201,18 @@ class TopValues:
         self.capacity = capacity
         self.counts: dict[str, int] = {}
         self.exact = True  # no counter was ever decremented: every count is exact
+
+    def add_many(self, values: Sequence[Any], counts: np.ndarray) -> "TopValues":
+        """Add distinct `values` with their `counts` (a batch's value counts), reduced first to this summary's
+        capacity as Misra-Gries reduces (the (capacity+1)-th count subtracted from all): only `capacity`
+        values ever become python keys, however many distinct values the batch holds."""
+        counts = np.asarray(counts, dtype=np.int64)
+        if counts.size > self.capacity:
+            cut = int(np.partition(counts, counts.size - self.capacity - 1)[counts.size - self.capacity - 1])
+            keep = np.flatnonzero(counts > cut)
+            values, counts = [values[i] for i in keep.tolist()], counts[keep] - cut
+            self.exact = self.exact and cut == 0
+        return self.add_counts(dict(zip((str(v) for v in values), counts.tolist())))
 
     def add_counts(self, counts: Mapping[Any, int]) -> "TopValues":
         for value, count in counts.items():

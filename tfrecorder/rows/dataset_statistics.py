@@ -80,11 +80,14 @@ class FeatureStatistics:
             self.values.add(_numbers(values))
         elif self.kind in (STRING, LABEL):
             counts = pc.value_counts(values)
-            distinct = counts.field("values").to_pylist()
+            distinct = counts.field("values")
             numbers = counts.field("counts").to_numpy()
-            self.top.add_counts({_text(v): int(n) for v, n in zip(distinct, numbers)})
+            texts = distinct.to_numpy(zero_copy_only=False)
+            if not (pa.types.is_string(distinct.type) or pa.types.is_large_string(distinct.type)):
+                texts = np.asarray([_text(v) for v in texts.tolist()], dtype=object)
+            self.top.add_many(texts, numbers)
             if self.kind == STRING:
-                self.unique.add_hashes(value_hashes(_text(v) for v in distinct))
+                self.unique.add_hashes(value_hashes(texts))
                 self.text_lengths.add(_lengths(values))
 
     def to_json(self, vocabulary: Optional[Sequence[str]] = None) -> dict[str, Any]:

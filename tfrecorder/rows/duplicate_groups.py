@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
 
 from tfrecorder.core.splits import TEST, TRAIN, VALIDATION
 
@@ -72,10 +74,66 @@ class DuplicateGroup:
                 for i, (split, row) in enumerate(self.members)]
 
 
-def groups_in(entries: Iterable[Entry]) -> list[DuplicateGroup]:
-    """The groups (two or more rows with one digest) among one bucket's entries, sorted by digest."""
+@dataclasses.dataclass(frozen=True)
+class DigestBlock:
+    """Image-free rows' entries column-wise (one batch's rows of one bucket): their 16-byte digests
+    concatenated, their split, and their row numbers in the source part `part` — no python object per row;
+    row ids ("<part> row <i>") are made only for rows found in a group."""
+
+    part: str
+    split: str
+    digests: bytes
+    rows: np.ndarray  # int64
+
+    def entries(self, chosen: Iterable[int]) -> Iterator[Entry]:
+        for index in chosen:
+            yield self.digests[16 * index:16 * index + 16], self.split, f"{self.part} row {int(self.rows[index])}"
+
+
+def record_digests(records: Iterable) -> list[bytes]:
+    """The 128-bit digest of each serialized Example (bytes or memoryviews) of an image-free table."""
+    blake2b = hashlib.blake2b
+    return [blake2b(record, digest_size=16).digest() for record in records]
+
+
+def blocks_by_bucket(part: str, split: str, digests: list[bytes], rows: np.ndarray) -> dict[int, DigestBlock]:
+    """One batch's image-free rows as a DigestBlock per bucket (buckets as `bucket_of` gives them)."""
+    joined = b"".join(digests)
+    keys = np.frombuffer(joined, dtype=">u4").reshape(-1, 4)[:, 0].astype(np.int64) % BUCKETS
+    order = np.argsort(keys, kind="stable")
+    cells = np.frombuffer(joined, dtype="V16")
+    bounds = np.flatnonzero(np.diff(keys[order])) + 1
+    out = {}
+    for chosen in np.split(order, bounds):
+        if chosen.size:
+            out[int(keys[chosen[0]])] = DigestBlock(part, split, cells[chosen].tobytes(), rows[chosen])
+    return out
+
+
+def _duplicated_in_blocks(blocks: list[DigestBlock]) -> Iterator[Entry]:
+    """The entries of block rows whose digest occurs more than once among the blocks (found with numpy)."""
+    cells = np.frombuffer(b"".join(block.digests for block in blocks), dtype="V16")
+    if not cells.size:
+        return
+    _unique, inverse, counts = np.unique(cells, return_inverse=True, return_counts=True)
+    repeated = counts[inverse] > 1
+    start = 0
+    for block in blocks:
+        size = len(block.rows)
+        yield from block.entries(np.flatnonzero(repeated[start:start + size]).tolist())
+        start += size
+
+
+def groups_in(entries: Iterable) -> list[DuplicateGroup]:
+    """The groups (two or more rows with one digest) among one bucket's entries (tuples, or DigestBlocks of
+    image-free rows), sorted by digest."""
+    tuples, blocks = [], []
+    for entry in entries:
+        (blocks if isinstance(entry, DigestBlock) else tuples).append(entry)
+    if blocks:
+        tuples.extend(_duplicated_in_blocks(blocks))
     by_digest: dict[bytes, list[tuple[str, str]]] = {}
-    for digest, split, row in entries:
+    for digest, split, row in tuples:
         by_digest.setdefault(digest, []).append((split, row))
     groups = []
     for digest in sorted(by_digest):

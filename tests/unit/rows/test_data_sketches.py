@@ -44,3 +44,13 @@ def test_top_values_exact_until_capacity_then_lower_bounds():
     merged = top.merge(TopValues(3).add(["d", "e", "a"]))
     assert not merged.exact and merged.top(1)[0]["value"] == "a" and len(merged.counts) <= 3
     assert optional_merge(None, top) is top and optional_merge(top, None) is top
+
+
+def test_top_values_reduce_a_batch_before_it_becomes_python_keys():
+    values = np.array(["a", "b"] + [f"rare{i}" for i in range(500)], dtype=object)
+    counts = np.array([1000, 400] + [1] * 500)
+    top = TopValues(10).add_many(values, counts)
+    assert len(top.counts) <= 10 and not top.exact
+    assert top.top(2) == [{"value": "a", "count": 999}, {"value": "b", "count": 399}]  # lower bounds
+    small = TopValues(10).add_many(values[:3], counts[:3])
+    assert small.exact and small.top(3)[2] == {"value": "rare0", "count": 1}

@@ -27,3 +27,21 @@ def test_groups_within_train_do_not_leak():
     same = content_digest(b"s")
     [group] = groups_in([(same, "TRAIN", "b"), (same, "TRAIN", "a")])
     assert not group.leaks and group.kept == "a"
+
+
+def test_image_free_rows_travel_as_blocks_and_only_duplicates_get_row_ids():
+    import numpy as np
+
+    from tfrecorder.rows.duplicate_groups import DigestBlock, blocks_by_bucket, record_digests
+
+    digests = record_digests([b"r1", memoryview(b"r2"), b"r1", b"r3"])
+    assert digests[0] == digests[2] != digests[1] and len(digests[0]) == 16
+    blocks = blocks_by_bucket("data.parquet row group 0", "TRAIN", digests, np.array([10, 11, 12, 13]))
+    assert all(isinstance(b, DigestBlock) for b in blocks.values())
+    assert blocks[bucket_of(digests[0])].rows.tolist() == [10, 12]
+    other = blocks_by_bucket("data.parquet row group 1", "TEST", [digests[0]], np.array([0]))
+    found = [g for bucket in blocks for g in groups_in([blocks[bucket]] + ([other[bucket]] if bucket in other else []))]
+    [group] = found
+    assert group.members == (("TRAIN", "data.parquet row group 0 row 10"), ("TRAIN", "data.parquet row group 0 row 12"),
+                             ("TEST", "data.parquet row group 1 row 0"))
+    assert group.leaks
