@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/report_bench.py                       # the sizes
     .venv/bin/python benchmarks/report_bench.py --photos 40 --distinct 400 --images 400 --rows 100000 --repeats 1
 
-1. Near-duplicate quality (tfrecorder.convert end to end, validate="header"): `--photos` originals
+1. Near-duplicate quality (tfrecorder.convert end to end, validate="decode" and "header"): `--photos` originals
    (natural-looking synthetic photos, tests/support/natural_images, half JPEG, half PNG), each with four
    planted variants (JPEG re-encode at quality 75, 0.8x resize, 2% crop, PNG<->JPEG), plus `--distinct`
    other photos. Recall: planted variants grouped with their original (near group, or exact group for
@@ -44,7 +44,7 @@ def _convert(source, out: Path, **options):
     return time.perf_counter() - started, result
 
 
-def near_duplicate_quality(photos: int, distinct: int) -> dict:
+def near_duplicate_quality(photos: int, distinct: int, validate: str) -> dict:
     import pandas as pd
 
     folder = OUT / "planted"
@@ -70,7 +70,7 @@ def near_duplicate_quality(photos: int, distinct: int) -> dict:
         path.write_bytes(encoded(photo(100_000 + i, (240 + (i % 5) * 40, 180 + (i % 3) * 30)), "JPEG"))
         rows.append({"image_uri": str(path), "split": "TRAIN"})
         distinct_paths.add(str(path))
-    seconds, result = _convert(pd.DataFrame(rows), OUT / "planted-out", validate="header")
+    seconds, result = _convert(pd.DataFrame(rows), OUT / "planted-out", validate=validate)
     groups: dict[str, set] = {}
     with open(os.path.join(result.tfrecord_dir, "duplicates.csv")) as stream:
         for line in csv.DictReader(stream):
@@ -85,7 +85,7 @@ def near_duplicate_quality(photos: int, distinct: int) -> dict:
     found_with_original = len(found)
     falsely = {m for members in groups.values() for m in members if m in distinct_paths}
     planted = photos * len(VARIANTS)
-    return {"planted variants": planted, "found with their original": found_with_original,
+    return {"validate": validate, "planted variants": planted, "found with their original": found_with_original,
             "recall": found_with_original / planted, "distinct photos": distinct,
             "distinct photos falsely grouped": len(falsely), "false grouping rate": len(falsely) / max(distinct, 1),
             "near groups": result.metadata["duplicates"]["near"]["groups"], "conversion seconds": round(seconds, 1)}
@@ -145,7 +145,8 @@ def main() -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     print(f"load average before: {os.getloadavg()}")
     if "quality" not in args.skip:
-        print("near-duplicate quality:", near_duplicate_quality(args.photos, args.distinct), flush=True)
+        for validate in ("decode", "header"):  # hashes from TensorFlow's decode / from Pillow's
+            print("near-duplicate quality:", near_duplicate_quality(args.photos, args.distinct, validate), flush=True)
     if "images" not in args.skip:
         print("image conversion cost:", image_cost(args.images, args.repeats), flush=True)
     if "tabular" not in args.skip:
