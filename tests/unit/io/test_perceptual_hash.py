@@ -38,3 +38,19 @@ def test_the_default_modes_jpeg_decode_gives_a_close_hash_without_decoding_again
         assert shape == (30, 40, 3) and len(pixels) == 30 * 40 * 3
         assert hamming(pixels_hash(shape, pixels), perceptual_hash(data)) <= 7
     assert pixels_hash((0, 4, 3), b"") is None
+
+
+def test_every_copy_of_a_picture_is_hashed_from_the_same_scale():
+    from tfrecorder.io.perceptual_hash import reduction
+
+    assert reduction(4000, 3000) == 8 and reduction(640, 480) == 4 and reduction(320, 240) == 2
+    assert reduction(100, 60) == 1
+    big = photo(7, (1024, 768))
+    jpeg, png = encoded(big, "JPEG"), encoded(big, "PNG")
+    from tfrecorder.io import decode_check
+    from tfrecorder.io.perceptual_hash import pixels_hash
+
+    kept: list = []
+    decode_check.decode(jpeg, jpeg_pixels=kept)  # TensorFlow's 1/8 decode: the scale Pillow hashes at too
+    assert hamming(pixels_hash(*kept[0]), perceptual_hash(jpeg)) <= 2
+    assert hamming(perceptual_hash(png), perceptual_hash(jpeg)) <= 2
