@@ -86,7 +86,7 @@ def quality_group(item: tuple[int, Iterable[Any]], config: JobConfig) -> Iterabl
     elif key < NEAR_OFFSET:
         yield from write_bucket((key, values), config)
     else:
-        for pair in near_pairs((keyed for batch in values for keyed in batch), config.near_duplicate_distance):
+        for pair in near_pairs((keyed for block in values for keyed in block), config.near_duplicate_distance):
             yield beam.pvalue.TaggedOutput(PAIRS, (None, pair))
 
 

@@ -15,8 +15,11 @@ have a near-duplicate (a few hundred bytes each), never the rows without one.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
 
 from tfrecorder.io.perceptual_hash import hamming
 from tfrecorder.rows.duplicate_groups import DuplicateGroup
@@ -41,12 +44,53 @@ def band_keys(phash: int) -> Iterator[tuple[int, bool]]:
             yield base | (value ^ (1 << bit)), False
 
 
-def bucketed(entries: Iterable[Entry]) -> dict[int, list[tuple]]:
-    """(key, is_home, entry) by bucket: what one batch sends to the grouping step."""
-    out: dict[int, list[tuple]] = {}
-    for entry in entries:
-        for key, home in band_keys(entry[0]):
-            out.setdefault(key % BUCKETS, []).append((key, home, entry))
+@dataclasses.dataclass(frozen=True)
+class NearBlock:
+    """One bucket's band keys of a flush, column-wise: `keys` (int32s), `homes` (one byte each) and for
+    each key the position in `entries` (int32s) of its image (each image once per block, however many of
+    its keys the bucket holds) — raw bytes, which pickle far faster than arrays. Iterating gives
+    (key, is_home, entry) as `band_keys` would."""
+
+    keys: bytes
+    homes: bytes
+    positions: bytes
+    entries: tuple
+
+    def __iter__(self) -> Iterator[tuple[int, bool, Entry]]:
+        entries = self.entries
+        keys = np.frombuffer(self.keys, dtype=np.int32).tolist()
+        positions = np.frombuffer(self.positions, dtype=np.int32).tolist()
+        for key, home, position in zip(keys, self.homes, positions):
+            yield key, bool(home), entries[position]
+
+
+_SHIFTS = np.arange(BANDS, dtype=np.uint64) * np.uint64(BAND_BITS)
+_BASES = np.arange(BANDS, dtype=np.int64) << BAND_BITS
+_FLIPS = np.int64(1) << np.arange(BAND_BITS, dtype=np.int64)
+
+
+def bucketed(entries: Sequence[Entry]) -> dict[int, NearBlock]:
+    """Every entry's band keys (as `band_keys` gives them, computed with numpy) as one NearBlock per bucket."""
+    if not entries:
+        return {}
+    hashes = np.fromiter((entry[0] for entry in entries), dtype=np.uint64, count=len(entries))
+    values = ((hashes[:, None] >> _SHIFTS[None, :]) & np.uint64((1 << BAND_BITS) - 1)).astype(np.int64)
+    keys = np.concatenate([(_BASES + values)[:, :, None],
+                           _BASES[None, :, None] + (values[:, :, None] ^ _FLIPS[None, None, :])], axis=2)
+    homes = np.zeros(keys.shape, dtype=bool)
+    homes[:, :, 0] = True
+    owners = np.broadcast_to(np.arange(len(entries), dtype=np.int64)[:, None, None], keys.shape).ravel()
+    keys, homes = keys.ravel(), homes.ravel()
+    buckets = keys % BUCKETS
+    order = np.argsort(buckets, kind="stable")
+    out = {}
+    for chosen in np.split(order, np.flatnonzero(np.diff(buckets[order])) + 1):
+        if not chosen.size:
+            continue
+        images, positions = np.unique(owners[chosen], return_inverse=True)
+        out[int(buckets[chosen[0]])] = NearBlock(keys[chosen].astype(np.int32).tobytes(), homes[chosen].tobytes(),
+                                                 positions.astype(np.int32).tobytes(),
+                                                 tuple(entries[i] for i in images.tolist()))
     return out
 
 
