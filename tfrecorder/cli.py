@@ -139,8 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--duplicates", choices=["report", "fail"],
                          help="report (default): duplicates.csv and counts; fail: a train/test leak fails the job")
     convert.add_argument("--near_duplicate_distance", type=int,
-                         help="images whose perceptual hashes differ in at most this many bits are near-duplicates "
-                              "(default 7; 0: no search)")
+                         help="group near-duplicate images whose perceptual hashes differ in at most this many bits "
+                              "(1-7; 7 recommended; default 0: no search)")
     convert.add_argument("--no_statistics", dest="statistics", action="store_false", default=None,
                          help="skip statistics.json/.pb and duplicates.csv")
     convert.add_argument("--annotation_format",

@@ -136,7 +136,7 @@ def convert(
     box_units: str = "relative",
     encoding: str = DEFAULT_ENCODING,
     duplicates: str = "report",
-    near_duplicate_distance: int = 7,
+    near_duplicate_distance: int = 0,
     statistics: bool = True,
     **legacy_options: Any,
 ) -> ConversionResult:
@@ -177,8 +177,9 @@ def convert(
     (rows with identical images, or identical values for image-free rows); a duplicate group spanning
     TRAIN and VALIDATION/TEST is a leak, counted in metadata.json. `duplicates="fail"` fails the job on a
     leak, before anything is published (docs/statistics.md); `tfrecorder.report(job_dir)` shows it all.
-    Images whose 64-bit perceptual hashes differ in at most `near_duplicate_distance` bits (default 7,
-    0 turns the search off) are near-duplicates: re-encoded, resized, slightly cropped copies.
+    `near_duplicate_distance=7` also groups near-duplicate images (re-encoded, resized, slightly cropped
+    copies: 64-bit perceptual hashes at most that many bits apart); off (0) by default, as it costs a
+    small decode of each image.
     `statistics=False` skips all of it (no statistics files, no duplicates.csv).
 
     TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there

@@ -72,7 +72,8 @@ def test_planted_near_duplicates_are_grouped_and_leaks_counted(tmp_path):
                 copy, extension = variant(data, kind)
                 (tmp_path / f"p{i}-{kind}.{extension}").write_bytes(copy)
                 rows.append({"image_uri": str(tmp_path / f"p{i}-{kind}.{extension}"), "split": "TEST"})
-    result = tfrecorder.convert(pd.DataFrame(rows), tmp_path / "out", progress=False)  # hashes from the decode pool
+    result = tfrecorder.convert(pd.DataFrame(rows), tmp_path / "out", progress=False,  # hashes from the decode pool
+                                near_duplicate_distance=7)
     near = result.metadata["duplicates"]["near"]
     assert near["groups"] == 2 and near["rows"] == 10 and near["leaking_groups"] == 2
     with open(os.path.join(result.tfrecord_dir, DUPLICATES_FILE)) as stream:
@@ -81,10 +82,10 @@ def test_planted_near_duplicates_are_grouped_and_leaks_counted(tmp_path):
             groups.setdefault(row["group"], set()).add(os.path.basename(row["row"]).split("-")[0].split(".")[0])
     assert sorted(map(sorted, groups.values())) == [["p0"], ["p1"]]
     assert "(2 of them near-duplicates)" in repr(result)
-    header = tfrecorder.convert(pd.DataFrame(rows), tmp_path / "header", progress=False, validate="header")
+    header = tfrecorder.convert(pd.DataFrame(rows), tmp_path / "header", progress=False, validate="header",
+                                near_duplicate_distance=7)
     assert header.metadata["duplicates"]["near"] == near  # hashes from Pillow's small decode
-    off = tfrecorder.convert(pd.DataFrame(rows), tmp_path / "off", progress=False, validate="header",
-                             near_duplicate_distance=0)
+    off = tfrecorder.convert(pd.DataFrame(rows), tmp_path / "off", progress=False, validate="header")  # the default
     assert off.metadata["duplicates"]["near"]["groups"] == 0
 
 

@@ -135,7 +135,7 @@ class ConvertOptions:
     verbose: bool
     progress: bool
     duplicates: str = "report"  # what duplicate groups do: "report" or "fail" on a train/test leak
-    near_duplicate_distance: int = 7  # pHash bits two near-duplicate images differ in at most (0: no search)
+    near_duplicate_distance: int = 0  # pHash bits two near-duplicate images differ in at most (0: no search)
     statistics: bool = True  # False: no statistics.json/.pb, duplicates.csv (the cost of issue 29 saved)
 
     @classmethod
@@ -144,7 +144,7 @@ class ConvertOptions:
               split_ratios: Sequence[float], fetch_concurrency: Optional[int], max_image_pixels: int,
               max_image_bytes: int, box_units: str, annotation_format: Optional[str], encoding: str,
               verbose: bool, progress: bool, duplicates: str = "report",
-              near_duplicate_distance: int = 7, statistics: bool = True) -> "ConvertOptions":
+              near_duplicate_distance: int = 0, statistics: bool = True) -> "ConvertOptions":
         """The checked options (ValueError naming the first bad one), the output location's write check last."""
         image_size = check_shard_options(num_shards, max_shard_bytes, compression, image_size, validate)
         check_image_limits(max_image_pixels, max_image_bytes, image_size)
