@@ -38,7 +38,7 @@ def test_bucket_groups_written_once_and_merged(tmp_path):
 
 def test_one_grouping_serves_statistics_exact_and_near_duplicates(tmp_path):
     config = job_config(final_dir=str(tmp_path / "final"), temp_dir=str(tmp_path / "job"),
-                        schema=Schema({"n": "IntegerInput"}))
+                        schema=Schema({"n": "IntegerInput"}), near_duplicate_distance=7)
     same = content_digest(b"a")
     bundles = []
     for split in ("TRAIN", "TEST"):
