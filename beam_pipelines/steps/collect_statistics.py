@@ -14,7 +14,7 @@ most FLUSH_ENTRIES digests wait.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np

@@ -1,5 +1,4 @@
 """pHash: stable under re-encoding, resizing, cropping and format changes; far apart for distinct photos."""
-import io
 
 import numpy as np
 
