@@ -60,16 +60,19 @@ def _varint(number: int) -> bytes:
             return bytes(out)
 
 
-def _uint(field: int, number: float) -> bytes:
+def _uint(field: int, number: Optional[float]) -> bytes:
+    """A uint64 field (nothing for None: statistics.json's null, a value beyond float range)."""
+    if number is None:
+        return b""
     return _varint(field << 3) + _varint(max(int(round(number)), 0))
 
 
-def _double(field: int, value: float) -> bytes:
-    return _varint(field << 3 | 1) + struct.pack("<d", float(value))
+def _double(field: int, value: Optional[float]) -> bytes:
+    return b"" if value is None else _varint(field << 3 | 1) + struct.pack("<d", float(value))
 
 
-def _float(field: int, value: float) -> bytes:
-    return _varint(field << 3 | 5) + struct.pack("<f", float(value))
+def _float(field: int, value: Optional[float]) -> bytes:
+    return b"" if value is None else _varint(field << 3 | 5) + struct.pack("<f", float(value))
 
 
 def _text(field: int, text: str) -> bytes:
@@ -84,7 +87,7 @@ def _common(feature: Mapping[str, Any]) -> bytes:
     """CommonStatistics: present and missing counts, values per row (list lengths, else one)."""
     body = _uint(1, feature.get("count", 0)) + _uint(2, feature.get("missing", 0))
     lengths = feature.get("list_lengths")
-    if lengths and lengths.get("count"):
+    if lengths and lengths.get("count") and lengths.get("mean") is not None:
         body += (_uint(3, lengths["min"]) + _uint(4, lengths["max"]) + _float(5, lengths["mean"])
                  + _uint(8, lengths["mean"] * lengths["count"]))
     elif feature.get("count"):

@@ -30,8 +30,9 @@ class NumericSketch:
     def __init__(self) -> None:
         self.count = 0
         self.zeros = 0
-        self.total = 0.0
-        self.squares = 0.0
+        self.mean = 0.0
+        self.m2 = 0.0  # sum of squared deviations from the mean (Chan et al.'s parallel update: no overflow
+        # of a sum of squares, and exact merging)
         self.low = math.inf
         self.high = -math.inf
         self.levels: list[np.ndarray] = []  # level i: sorted values, each standing for 2**i inputs
@@ -43,10 +44,10 @@ class NumericSketch:
         array = array[np.isfinite(array)]
         if not array.size:
             return self
-        self.count += int(array.size)
+        with np.errstate(over="ignore", invalid="ignore"):
+            mean = float(np.mean(array))
+            self._combine(int(array.size), mean, float(np.sum(np.square(array - mean))))
         self.zeros += int(np.count_nonzero(array == 0))
-        self.total += float(array.sum())
-        self.squares += float(np.square(array).sum())
         self.low = min(self.low, float(array.min()))
         self.high = max(self.high, float(array.max()))
         self._push(0, array)
@@ -68,11 +69,18 @@ class NumericSketch:
             merged = np.sort(np.concatenate([self.levels[level], promoted]))
         self.levels[level] = merged
 
+    def _combine(self, count: int, mean: float, m2: float) -> None:
+        total = self.count + count
+        delta = mean - self.mean
+        self.mean += delta * count / total
+        self.m2 += m2 + delta * delta * self.count * count / total
+        self.count = total
+
     def merge(self, other: "NumericSketch") -> "NumericSketch":
-        self.count += other.count
+        if other.count:
+            with np.errstate(over="ignore", invalid="ignore"):
+                self._combine(other.count, other.mean, other.m2)
         self.zeros += other.zeros
-        self.total += other.total
-        self.squares += other.squares
         self.low = min(self.low, other.low)
         self.high = max(self.high, other.high)
         for level, values in enumerate(other.levels):
@@ -107,8 +115,14 @@ class NumericSketch:
         if not self.count:
             return []
         values, weights = self._weighted()
-        high = self.high if self.high > self.low else self.low + 1.0
-        counts, edges = np.histogram(values, bins=bins, range=(self.low, high), weights=weights)
+        high = self.high if self.high > self.low else self.low + max(1.0, abs(self.low) * 1e-9)
+        try:
+            with np.errstate(all="ignore"):
+                counts, edges = np.histogram(values, bins=bins, range=(self.low, high), weights=weights)
+            if not np.all(np.isfinite(edges)):
+                raise ValueError("bin edges beyond float range")
+        except ValueError:  # a range floats cannot cut in `bins` (huge or nearly equal extremes): one bin
+            return [{"low": self.low, "high": self.high, "count": self.count}]
         counts = counts * (self.count / counts.sum()) if counts.sum() else counts
         rounded = _rounded_to_total(counts, self.count)
         return [{"low": float(edges[i]), "high": float(edges[i + 1]), "count": rounded[i]} for i in range(bins)]
@@ -116,10 +130,10 @@ class NumericSketch:
     def summary(self) -> dict[str, Any]:
         if not self.count:
             return {"count": 0}
-        mean = self.total / self.count
-        variance = max(self.squares / self.count - mean * mean, 0.0)
+        std_dev = math.sqrt(max(self.m2 / self.count, 0.0)) if math.isfinite(self.m2) else None
         return {
-            "count": self.count, "min": self.low, "max": self.high, "mean": mean, "std_dev": math.sqrt(variance),
+            "count": self.count, "min": self.low, "max": self.high,
+            "mean": self.mean if math.isfinite(self.mean) else None, "std_dev": std_dev,  # None: beyond float range
             "zeros": self.zeros,
             "quantiles": [{"fraction": f, "value": v} for f, v in zip(QUANTILES, self.quantiles())],
             "histogram": self.histogram(),

@@ -34,3 +34,14 @@ def test_written_files_read_back_and_parse_as_tfdv_statistics(tmp_path):
 def test_jobs_without_statistics_read_none(tmp_path):
     assert read_statistics(str(tmp_path)) is None
     assert to_proto({}) == b""
+
+
+def test_values_beyond_float_range_leave_their_moments_out():
+    from tfrecorder.rows.data_sketches import NumericSketch
+
+    summary = NumericSketch().add([-1.7e308, 1.7e308, 0.0]).summary()
+    document = {"splits": {"TRAIN": {"rows": 3, "features": {"x": {"kind": "numeric", "count": 3, "missing": 0,
+                                                                   "numeric": summary}}}}}
+    parsed = statistics_pb2.DatasetFeatureStatisticsList.FromString(to_proto(document))
+    stats = parsed.datasets[0].features[0].num_stats
+    assert stats.max == 1.7e308 and stats.common_stats.num_non_missing == 3

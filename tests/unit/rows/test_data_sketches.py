@@ -54,3 +54,14 @@ def test_top_values_reduce_a_batch_before_it_becomes_python_keys():
     assert top.top(2) == [{"value": "a", "count": 999}, {"value": "b", "count": 399}]  # lower bounds
     small = TopValues(10).add_many(values[:3], counts[:3])
     assert small.exact and small.top(3)[2] == {"value": "rare0", "count": 1}
+
+
+def test_extreme_values_summarise_without_errors():
+    import json
+
+    huge = NumericSketch().add([1.7e18, 1.7e18, 1.7e18])  # nanosecond datetimes: equal, beyond float's unit steps
+    assert len(huge.histogram()) in (1, 10) and huge.summary()["std_dev"] == 0.0
+    wide = NumericSketch().add([-1.7e308, 1.7e308, 0.0])
+    summary = wide.summary()
+    assert sum(b["count"] for b in summary["histogram"]) == 3 and summary["min"] == -1.7e308
+    json.dumps(summary, allow_nan=False)  # statistics.json stays valid JSON
