@@ -61,7 +61,7 @@ def committed(config: JobConfig, part: Any) -> Optional[dict]:
 def commit(config: JobConfig, part: Any, rows: int, pieces: Iterable[Piece], discards: Optional[DiscardPart],
            records: Optional[tuple] = None, malformed: Iterable[tuple] = (), reasoned: Iterable[tuple] = (),
            image_kinds: Iterable[tuple] = (), rows_written: Optional[int] = None,
-           quality: Optional[list] = None, schema: Any = None) -> dict:
+           quality: Optional[list] = None) -> dict:
     """Commit the part's closed work; returns the manifest that won (this one, or an earlier attempt's).
     `rows_written`: detection jobs, the part's rows inside written Examples. `quality`: the part's
     QUALITY pairs (issue 29; None when the job computes no statistics), written to the attempt's own
@@ -71,8 +71,7 @@ def commit(config: JobConfig, part: Any, rows: int, pieces: Iterable[Piece], dis
     if quality is not None:
         quality_file = storage.join(resume_files.parts_dir(config.temp_dir),
                                     f"{key}.{uuid.uuid4().hex[:12]}{QUALITY_SUFFIX}")
-        storage.write_bytes(quality_file, pickle.dumps(part_quality(quality, config.schema if schema is None
-                                                                    else schema), protocol=4))
+        storage.write_bytes(quality_file, pickle.dumps(part_quality(quality, config.schema), protocol=4))
     manifest = {
         "part": repr(part)[:300],
         "rows": rows,

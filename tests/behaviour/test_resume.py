@@ -59,8 +59,9 @@ def _moments(output: Path):
     def in_temp(pattern):
         return lambda: any(any(job.glob(pattern)) for job in incomplete(output))
 
-    def scratch_going():
-        return any(not (job / "_parts").exists() and (job / "_resume").exists() for job in incomplete(output))
+    def scratch_going():  # finalize has begun (discarded.csv written) and removed _parts/ (not a job starting)
+        return any((job / "discarded.csv").exists() and not (job / "_parts").exists() and (job / "_resume").exists()
+                   for job in incomplete(output))
 
     return [parts(1), parts(3), parts(6), in_temp("*.tfrecord"), in_temp("discarded.csv"), scratch_going,
             in_temp("metadata.json"), parts(2)]
@@ -159,8 +160,8 @@ def test_a_killed_job_writing_to_gcs_is_continued_there(sources, references, gcs
     source = sources["image"]
 
     def parts_on_gcs(count):
-        return lambda: sum(1 for url in gcs.list(output + "/") if "/_parts/" in url
-                           and not url.endswith(".stats.json")) >= count
+        return lambda: sum(1 for url in gcs.list(output + "/") if "/_parts/" in url and url.endswith(".json")
+                           and not url.endswith(".stats.json")) >= count  # manifests, not quality files
 
     try:
         run_killed(convert_code(source, output, num_shards=3), parts_on_gcs(3))

@@ -77,8 +77,9 @@ def test_a_version_holds_the_base_records_then_the_new_ones(base, version):
 
 
 def test_the_base_is_left_as_it_was(base, version):
-    assert sorted(os.listdir(base)) == ["dataset_info.json", "discarded.csv", "features.json", "index",
-                                        "label.labels.txt", "metadata.json", "test-00000-of-00001.tfrecord",
+    assert sorted(os.listdir(base)) == ["dataset_info.json", "discarded.csv", "duplicates.csv", "features.json",
+                                        "index", "label.labels.txt", "metadata.json", "statistics.json",
+                                        "statistics.pb", "test-00000-of-00001.tfrecord",
                                         "train-00000-of-00001.tfrecord", "validation-00000-of-00001.tfrecord"]
     assert metadata(base)["vocabularies"] == {"label": ["cat", "dog"]} and "lineage" not in metadata(base)
 
