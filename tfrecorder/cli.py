@@ -220,8 +220,8 @@ def _add_append_parsers(commands) -> None:
     append.add_argument("--output_dir", help="directory that receives the version (default: the base's directory)")
     append.add_argument("--duplicates", choices=["discard", "report", "fail", "keep"],
                         help="new rows whose image is already in the base are discarded unless 'keep'; duplicates "
-                             "within the new rows: report (default; 'discard' is its older name) or fail on a "
-                             "train/test leak")
+                             "within the new rows are reported (discard, the default, and report) or fail the "
+                             "version on a train/test leak (fail)")
     append.add_argument("--runner", default="DirectRunner", help=RUNNER_HELP)
     append.add_argument("--num_shards", type=int, help="shards per split for the new rows; 0 = sized by bytes")
     append.add_argument("--max_shard_bytes", type=int, help="target shard size for automatic sharding")
