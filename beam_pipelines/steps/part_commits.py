@@ -22,6 +22,7 @@ part's rows), never on bundling, so a resumed job's shards are the uninterrupted
 """
 from __future__ import annotations
 
+import hashlib
 import pickle
 import uuid
 from typing import Any, Callable, Iterable, Iterator, Optional
@@ -94,11 +95,14 @@ QUALITY_SUFFIX = ".quality.pkl"
 
 
 def part_quality(pairs: Iterable[tuple], schema: Any) -> list[tuple]:
-    """A part's QUALITY pairs as committed: its statistics (one per batch or flush) merged into one, in
-    the order the part produced them; digest and band-key pairs as they were."""
+    """A part's QUALITY pairs as committed: its statistics (one per batch: batches are fixed by the part)
+    merged into one in an order of their content (the digest of each one pickled), so that the forked
+    encoding processes, however many and in whatever order they return batches, give the same sketch;
+    digest and band-key pairs as they were (their groups are sorted where they are written)."""
     statistics = [value for key, value in pairs if key == STATISTICS_KEY]
     kept = [(key, value) for key, value in pairs if key != STATISTICS_KEY]
     if statistics:
+        statistics.sort(key=lambda found: hashlib.sha256(pickle.dumps(found, protocol=4)).digest())
         kept.append((STATISTICS_KEY, merge_all(statistics, schema)))
     return kept
 

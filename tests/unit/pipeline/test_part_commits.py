@@ -62,3 +62,27 @@ def test_a_parts_quality_output_is_committed_with_it_and_emitted_from_its_file(t
     later = DatasetStatistics(schema)
     assert list(statistics_in_order([("b", later), ("a", merged)])) == [merged, later]  # merged in part order
     assert part_commits.commit(config, ("part", 3), 1, [], None).get("quality") is None  # statistics=False
+
+
+def test_a_parts_batch_statistics_merge_alike_in_any_order():
+    """Forked encoders return a part's batches in an order that depends on their number: the part's
+    sketch does not (quantile sketches depend on the order they are merged in)."""
+    import pyarrow as pa
+
+    from beam_pipelines.steps.collect_statistics import STATISTICS_KEY
+    from tfrecorder.core.schema import Schema
+    from tfrecorder.rows.dataset_statistics import DatasetStatistics
+
+    schema = Schema({"n": "FloatInput"})
+    batches = []
+    for start in range(0, 6000, 1000):
+        found = DatasetStatistics(schema)
+        found.add_batch("TRAIN", pa.record_batch({"n": pa.array([float((i * 7919) % 6007) for i in
+                                                                 range(start, start + 1000)])}))
+        batches.append(found)
+
+    def merged(order):
+        [(_key, statistics)] = part_commits.part_quality([(STATISTICS_KEY, batches[i]) for i in order], schema)
+        return statistics.to_json({})
+
+    assert merged(range(6)) == merged([5, 3, 1, 0, 2, 4]) == merged([1, 0, 3, 2, 5, 4])
