@@ -29,6 +29,7 @@ EXTRAS = {
         "nbformat>=5.10",
         "ipykernel>=6.29",
         "tensorflow-datasets>=4.9,<4.10",  # tests that TFDS reads job directories as they are
+        "tensorflow-metadata>=1.14",  # parses statistics.pb in tests (tfrecorder writes its wire format itself)
         "tfrecord>=1.14",  # tests that a third-party reader uses our index files (DALI's format)
         "pycocotools>=2.0",  # tests build COCO RLE masks with COCO's own encoder
     ],

@@ -1,9 +1,10 @@
-"""Command-line interface: convert, append, versions, verify, inspect, load-stats, upgrade, status and clean.
+"""Command-line interface: convert, append, versions, verify, inspect, load-stats, report, upgrade, status and clean.
 
     tfrecorder convert --source data.csv --output_dir out/
     tfrecorder verify out/tfrecorder-20261121-193000
     tfrecorder inspect out/tfrecorder-20261121-193000 --split TRAIN --num_records 5
     tfrecorder load-stats out/tfrecorder-20261121-193000
+    tfrecorder report out/tfrecorder-20261121-193000 --html report.html
     tfrecorder upgrade old/tfrecorder-20201010-101010-convert out/
     tfrecorder append out/tfrecorder-20261121-193000 --source new_rows.csv
     tfrecorder versions out/
@@ -144,6 +145,13 @@ def build_parser() -> argparse.ArgumentParser:
                          help="images read at once per worker (default 16 for gs:// images, 1 for local files)")
     convert.add_argument("--schema", type=str, help="JSON or YAML file mapping column → type name "
                          "(only these columns are converted); default: inferred from names and dtypes")
+    convert.add_argument("--duplicates", choices=["report", "fail"],
+                         help="report (default): duplicates.csv and counts; fail: a train/test leak fails the job")
+    convert.add_argument("--near_duplicate_distance", type=int,
+                         help="group near-duplicate images whose perceptual hashes differ in at most this many bits "
+                              "(1-7; 7 recommended; default 0: no search)")
+    convert.add_argument("--no_statistics", dest="statistics", action="store_false", default=None,
+                         help="skip statistics.json/.pb and duplicates.csv")
     convert.add_argument("--annotation_format",
                          help="read --source as automl_classification, automl_multilabel, automl_detection or "
                               "vertex_jsonl (default: recognised from its content)")
@@ -196,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("--image_size", type=_image_size, help="resize to HEIGHTxWIDTH while loading")
     stats.add_argument("--channels", type=int, choices=[1, 3, 4],
                        help="decode to this many channels (needed to batch images of mixed channel counts)")
+    report = commands.add_parser("report", help="statistics, duplicates and train/test leaks of a job, as HTML")
+    report.add_argument("tfrecord_dir", help="a finished job directory (local or gs://)")
+    report.add_argument("--html", required=True, help="where to write the self-contained HTML page")
     _add_upgrade_parser(commands)
     _add_append_parsers(commands)
     return parser
@@ -207,8 +218,10 @@ def _add_append_parsers(commands) -> None:
     append.add_argument("base_job_dir", help="the finished job (or version) the new rows are appended to")
     append.add_argument("--source", required=True, help="the new rows: any source convert takes, with the base's columns")
     append.add_argument("--output_dir", help="directory that receives the version (default: the base's directory)")
-    append.add_argument("--duplicates", choices=["discard", "keep"],
-                        help="new rows whose image is already in the base: discard (default) or keep")
+    append.add_argument("--duplicates", choices=["discard", "report", "fail", "keep"],
+                        help="new rows whose image is already in the base are discarded unless 'keep'; duplicates "
+                             "within the new rows are reported (discard, the default, and report) or fail the "
+                             "version on a train/test leak (fail)")
     append.add_argument("--runner", default="DirectRunner", help=RUNNER_HELP)
     append.add_argument("--num_shards", type=int, help="shards per split for the new rows; 0 = sized by bytes")
     append.add_argument("--max_shard_bytes", type=int, help="target shard size for automatic sharding")
@@ -293,6 +306,23 @@ def _run_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_report(args: argparse.Namespace) -> int:
+    import tfrecorder
+    from tfrecorder.rows.duplicate_groups import leak_warning
+
+    found = tfrecorder.report(args.tfrecord_dir)
+    found.save(args.html)
+    counts = found.duplicates
+    near = (counts or {}).get("near") or {}
+    summary = "duplicates: not computed for this job" if counts is None else (
+        f"duplicates: {counts.get('groups', 0)} groups ({counts.get('rows', 0)} rows), "
+        f"near-duplicates: {near.get('groups', 0)} groups ({near.get('rows', 0)} rows)")
+    print(f"report written to {args.html} ({summary})")
+    if counts and leak_warning(counts):
+        print(f"WARNING {leak_warning(counts)}")
+    return EXIT_OK
+
+
 def _batch_length(batch) -> int:
     return int(next(iter(batch.values())).shape[0])
 
@@ -346,7 +376,7 @@ def _run_convert(args: argparse.Namespace) -> int:
                      "split_ratios", "validate", "fetch_concurrency", "max_image_pixels", "max_image_bytes",
                      "project", "region", "verbose", "progress",
                      "tfrecorder_wheel", "annotation_format", "box_units", "encoding", "shared_filesystem", "resume",
-                     "image_root", "split")
+                     "image_root", "split", "duplicates", "near_duplicate_distance", "statistics")
         if getattr(args, name) is not None
     }
     if args.schema is not None:
@@ -410,7 +440,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         commands = {"convert": _run_convert, "create-tfrecords": _run_convert, "verify": _run_verify,
                     "inspect": _run_inspect, "load-stats": _run_load_stats, "upgrade": _run_upgrade,
                     "append": _run_append, "versions": _run_versions, "status": _run_status,
-                    "clean": _run_clean}
+                    "clean": _run_clean, "report": _run_report}
         return commands[args.command](args)
     except CorruptDataError as exc:  # not a ValueError: damaged data is not bad input (exit 3, not 2)
         print(f"tfrecorder: error: corrupt data: {exc}", file=sys.stderr)

@@ -146,6 +146,9 @@ def convert(
     split: Optional[str] = None,
     resume: Union[str, bool] = "auto",
     _base: Optional[BaseJob] = None,
+    duplicates: str = "report",
+    near_duplicate_distance: int = 0,
+    statistics: bool = True,
     **legacy_options: Any,
 ) -> ConversionResult:
     """Convert a DataFrame, CSV file, Parquet files (a file, a directory or a glob) or SPLIT/LABEL image
@@ -195,6 +198,15 @@ def convert(
     new one (logging why a near match was passed over); True fails unless one matches; False always
     starts a new job, leaving old ones alone. `tfrecorder.incomplete_jobs(output_dir)` lists them.
 
+    Every job also writes statistics.json / statistics.pb (per split and feature) and duplicates.csv
+    (rows with identical images, or identical values for image-free rows); a duplicate group spanning
+    TRAIN and VALIDATION/TEST is a leak, counted in metadata.json. `duplicates="fail"` fails the job on a
+    leak, before anything is published (docs/statistics.md); `tfrecorder.report(job_dir)` shows it all.
+    `near_duplicate_distance=7` also groups near-duplicate images (re-encoded, resized, slightly cropped
+    copies: 64-bit perceptual hashes at most that many bits apart); off (0) by default, as it costs a
+    small decode of each image.
+    `statistics=False` skips all of it (no statistics files, no duplicates.csv).
+
     TFRecorder 2.0's `header=`, `names=` and `schema_map=` keywords work as they did there
     (see `tfrecorder.legacy.v2_compat.legacy_arguments`).
 
@@ -220,7 +232,8 @@ def convert(
         compression=compression, image_size=image_size, validate=validate, split_ratios=split_ratios,
         fetch_concurrency=fetch_concurrency, max_image_pixels=max_image_pixels, max_image_bytes=max_image_bytes,
         box_units=box_units, annotation_format=annotation_format, encoding=encoding, verbose=verbose,
-        progress=progress)
+        progress=progress, duplicates=duplicates, near_duplicate_distance=near_duplicate_distance,
+        statistics=statistics)
     if image_root is not None:
         image_root = storage.user_path(image_root, "image_root")
     table, resolved_schema, is_detection = _open_table(source, schema, options, image_root, split)
@@ -259,7 +272,8 @@ def convert(
                 num_shards=options.num_shards, max_shard_bytes=options.max_shard_bytes,
                 compression=options.compression, image_size=options.image_size, validate=options.validate,
                 fetch_concurrency=concurrency, max_image_pixels=options.max_image_pixels,
-                max_image_bytes=options.max_image_bytes, progress_dir=progress_dir,
+                max_image_bytes=options.max_image_bytes, progress_dir=progress_dir, duplicates=options.duplicates,
+                near_duplicate_distance=options.near_duplicate_distance, statistics=options.statistics,
                 extra_metadata={**({"task": detection_keys.TASK, "box_units": options.box_units} if is_detection
                                    else {"image_size": list(options.image_size)} if options.image_size else {}),
                                 **job.resumed_entry()},

@@ -62,7 +62,16 @@ class ConversionResult(Mapping[str, Any]):
     def _repr_html_(self) -> str:
         from tfrecorder.views import result_html
 
-        return result_html(self._fields)
+        page = result_html(self._fields)
+        metadata = self._fields.get("metadata") or {}
+        if metadata.get("splits") and "duplicates" in metadata:  # a job with statistics.json (issue 29)
+            from tfrecorder.job_report import report
+
+            try:
+                page += report(str(self._fields["tfrecord_dir"])).fragment
+            except (OSError, ValueError):  # the directory moved or was removed since: the counts still show
+                pass
+        return page
 
     def __repr__(self) -> str:
         f = self._fields
@@ -81,6 +90,15 @@ class ConversionResult(Mapping[str, Any]):
             lines.append(f"  resumed: {f['rows_carried_over']:,} rows ({f['parts_carried_over']} parts) carried over")
         if f.get("validate"):
             lines.append(f"  image check: validate={f['validate']!r}")
+        duplicates = (f.get("metadata") or {}).get("duplicates")
+        near = (duplicates or {}).get("near") or {}
+        if duplicates and (duplicates.get("groups") or near.get("groups")):
+            from tfrecorder.rows.duplicate_groups import leak_warning
+
+            lines.append(f"  duplicates: {duplicates['groups']} exact groups ({duplicates['rows']} rows), "
+                         f"{near.get('groups', 0)} near-duplicate groups ({near.get('rows', 0)} rows); duplicates.csv")
+            if leak_warning(duplicates):
+                lines.append(f"  WARNING {leak_warning(duplicates)}")
         if "input_bytes" in f:
             ratio = f" ({f['input_bytes'] / f['output_bytes']:.1f}x smaller)" if f["output_bytes"] else ""
             lines.append(f"  upgraded from TFRecorder 2.0: {f['input_bytes']:,} bytes -> {f['output_bytes']:,} bytes{ratio}")

@@ -22,7 +22,7 @@ THUMBNAILS = 8
 REASONS_SHOWN = 3
 
 
-def _thumbnail_uri(data: bytes, boxes=(), names=()) -> str:
+def thumbnail_uri(data: bytes, boxes=(), names=()) -> str:
     """A PNG data URI of the image's thumbnail; detection boxes ([ymin, xmin, ymax, xmax]) drawn when given."""
     from PIL import Image
 
@@ -56,7 +56,7 @@ def thumbnails_html(tfrecord_dir: str, count: int = THUMBNAILS) -> str:
         labels = ", ".join(job.label_name(c, int(example[c][0])) for c in job.label_columns if example.get(c))
         labels = labels or ", ".join(dict.fromkeys(names))
         try:
-            source = _thumbnail_uri(data, boxes, names)
+            source = thumbnail_uri(data, boxes, names)
         except (OSError, ValueError):
             continue
         cells.append(f'<figure style="display:inline-block;margin:4px;text-align:center">'

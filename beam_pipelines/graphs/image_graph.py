@@ -38,6 +38,8 @@ from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import IMAGE_KINDS, EncodeAndWritePieces, EncodeImageParts, ImageKindsFn
 from beam_pipelines.steps.part_commits import DISCARD_PARTS
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, REASONED
+from beam_pipelines.steps.collect_statistics import QUALITY
+from beam_pipelines.steps.find_duplicates import quality_outputs
 from beam_pipelines.steps.finalize_job import finalize_with_stats
 from beam_pipelines.steps.prepare_rows import PrepareRows
 
@@ -51,9 +53,9 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
     empty table is checked too.
     """
     if tabular_graph.is_tabular(config):  # image-free rows: encoded column-wise (issue 19)
-        pieces, found, stats, committed = tabular_graph.encode_table(pipeline, config)
+        pieces, found, stats, committed, quality = tabular_graph.encode_table(pipeline, config)
         return write_outputs(pipeline, config, pieces, found, finalize_with_stats, AsSingleton(stats),
-                             committed_discards=committed, image_kinds={})
+                             committed_discards=committed, image_kinds={}, **quality)
     parts = read_rows.SourceParts(pipeline, config)
     stats = count_table(parts, config)
     stats_side = AsSingleton(stats)
@@ -75,7 +77,7 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
         rows_to_encode
         | "EncodeAndWrite"
         >> beam.ParDo(EncodeAndWritePieces(config), vocabulary_side).with_outputs(
-            DISCARD, IMAGE_KINDS, main="pieces"
+            DISCARD, IMAGE_KINDS, QUALITY, main="pieces"
         )
     )
     image_kinds = encoded[IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(
@@ -83,7 +85,8 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
     ).without_defaults()
     found["Encode"] = encoded[DISCARD]
     return write_outputs(pipeline, config, encoded.pieces, found, finalize_with_stats, stats_side,
-                         image_kinds=AsSingleton(image_kinds, default_value={}))
+                         image_kinds=AsSingleton(image_kinds, default_value={}),
+                         **quality_outputs(config, encoded[QUALITY]))
 
 
 
@@ -95,11 +98,12 @@ def _resumable_graph(pipeline: beam.Pipeline, config: JobConfig, parts: read_row
     workers, batches of a part over the forked encoding processes."""
     vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
     encoded = parts.branch("Rows") | "EncodeParts" >> beam.ParDo(EncodeImageParts(config), vocabulary_side).with_outputs(
-        DISCARD_PARTS, MALFORMED, RECORDS, REASONED, IMAGE_KINDS, main="pieces")
+        DISCARD_PARTS, MALFORMED, RECORDS, REASONED, IMAGE_KINDS, QUALITY, main="pieces")
     numbered = encoded[MALFORMED] | "NumberLines" >> beam.Map(
         read_rows.number_malformed, AsDict(encoded[RECORDS]), len(config.columns))
     image_kinds = encoded[IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(ImageKindsFn()).without_defaults()
     found = {"Read": (numbered, encoded[REASONED]) | "AllMalformed" >> beam.Flatten()}
     return write_outputs(pipeline, config, encoded.pieces, found, finalize_with_stats, AsSingleton(stats),
                          committed_discards=encoded[DISCARD_PARTS],
-                         image_kinds=AsSingleton(image_kinds, default_value={}))
+                         image_kinds=AsSingleton(image_kinds, default_value={}),
+                         **quality_outputs(config, encoded[QUALITY]))

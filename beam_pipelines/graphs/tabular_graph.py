@@ -16,8 +16,10 @@ from apache_beam.pvalue import AsDict, AsSingleton
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps import read_rows
 from beam_pipelines.steps.carry_shards import job_vocabularies
+from beam_pipelines.steps.collect_statistics import QUALITY
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.find_duplicates import quality_outputs
 from beam_pipelines.steps.encode_columns import EncodePart
 from beam_pipelines.steps.part_commits import DISCARD_PARTS
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, reads_batches
@@ -31,13 +33,15 @@ def is_tabular(config: JobConfig) -> bool:
 
 def encode_table(pipeline: beam.Pipeline, config: JobConfig) -> tuple:
     """The columnar graph up to the common tail (pipeline.write_outputs): (pieces, discards found by
-    each step, checked table stats, DiscardParts of committed parts: resumable jobs)."""
+    each step, checked table stats, DiscardParts of committed parts: resumable jobs, finalize's statistics
+    and duplicates side inputs)."""
     parts = read_rows.SourceParts(pipeline, config)
     stats = count_table(parts, config)
     vocabulary_side = AsSingleton(  # an append's: the parent's, grown (issue 28)
         stats | "Vocabulary" >> beam.Map(lambda found: job_vocabularies(found.vocabularies, config)))
     encoded = parts.branch("Rows") | "EncodeAndWrite" >> beam.ParDo(EncodePart(config), vocabulary_side).with_outputs(
-        DISCARD, MALFORMED, RECORDS, DISCARD_PARTS, main="pieces")
+        DISCARD, MALFORMED, RECORDS, DISCARD_PARTS, QUALITY, main="pieces")
     malformed = encoded[MALFORMED] | "NumberLines" >> beam.Map(
         read_rows.number_malformed, AsDict(encoded[RECORDS]), len(config.columns))
-    return encoded.pieces, {"Read": malformed, "Encode": encoded[DISCARD]}, stats, encoded[DISCARD_PARTS]
+    quality = quality_outputs(config, encoded[QUALITY])
+    return encoded.pieces, {"Read": malformed, "Encode": encoded[DISCARD]}, stats, encoded[DISCARD_PARTS], quality

@@ -14,6 +14,7 @@ from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.bundle_outputs import in_global_window
 from beam_pipelines.steps import part_commits
 from beam_pipelines.steps.discard_files import DISCARD, DiscardPartWriter
+from beam_pipelines.steps.collect_statistics import QUALITY, WrittenRows, part_label
 from beam_pipelines.steps.piece_files import PieceWriter
 from beam_pipelines.steps.progress_counters import RowsDone
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, read_batches
@@ -33,9 +34,12 @@ class EncodePart(beam.DoFn):
         self.schema = self.config.schema
         self._encoder = None
         self._rows_done = RowsDone(self.config)
+        self._written = WrittenRows(self.schema) if self.config.statistics else None
 
     def start_bundle(self) -> None:
         self.writers: dict[str, PieceWriter] = {}
+        if self._written is not None:
+            self._written.take_statistics()  # what a failed bundle attempt left
 
     def process(self, part, vocabularies: Mapping[str, list[str]]):
         if self._encoder is None:
@@ -53,7 +57,9 @@ class EncodePart(beam.DoFn):
         manifest, or the manifest an earlier attempt or run committed (part_commits)."""
         manifest = part_commits.committed(self.config, part)
         if manifest is None:
-            pieces, records, malformed = [], None, []
+            pieces, records, malformed, quality = [], None, [], []
+            if self._written is not None:
+                self._written.take_statistics()  # the part's quality output starts empty
             discards = DiscardPartWriter(self.config.discards_dir, self.config.columns)
             for output in self._encode(part):
                 if not isinstance(output, beam.pvalue.TaggedOutput):
@@ -62,17 +68,22 @@ class EncodePart(beam.DoFn):
                     discards.write(*output.value)
                 elif output.tag == RECORDS:
                     records = output.value
+                elif output.tag == QUALITY:
+                    quality.append(output.value)
                 else:
                     malformed.append(output.value)
             pieces.extend(writer.close() for writer in self.writers.values())
             self.writers = {}
+            if self._written is not None:  # the part's last digests and its statistics (issue 29)
+                quality.extend(output.value for output in self._written.finish())
             closed = discards.close()
             manifest = part_commits.commit(self.config, part, self._rows, pieces, closed if closed.rows else None,
-                                           records, malformed)
+                                           records, malformed, quality=quality if self._written is not None else None)
         yield from part_commits.emit(self.config, manifest)
 
     def _encode(self, part):
         self._rows = 0
+        part_name, offset = part_label(part, self.config.work_dir), 0
         for item in read_batches(self.config, part):
             if not isinstance(item, pa.RecordBatch):
                 yield beam.pvalue.TaggedOutput(RECORDS if item[0] == RECORDS else MALFORMED,
@@ -87,8 +98,14 @@ class EncodePart(beam.DoFn):
             for code, split in enumerate(columnar_encoder.SPLITS):
                 chosen = np.flatnonzero(encoded.codes == code)
                 if len(chosen):
-                    yield from self._write(split, encoded.records.take(pa.array(chosen)),
-                                           encoded.unknown_labels[chosen])
+                    taken = pa.array(chosen)
+                    records = encoded.records.take(taken)
+                    if self._written is not None:
+                        self._written.add_records(split, item.take(taken), records, part_name, offset + chosen)
+                    yield from self._write(split, records, encoded.unknown_labels[chosen])
+            if self._written is not None:
+                yield from self._written.end_batch()
+            offset += item.num_rows
             self._rows_done.add(item.num_rows)
             self._rows += item.num_rows
 
@@ -114,3 +131,5 @@ class EncodePart(beam.DoFn):
         for writer in self.writers.values():
             yield in_global_window(writer.close())
         self.writers = {}
+        for output in (self._written.finish() if self._written is not None else ()):
+            yield beam.pvalue.TaggedOutput(output.tag, in_global_window(output.value))

@@ -14,6 +14,7 @@ from beam_pipelines.steps import part_commits
 from beam_pipelines.steps.discard_files import DISCARD, DiscardPartWriter
 from beam_pipelines.steps.part_commits import IMAGE_KINDS
 from beam_pipelines.steps.read_rows import read_part
+from beam_pipelines.steps.collect_statistics import QUALITY, WrittenRows
 from beam_pipelines.steps.fetch_images import Fetcher, reader_for
 from beam_pipelines.steps.piece_files import PieceWriter
 from beam_pipelines.steps.progress_counters import RowsCounted, RowsDone
@@ -86,6 +87,7 @@ class EncodeAndWritePieces(beam.DoFn):
 
     _pool: Optional[ForkPool] = None  # also for subclasses with their own setup (upgrade, detection)
     pieces_per_batch = False  # EncodeImageParts: each batch's pieces closed with it (boundaries fixed by the part)
+    _written: Optional[WrittenRows] = None  # statistics and digests of written rows (issue 29; this class only)
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config
@@ -97,9 +99,13 @@ class EncodeAndWritePieces(beam.DoFn):
                                 self.config.fetch_concurrency)
         self._decoder = None
         if self.config.validate == "decode":
-            self._decoder = DecodePool(usable_cores(), self.config.max_image_pixels)
+            self._decoder = DecodePool(usable_cores(), self.config.max_image_pixels, hashes=self._hashes_images())
         self._rows_done = RowsDone(self.config)
         self.writers: dict[str, PieceWriter] = {}
+
+    def _hashes_images(self) -> bool:
+        """Whether written rows get a perceptual hash (near-duplicate search, issue 29)."""
+        return self.config.statistics and self.config.near_duplicate_distance > 0
 
     def teardown(self) -> None:
         if self._pool is not None:
@@ -111,6 +117,7 @@ class EncodeAndWritePieces(beam.DoFn):
 
     def start_bundle(self) -> None:
         self.writers = {}
+        self._written = None  # a failed bundle attempt's statistics are dropped with its pieces
         if self._pool is not None and self._pool.closed:  # a failed bundle closed it: fork afresh
             self._pool = None
         if self._pool is not None:
@@ -140,6 +147,9 @@ class EncodeAndWritePieces(beam.DoFn):
     def encode_batch(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
         """Encode and write one batch: yields rolled-over pieces and (DISCARD) discarded rows."""
         encoder = self._encoder_for(vocabularies)
+        if self._written is None and self.config.statistics:
+            self._written = WrittenRows(self.schema, near_duplicates=self._hashes_images())
+        written = self._written
         uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
         fetched = self._fetcher.fetch(uris)
         read = reader_for(fetched)
@@ -150,9 +160,14 @@ class EncodeAndWritePieces(beam.DoFn):
             except RowError as exc:
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
+            if written is not None:
+                hashed = pending.perceptual_hash(encoder.row_images[0][1]) if pending and encoder.row_images else None
+                written.add_row(split, row, encoder.row_images, data, hashed)
             yield from self._write(split, data, unknown)
         if pending:
             pending.wait()
+        if written is not None:
+            yield from written.end_batch()
         self._rows_done.add(len(batch))
 
     def _write(self, split: str, data: Union[bytes, list], unknown: int):
@@ -171,6 +186,8 @@ class EncodeAndWritePieces(beam.DoFn):
         if self._encoder is not None and self._encoder.image_kinds:  # a few tuples per bundle
             yield beam.pvalue.TaggedOutput(IMAGE_KINDS, sorted(self._encoder.image_kinds))
             self._encoder.image_kinds.clear()
+        if self._written is not None:  # digests still held, and the bundle's sketches (bounded)
+            yield from self._written.finish()
 
     def finish_bundle(self):
         if self._pool is None:
@@ -208,6 +225,7 @@ class EncodeAndWritePieces(beam.DoFn):
         for writer in self.writers.values():
             writer.abandon()
         self.writers = {}
+        self._written = None
         return [], 0
 
 
@@ -253,7 +271,8 @@ class EncodeImageParts(EncodeAndWritePieces):
                 found.add(outputs)
         discards = found.discards.close()
         return part_commits.commit(self.config, part, found.rows, found.pieces, discards if discards.rows else None,
-                                   found.records, found.malformed, found.reasoned, found.image_kinds)
+                                   found.records, found.malformed, found.reasoned, found.image_kinds,
+                                   quality=found.quality if self.config.statistics else None)
 
     def _encode_rows(self, batch: list[dict[str, Any]], vocabularies: Mapping[str, list[str]],
                      found: "_PartOutputs") -> None:
@@ -286,6 +305,7 @@ class _PartOutputs:
         self.malformed: list = []
         self.reasoned: list = []
         self.image_kinds: set = set()
+        self.quality: list = []  # QUALITY pairs of the part's batches (issue 29), committed with it
 
     def add(self, outputs: Iterable[Any]) -> None:
         for output in outputs:
@@ -293,6 +313,8 @@ class _PartOutputs:
                 self.pieces.append(output)
             elif output.tag == DISCARD:
                 self.discards.write(*output.value)
+            elif output.tag == QUALITY:
+                self.quality.append(output.value)
             else:  # IMAGE_KINDS
                 self.image_kinds.update(tuple(kind) for kind in output.value)
 

@@ -11,9 +11,11 @@ from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.rows.table_stats import TableStats
 from beam_pipelines.steps.carry_shards import job_vocabularies
+from beam_pipelines.steps.data_quality import write_quality_files
 
 
-def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_reasons, pieces, image_kinds=None):
+def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_reasons, pieces, image_kinds=None,
+                 statistics=None, duplicates=None):
     """Write metadata.json (and the TFDS files), clean temporary files, and publish the job directory.
 
     Safe to run again after any part of it ran: once the job is published it only cleans up.
@@ -27,8 +29,11 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
             unknown.update(config.base.unknown_labels)
             rows_in += config.base.records_written
             image_kinds = merged_images(config.base.images, image_kinds or {})
+        quality = write_quality_files(config, vocabularies, statistics, duplicates)  # issue 29
         metadata = JobMetadata.build(config, shards, vocabularies, rows_in, discard_reasons, unknown,
                                      images=image_kinds or {})
+        if quality:
+            metadata = metadata.updated(**quality)
         if config.base is not None:
             metadata = metadata.updated(lineage=lineage_entry(
                 config.base, new_rows_in, sum(discard_reasons.values()), shards, vocabularies, config.image_size,
@@ -41,11 +46,13 @@ def finalize_job(_, config: JobConfig, shards, vocabularies, rows_in, discard_re
     yield config.final_dir
 
 
-def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard_reasons, pieces, image_kinds=None):
+def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard_reasons, pieces, image_kinds=None,
+                        statistics=None, duplicates=None):
     """finalize_job with the whole-table facts the pipeline computed (row count, nullable columns)."""
     nullable = stats.nullable_columns
     if config.base is not None:  # the version's feature spec parses the parent's records too
         nullable = tuple(sorted(set(nullable) | set(config.base.nullable_columns)))
     config = dataclasses.replace(config, nullable_columns=nullable)
     yield from finalize_job(_, config, shards, job_vocabularies(stats.vocabularies, config), stats.rows_in,
-                            discard_reasons, pieces, image_kinds=image_kinds)
+                            discard_reasons, pieces, image_kinds=image_kinds,
+                            statistics=statistics, duplicates=duplicates)

@@ -9,19 +9,34 @@ bundle and a resumed job emit exactly what the first attempt committed, and the 
 nor encoded again. The part's whole-table facts (TableStats) are committed the same way by the
 count step (`_parts/<part key>.stats.json`).
 
+A part's quality output (issue 29: its statistics sketches merged into one, its content digests and
+perceptual-hash band keys by bucket, beam_pipelines.steps.collect_statistics) is written to a file of
+the attempt's own (`_parts/<part key>.<attempt>.quality.pkl`) before the manifest is created, and the
+manifest names it: a committed part's statistics and digests are emitted from that file, never
+recomputed, and a losing attempt's file is never read (it goes with `_parts/` at finalize). The part's
+statistics travel with its key, so that they are merged in part order (find_duplicates), and a resumed
+job's quantile sketches are the uninterrupted job's.
+
 Pieces depend only on their part (closed at the part's end, or at each batch of a fixed number of the
 part's rows), never on bundling, so a resumed job's shards are the uninterrupted job's.
 """
 from __future__ import annotations
 
+import hashlib
+import pickle
+import uuid
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import apache_beam as beam
+
+from beam_pipelines.steps.collect_statistics import QUALITY, STATISTICS_KEY
 
 from beam_pipelines.steps.discard_files import DiscardPart
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, REASONED
 from beam_pipelines.steps.shard_planning import Piece
 from tfrecorder.format import resume_files
+from tfrecorder.io import storage
+from tfrecorder.rows.dataset_statistics import merge_all
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.table_stats import TableStats
 
@@ -46,9 +61,18 @@ def committed(config: JobConfig, part: Any) -> Optional[dict]:
 
 def commit(config: JobConfig, part: Any, rows: int, pieces: Iterable[Piece], discards: Optional[DiscardPart],
            records: Optional[tuple] = None, malformed: Iterable[tuple] = (), reasoned: Iterable[tuple] = (),
-           image_kinds: Iterable[tuple] = (), rows_written: Optional[int] = None) -> dict:
+           image_kinds: Iterable[tuple] = (), rows_written: Optional[int] = None,
+           quality: Optional[list] = None) -> dict:
     """Commit the part's closed work; returns the manifest that won (this one, or an earlier attempt's).
-    `rows_written`: detection jobs, the part's rows inside written Examples."""
+    `rows_written`: detection jobs, the part's rows inside written Examples. `quality`: the part's
+    QUALITY pairs (issue 29; None when the job computes no statistics), written to the attempt's own
+    file before the manifest."""
+    key = resume_files.part_key(part)
+    quality_file = None
+    if quality is not None:
+        quality_file = storage.join(resume_files.parts_dir(config.temp_dir),
+                                    f"{key}.{uuid.uuid4().hex[:12]}{QUALITY_SUFFIX}")
+        storage.write_bytes(quality_file, pickle.dumps(part_quality(quality, config.schema), protocol=4))
     manifest = {
         "part": repr(part)[:300],
         "rows": rows,
@@ -62,9 +86,36 @@ def commit(config: JobConfig, part: Any, rows: int, pieces: Iterable[Piece], dis
         "reasoned": [list(item) for item in reasoned],
         "image_kinds": sorted(list(kind) for kind in image_kinds),
         **({} if rows_written is None else {"rows_written": rows_written}),
+        **({} if quality_file is None else {"quality": _relative(config, quality_file)}),
     }
-    return resume_files.commit_json(resume_files.manifest_path(config.temp_dir, resume_files.part_key(part)),
-                                    manifest)
+    return resume_files.commit_json(resume_files.manifest_path(config.temp_dir, key), manifest)
+
+
+QUALITY_SUFFIX = ".quality.pkl"
+
+
+def part_quality(pairs: Iterable[tuple], schema: Any) -> list[tuple]:
+    """A part's QUALITY pairs as committed: its statistics (one per batch: batches are fixed by the part)
+    merged into one in an order of their content (the digest of each one pickled), so that the forked
+    encoding processes, however many and in whatever order they return batches, give the same sketch;
+    digest and band-key pairs as they were (their groups are sorted where they are written)."""
+    statistics = [value for key, value in pairs if key == STATISTICS_KEY]
+    kept = [(key, value) for key, value in pairs if key != STATISTICS_KEY]
+    if statistics:
+        statistics.sort(key=lambda found: hashlib.sha256(pickle.dumps(found, protocol=4)).digest())
+        kept.append((STATISTICS_KEY, merge_all(statistics, schema)))
+    return kept
+
+
+def quality_of(config: JobConfig, manifest: dict) -> Iterator[Any]:
+    """A committed part's QUALITY outputs, read from the file its manifest names; its statistics keyed
+    by the part's key ((STATISTICS_KEY, (part key, statistics))), merged in that order."""
+    name = manifest.get("quality")
+    if not name:
+        return
+    order = name.rsplit("/", 1)[-1].split(".", 1)[0]  # the part's key
+    for key, value in pickle.loads(storage.read_bytes(_absolute(config, name))):
+        yield beam.pvalue.TaggedOutput(QUALITY, (key, (order, value) if key == STATISTICS_KEY else value))
 
 
 def pieces_of(config: JobConfig, manifest: dict) -> list[Piece]:
@@ -74,7 +125,7 @@ def pieces_of(config: JobConfig, manifest: dict) -> list[Piece]:
 
 def emit(config: JobConfig, manifest: dict) -> Iterator[Any]:
     """What the part's step outputs, from its manifest: pieces (main output), then its DiscardPart,
-    RECORDS, MALFORMED, REASONED and IMAGE_KINDS tagged outputs."""
+    RECORDS, MALFORMED, REASONED, IMAGE_KINDS and QUALITY tagged outputs."""
     yield from pieces_of(config, manifest)
     discards = manifest.get("discards")
     if discards:
@@ -91,6 +142,7 @@ def emit(config: JobConfig, manifest: dict) -> Iterator[Any]:
         yield beam.pvalue.TaggedOutput(IMAGE_KINDS, [tuple(kind) for kind in manifest["image_kinds"]])
     if manifest.get("rows_written"):
         yield beam.pvalue.TaggedOutput(ROWS_WRITTEN, manifest["rows_written"])
+    yield from quality_of(config, manifest)
 
 
 def stats_document(stats: TableStats) -> dict:

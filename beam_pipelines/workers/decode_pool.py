@@ -14,18 +14,40 @@ from typing import Optional
 from beam_pipelines.steps.fetch_images import Fetched
 from tfrecorder.io import decode_check, tensorflow_kernels
 from tfrecorder.io.image_headers import DEFAULT_MAX_IMAGE_PIXELS
+from tfrecorder.io.perceptual_hash import perceptual_hash, pixels_hash, reduction
+
+
+def decode_and_hash(data: bytes, max_pixels: int) -> tuple[decode_check.Verdict, Optional[int]]:
+    """TensorFlow's verdict and the image's perceptual hash (near-duplicate search, issue 29): a JPEG's
+    from the verdict's own 1/8-scale decode, other images' (and small JPEGs') from a small Pillow decode
+    (in this thread too); None for an image refused."""
+    pixels: list = []
+    verdict = decode_check.decode(data, None, max_pixels, jpeg_pixels=pixels)
+    if not isinstance(verdict, decode_check.ImageInfo):
+        return verdict, None
+    if pixels and reduction(verdict.width, verdict.height) == 8:  # TensorFlow decoded it at the hash's scale
+        return verdict, pixels_hash(*pixels[0])
+    return verdict, perceptual_hash(data)
 
 
 class Pending:
     """The verdicts of one batch, as they complete: `verdict(uri, data)` waits for that image only."""
 
-    def __init__(self, futures: dict[str, Future], max_pixels: int) -> None:
+    def __init__(self, futures: dict[str, Future], max_pixels: int, hashes: bool = False) -> None:
         self._futures = futures
         self._max_pixels = max_pixels
+        self._hashes = hashes
 
     def verdict(self, uri: str, data: bytes) -> decode_check.Verdict:
         future = self._futures.get(uri)
-        return future.result() if future is not None else decode_check.decode(data, max_pixels=self._max_pixels)
+        if future is None:
+            return decode_check.decode(data, max_pixels=self._max_pixels)
+        return future.result()[0] if self._hashes else future.result()
+
+    def perceptual_hash(self, uri: str) -> Optional[int]:
+        """The image's perceptual hash, when the pool computes them (None: not computed or refused)."""
+        future = self._futures.get(uri)
+        return future.result()[1] if self._hashes and future is not None else None
 
     def wait(self) -> None:
         """Block until every decode of the batch has finished (rows discarded early never asked)."""
@@ -34,13 +56,14 @@ class Pending:
 
 class DecodePool:
     """Runs `decode_check.decode` for a batch's fetched images on up to `threads` threads (images over
-    `max_pixels` are refused unread)."""
+    `max_pixels` are refused unread); with `hashes`, `decode_and_hash` instead."""
 
-    def __init__(self, threads: int, max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS) -> None:
+    def __init__(self, threads: int, max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS, hashes: bool = False) -> None:
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.threads = threads
         self.max_pixels = max_pixels
+        self.hashes = hashes
         self._pool: Optional[ThreadPoolExecutor] = None
         tensorflow_kernels.kernels()  # loaded once, here, before the decoding threads need them
 
@@ -48,6 +71,9 @@ class DecodePool:
         """Start decoding every fetched image (read failures are the fetcher's to report)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="tfrecorder-decode")
+        if self.hashes:
+            return Pending({uri: self._pool.submit(decode_and_hash, data, self.max_pixels)
+                            for uri, data in fetched.items() if isinstance(data, bytes)}, self.max_pixels, True)
         return Pending({uri: self._pool.submit(decode_check.decode, data, None, self.max_pixels)
                         for uri, data in fetched.items() if isinstance(data, bytes)}, self.max_pixels)
 

@@ -59,8 +59,9 @@ def _moments(output: Path):
     def in_temp(pattern):
         return lambda: any(any(job.glob(pattern)) for job in incomplete(output))
 
-    def scratch_going():
-        return any(not (job / "_parts").exists() and (job / "_resume").exists() for job in incomplete(output))
+    def scratch_going():  # finalize has begun (discarded.csv written) and removed _parts/ (not a job starting)
+        return any((job / "discarded.csv").exists() and not (job / "_parts").exists() and (job / "_resume").exists()
+                   for job in incomplete(output))
 
     return [parts(1), parts(3), parts(6), in_temp("*.tfrecord"), in_temp("discarded.csv"), scratch_going,
             in_temp("metadata.json"), parts(2)]
@@ -159,8 +160,8 @@ def test_a_killed_job_writing_to_gcs_is_continued_there(sources, references, gcs
     source = sources["image"]
 
     def parts_on_gcs(count):
-        return lambda: sum(1 for url in gcs.list(output + "/") if "/_parts/" in url
-                           and not url.endswith(".stats.json")) >= count
+        return lambda: sum(1 for url in gcs.list(output + "/") if "/_parts/" in url and url.endswith(".json")
+                           and not url.endswith(".stats.json")) >= count  # manifests, not quality files
 
     try:
         run_killed(convert_code(source, output, num_shards=3), parts_on_gcs(3))
@@ -178,3 +179,28 @@ def test_a_killed_job_writing_to_gcs_is_continued_there(sources, references, gcs
         assert resume_files.incomplete_jobs(output) == []
     finally:
         proxy.stop()
+
+
+def test_a_resumed_job_publishes_the_statistics_and_duplicates_of_an_uninterrupted_one(sources, tmp_path):
+    """Issue 29 on the resumable path: a committed part's statistics, digests and band keys are committed
+    with it (its manifest's quality file) and emitted from there when the job is continued, merged in
+    part order: statistics.json/.pb, duplicates.csv and the duplicate counts equal an uninterrupted run's."""
+    source = image_parquet(tmp_path / "images", images=39)  # an image's rows span splits: 39 leaking groups
+    options = {"num_shards": 3, "near_duplicate_distance": 7}
+    reference = tfrecorder.convert(str(source), str(tmp_path / "reference"), progress=False,
+                                   beam_options={"direct_num_workers": 1}, **options)
+    output = tmp_path / "out"
+    run_killed(convert_code(source, output, **options), lambda: manifests(output) >= 3)
+    (job,) = incomplete(output)
+    done = resume_files.committed_parts(str(job))
+    assert 3 <= len(done) < 12 and all((job / manifest["quality"]).is_file() for manifest in done)
+    result = tfrecorder.convert(str(source), str(output), progress=False, beam_options={"direct_num_workers": 1},
+                                **options)
+    assert result["resumed"] is True and result["parts_carried_over"] == len(done)
+    expected, found = Path(reference["tfrecord_dir"]), Path(result["tfrecord_dir"])
+    for name in ("statistics.json", "statistics.pb", "duplicates.csv"):
+        assert (found / name).read_bytes() == (expected / name).read_bytes(), name
+    counts = json.loads((expected / "metadata.json").read_text())["duplicates"]
+    assert json.loads((found / "metadata.json").read_text())["duplicates"] == counts
+    assert counts["groups"] == counts["leaking_groups"] == 39 and counts["rows"] == 39 * 3
+    assert job_contents(found) == job_contents(expected)

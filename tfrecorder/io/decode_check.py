@@ -51,10 +51,11 @@ def rejection_reason(data: bytes, message: str, max_pixels: int = DEFAULT_MAX_IM
 
 
 def decode(data: bytes, kernels: Optional[tensorflow_kernels.Kernels] = None,
-           max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS) -> Verdict:
+           max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS, jpeg_pixels: Optional[list] = None) -> Verdict:
     """Decode `data` with TensorFlow's kernels (`kernels`: this process's, by default): the ImageInfo
     `tf.io.decode_image` yields, or the discard reason. Nothing is decoded unless the header passes the
-    size guard (`max_pixels`)."""
+    size guard (`max_pixels`). With a `jpeg_pixels` list, a JPEG's 1/8-scale decode also appends its
+    (shape, pixels) there (the same op: the verdict is the same), for the near-duplicate hash."""
     try:
         header = checked_header(data, max_pixels)
     except InvalidImage as exc:
@@ -62,6 +63,10 @@ def decode(data: bytes, kernels: Optional[tensorflow_kernels.Kernels] = None,
     kernels = kernels or tensorflow_kernels.kernels()
     try:
         if header.format == "jpeg":  # the 1/8-scale decode; the size is the frame header's
+            if jpeg_pixels is not None:
+                shape, pixels = kernels.decode_jpeg_ratio_8_pixels(data)
+                jpeg_pixels.append((shape, pixels))
+                return ImageInfo("jpeg", header.height, header.width, shape[-1])
             return ImageInfo("jpeg", header.height, header.width, kernels.decode_jpeg_ratio_8(data)[-1])
         height, width, channels = kernels.decode_image(data)
     except tensorflow_kernels.DecodeFailed as exc:

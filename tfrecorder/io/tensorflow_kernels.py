@@ -65,6 +65,10 @@ class Kernels(Protocol):
     def decode_jpeg_ratio_8(self, data: bytes) -> Shape:
         """The shape `tf.io.decode_jpeg(data, ratio=8)` yields (DecodeFailed if none)."""
 
+    def decode_jpeg_ratio_8_pixels(self, data: bytes) -> tuple[Shape, bytes]:
+        """`decode_jpeg_ratio_8`, with the decoded pixels (height × width × channels uint8, row-major):
+        the same op, whose output the perceptual hash of near-duplicate search reuses."""
+
 
 class NativeKernels:
     """The ops run by TensorFlow's eager C API on one context (thread-safe: each call has its own op)."""
@@ -108,8 +112,12 @@ class NativeKernels:
     def decode_jpeg_ratio_8(self, data: bytes) -> Shape:
         return self._run(b"DecodeJpeg", data, ratio=8)
 
+    def decode_jpeg_ratio_8_pixels(self, data: bytes) -> tuple[Shape, bytes]:
+        pixels: list = []
+        return self._run(b"DecodeJpeg", data, ratio=8, pixels=pixels), pixels[0]
+
     def _run(self, op_name: bytes, data: bytes, ratio: Optional[int] = None,
-             expand_animations: Optional[bool] = None) -> Shape:
+             expand_animations: Optional[bool] = None, pixels: Optional[list] = None) -> Shape:
         api = self._api
         status = api.TF_NewStatus()
         tensor = handle = op = output = None
@@ -131,6 +139,13 @@ class NativeKernels:
             api.TFE_Execute(op, outputs, ctypes.byref(count), status)
             _raise_unless_ok(api, status, DecodeFailed)
             output = outputs[0]
+            if pixels is not None:  # the output tensor's bytes, copied before the handle is deleted
+                resolved = api.TFE_TensorHandleResolve(output, status)
+                _raise_unless_ok(api, status, RuntimeError)
+                try:
+                    pixels.append(ctypes.string_at(api.TF_TensorData(resolved), api.TF_TensorByteSize(resolved)))
+                finally:
+                    api.TF_DeleteTensor(resolved)
             return tuple(api.TFE_TensorHandleDim(output, axis, status)
                          for axis in range(api.TFE_TensorHandleNumDims(output, status)))
         finally:
@@ -150,13 +165,20 @@ class PythonKernels:
     def decode_jpeg_ratio_8(self, data: bytes) -> Shape:
         return self._run(lambda tf: tf.io.decode_jpeg(data, ratio=8))
 
+    def decode_jpeg_ratio_8_pixels(self, data: bytes) -> tuple[Shape, bytes]:
+        pixels: list = []
+        return self._run(lambda tf: tf.io.decode_jpeg(data, ratio=8), pixels), pixels[0]
+
     @staticmethod
-    def _run(decode) -> Shape:
+    def _run(decode, pixels: Optional[list] = None) -> Shape:
         tf = import_tensorflow()
         try:
-            return tuple(int(size) for size in decode(tf).shape)
+            decoded = decode(tf)
         except tf.errors.OpError as exc:
             raise DecodeFailed(_first_line(exc.message or type(exc).__name__)) from None
+        if pixels is not None:
+            pixels.append(decoded.numpy().tobytes())
+        return tuple(int(size) for size in decoded.shape)
 
 
 def native_library_dir() -> Optional[str]:
@@ -259,6 +281,9 @@ def _declare(library: ctypes.CDLL) -> ctypes.CDLL:
         "TFE_OpSetAttrInt": (None, [pointer, text, ctypes.c_int64]),
         "TFE_OpSetAttrBool": (None, [pointer, text, ctypes.c_ubyte]),
         "TFE_Execute": (None, [pointer, ctypes.POINTER(pointer), ctypes.POINTER(integer), pointer]),
+        "TFE_TensorHandleResolve": (pointer, [pointer, pointer]),
+        "TF_TensorData": (pointer, [pointer]),
+        "TF_TensorByteSize": (ctypes.c_size_t, [pointer]),
     }
     for name, (result, arguments) in signatures.items():
         function = getattr(library, name)

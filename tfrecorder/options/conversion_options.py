@@ -110,6 +110,10 @@ def check_image_limits(max_image_pixels: int, max_image_bytes: int,
         raise ValueError(f"image_size {image_size[0]}x{image_size[1]} is more than max_image_pixels={max_image_pixels:,}")
 
 
+DUPLICATE_MODES = ("report", "fail")  # issue 29: "drop" is not built yet (docs/statistics.md)
+MAX_NEAR_DISTANCE = 7  # the LSH banding finds every pair this close (tfrecorder.rows.near_duplicates)
+
+
 @dataclasses.dataclass(frozen=True)
 class ConvertOptions:
     """convert()'s job options, each checked once (the source and the schema are checked with the table)."""
@@ -130,13 +134,17 @@ class ConvertOptions:
     encoding: str  # a CSV source's text encoding: a codec name Python knows (csv_text.check_encoding)
     verbose: bool
     progress: bool
+    duplicates: str = "report"  # what duplicate groups do: "report" or "fail" on a train/test leak
+    near_duplicate_distance: int = 0  # pHash bits two near-duplicate images differ in at most (0: no search)
+    statistics: bool = True  # False: no statistics.json/.pb, duplicates.csv (the cost of issue 29 saved)
 
     @classmethod
     def check(cls, output: OutputLocation, *, job_label: Optional[str], num_shards: int, max_shard_bytes: int,
               compression: Optional[str], image_size: Optional[Sequence[int]], validate: str,
               split_ratios: Sequence[float], fetch_concurrency: Optional[int], max_image_pixels: int,
               max_image_bytes: int, box_units: str, annotation_format: Optional[str], encoding: str,
-              verbose: bool, progress: bool) -> "ConvertOptions":
+              verbose: bool, progress: bool, duplicates: str = "report",
+              near_duplicate_distance: int = 0, statistics: bool = True) -> "ConvertOptions":
         """The checked options (ValueError naming the first bad one), the output location's write check last."""
         image_size = check_shard_options(num_shards, max_shard_bytes, compression, image_size, validate)
         check_image_limits(max_image_pixels, max_image_bytes, image_size)
@@ -144,6 +152,17 @@ class ConvertOptions:
         box_units = detection_encoder.check_box_units(box_units)
         fetch_concurrency = check_fetch_concurrency(fetch_concurrency)
         encoding = csv_text.check_encoding(encoding)
+        if duplicates not in DUPLICATE_MODES:
+            raise ValueError(f"duplicates must be one of {DUPLICATE_MODES}, got {duplicates!r}")
+        if (isinstance(near_duplicate_distance, bool) or not isinstance(near_duplicate_distance, int)
+                or not 0 <= near_duplicate_distance <= MAX_NEAR_DISTANCE):
+            raise ValueError(f"near_duplicate_distance must be an integer from 0 (off) to {MAX_NEAR_DISTANCE}, "
+                             f"got {near_duplicate_distance!r}")
+        if not isinstance(statistics, bool):
+            raise ValueError(f"statistics must be True or False, got {statistics!r}")
+        if not statistics and duplicates != "report":
+            raise ValueError(f"duplicates={duplicates!r} needs statistics=True: duplicates are found with the statistics")
         return cls(output.checked().path, job_label, num_shards, max_shard_bytes, compression, image_size,
                    validate, ratios, fetch_concurrency, max_image_pixels, max_image_bytes, box_units,
-                   annotation_format, encoding, verbose, progress)
+                   annotation_format, encoding, verbose, progress, duplicates, near_duplicate_distance,
+                   statistics)

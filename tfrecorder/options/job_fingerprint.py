@@ -71,6 +71,9 @@ def job_fingerprint(table: Any, schema: Schema, options: Any, runner: str, is_de
             "box_units": options.box_units,
             "annotation_format": options.annotation_format,
             "encoding": options.encoding,
+            # issue 29: committed parts hold their statistics and digests (and band keys when searched)
+            "statistics": options.statistics,
+            "near_duplicate_distance": options.near_duplicate_distance,
         },
     }
 

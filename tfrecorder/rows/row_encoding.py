@@ -107,6 +107,7 @@ class RowEncoder:
         self.validate = validate
         self.max_image_pixels = max_image_pixels
         self.image_kinds: set[tuple[str, str, int]] = set()  # (feature prefix, format, channels) written
+        self.row_images: list[tuple[str, str, image_probe.ImageInfo, bytes]] = []  # (column, resolved uri, info, bytes)
         self._image_columns = schema.image_columns
         self._plan = [(column, _KINDS.get(role, _INPUT), role) for column, role in schema.items()
                       if role != types.SplitKey]  # roles compared once, not per row
@@ -127,6 +128,7 @@ class RowEncoder:
             raise RowError(str(exc)) from None
         prefix = image_feature_prefix(column)
         self.image_kinds.add((prefix, info.format, info.channels))
+        self.row_images.append((column, resolved, info, data))  # for statistics and duplicates (issue 29)
         values = (data, info.format.encode(), info.height, info.width, info.channels, uri.encode("utf-8"))
         return {prefix + suffix: Feature("bytes" if dtype == "string" else dtype, (value,))
                 for (suffix, dtype), value in zip(IMAGE_FEATURES, values)}
@@ -147,6 +149,7 @@ class RowEncoder:
         """`encode`, with the Example as pieces to frame without joining them (framing.write_record_pieces)."""
         features: dict[str, Feature] = {}
         unknown_labels = 0
+        self.row_images = []
         for column, kind, role in self._plan:
             value = row.get(column)
             if kind is _IMAGE:

@@ -119,6 +119,21 @@ def test_kernels_give_tensorflows_shapes_and_refusals(tf, kernels):
     assert 50 < refused < 550  # both sides exercised
 
 
+@pytest.mark.parametrize("kernels", [tensorflow_kernels.kernels(), tensorflow_kernels.PythonKernels()],
+                         ids=["c-api", "python"])
+def test_the_jpeg_decode_with_pixels_is_tensorflows_decode(tf, kernels):
+    """decode_jpeg_ratio_8_pixels (near-duplicate hashes reuse it) gives tf.io.decode_jpeg(ratio=8)'s pixels."""
+    for name, (data, image_format, _channels) in sorted(imagegen.odd_images().items()):
+        if image_format != "jpeg":
+            continue
+        expected = tf.io.decode_jpeg(data, ratio=8)
+        shape, pixels = kernels.decode_jpeg_ratio_8_pixels(data)
+        assert shape == tuple(expected.shape) == kernels.decode_jpeg_ratio_8(data), name
+        assert pixels == expected.numpy().tobytes(), name
+    with pytest.raises(tensorflow_kernels.DecodeFailed):
+        kernels.decode_jpeg_ratio_8_pixels(b"\xff\xd8\xff broken")
+
+
 def test_the_c_api_runs_here():
     """This machine's wheel has the native libraries: conversions here never fall back to Python."""
     assert isinstance(tensorflow_kernels.kernels(), tensorflow_kernels.NativeKernels)

@@ -134,12 +134,13 @@ def test_dry_run_graph_keeps_image_bytes_out_of_group_by_keys(emulator, image_ro
     proto = result.pipeline_result.job.proto_pipeline
     transforms = {t.unique_name: t for t in proto.components.transforms.values()}
     group_by_keys = sorted(n for n, t in transforms.items() if t.spec.urn == "beam:transform:group_by_key:v1")
-    # The only GroupByKeys: the reshuffles of rows, of source parts and of shard plans, and combines of
-    # small values.
+    # The only GroupByKeys: the reshuffles of rows, of source parts and of shard plans, combines of
+    # small values, and the statistics stage's grouping of sketches, digests and hashes (issue 29).
     assert any(n.startswith("SpreadRows/") for n in group_by_keys)
     assert any(n.startswith("SpreadShards/") for n in group_by_keys)  # shards assembled on every worker
     for name in group_by_keys:
-        assert name.startswith(("SpreadRows/", "SpreadShards/", "StatsSpreadParts/", "RowsSpreadParts/")) \
+        assert name.startswith(("SpreadRows/", "SpreadShards/", "StatsSpreadParts/", "RowsSpreadParts/",
+                                "GroupQuality", "JoinPairs")) \
             or "/CombinePerKey/" in name or "/MaybeReshuffle/" in name, name
     # Rows are reshuffled between reading and fetching images: EncodeAndWrite ← SpreadRows ← Prepare.
     encode = next(t for n, t in transforms.items() if n.startswith("EncodeAndWrite/") and not t.subtransforms)

@@ -5,6 +5,7 @@ import pandas as pd
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.utils.windowed_value import WindowedValue
 
+from beam_pipelines.steps.collect_statistics import QUALITY, STATISTICS_KEY
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_columns import EncodePart
 from beam_pipelines.steps.shard_planning import Piece
@@ -46,7 +47,11 @@ def _frame() -> pd.DataFrame:
 def test_pieces_roll_over_at_max_shard_bytes_and_hold_every_good_row(tmp_path, monkeypatch):
     processed, finished = _encode(tmp_path, _frame(), monkeypatch)
     pieces = [out for out in processed if isinstance(out, Piece)]
-    assert finished == []  # each split's last piece ends with its part (issue 27), not with the bundle
+    assert not [out for out in finished if isinstance(out, WindowedValue)]  # each split's last piece ends with
+    # its part (issue 27), not with the bundle; the bundle's statistics leave at its end (issue 29)
+    [statistics] = [out.value.value[1] for out in finished  # one per bundle, in the global window
+                    if isinstance(out, TaggedOutput) and out.tag == QUALITY and out.value.value[0] == STATISTICS_KEY]
+    assert statistics.rows == {"TRAIN": 79, "VALIDATION": 20}
     rolled = [piece for piece in pieces if piece.bytes >= MAX_SHARD_BYTES]
     closed = [piece for piece in pieces if piece.bytes < MAX_SHARD_BYTES]  # a part's last piece of a split
     assert len(rolled) > 3 and {piece.split for piece in closed} == {"TRAIN", "VALIDATION"}

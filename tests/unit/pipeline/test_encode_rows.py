@@ -57,3 +57,48 @@ def test_a_failure_of_the_worker_not_of_the_file_raises_storage_read_error(tmp_p
     image.write_bytes(b"bytes")
     done = subprocess.run([sys.executable, "-c", EXHAUSTED, str(image)], capture_output=True, text=True, timeout=300)
     assert done.stdout.strip() == f"StorageReadError [Errno 24] could not read {image}: Too many open files", done.stderr
+
+
+def _encode_bundle(tmp_path, processes: int, batches):
+    from apache_beam.pvalue import TaggedOutput
+
+    from beam_pipelines.steps.collect_statistics import QUALITY, STATISTICS_KEY
+    from beam_pipelines.steps.encode_rows import EncodeAndWritePieces
+    from support.job_configs import job_config
+    from tfrecorder.core.schema import Schema
+
+    config = job_config(schema=Schema({"image_uri": "ImageUri", "label": "StringLabel"}), columns=("image_uri", "label"),
+                        temp_dir=str(tmp_path / "job"), encode_processes=processes, near_duplicate_distance=0)
+    encode = EncodeAndWritePieces(config)
+    encode.setup()
+    try:
+        encode.start_bundle()
+        processed = [out for batch in batches for out in encode.process(batch, {"label": ["a"]})]
+        finished = list(encode.finish_bundle())
+    finally:
+        encode.teardown()
+    tagged = [(out.tag, getattr(out.value, "windows", None) is not None and out.value.value or out.value)
+              for out in processed + finished if isinstance(out, TaggedOutput)]  # finish_bundle's carry windows
+    quality = [value for tag, value in tagged if tag == QUALITY]
+    keys = [entry for key, value in quality if key != STATISTICS_KEY for entry in value]
+    statistics = [value for key, value in quality if key == STATISTICS_KEY]
+    return keys, statistics
+
+
+def test_written_rows_feed_statistics_and_digests_in_process_and_in_forked_encoders(tmp_path):
+    from support import imagegen
+
+    image = imagegen.odd_images()["rgb.jpg"][0]
+    imagegen.write_files(tmp_path, {"a.jpg": image, "b.jpg": image})
+    batches = [[("TRAIN", {"image_uri": str(tmp_path / "a.jpg"), "label": "a"})],
+               [("TEST", {"image_uri": str(tmp_path / "b.jpg"), "label": "a"}),
+                ("TRAIN", {"image_uri": str(tmp_path / "missing.jpg"), "label": "a"})]]
+    for processes in (1, 2):
+        keys, statistics = _encode_bundle(tmp_path / str(processes), processes, batches)
+        assert sorted((split, row.rsplit("/", 1)[-1]) for _digest, split, row in keys) == [("TEST", "b.jpg"), ("TRAIN", "a.jpg")]
+        assert len({digest for digest, _s, _r in keys}) == 1  # the same bytes
+        rows: dict = {}
+        for found in statistics:  # one per bundle, or one per forked child
+            for split, count in found.rows.items():
+                rows[split] = rows.get(split, 0) + count
+        assert rows == {"TRAIN": 1, "TEST": 1}, processes

@@ -37,3 +37,52 @@ def test_part_stats_are_counted_once_per_resumable_job(tmp_path):
     assert counted == [1] and first == again and again.labels == {"label": {"a", "b"}}
     assert part_commits.part_stats(job_config(temp_dir=str(tmp_path)), "p", count) is not None
     assert counted == [1, 1]  # a job that is not resumable always counts
+
+
+def test_a_parts_quality_output_is_committed_with_it_and_emitted_from_its_file(tmp_path):
+    """Issue 29: the part's statistics (merged into one, keyed by the part for an ordered merge) and its
+    digests are written before the manifest and emitted from the file the winning manifest names."""
+    from beam_pipelines.steps.collect_statistics import QUALITY, STATISTICS_KEY
+    from beam_pipelines.steps.find_duplicates import statistics_in_order
+    from tfrecorder.core.schema import Schema
+    from tfrecorder.rows.dataset_statistics import DatasetStatistics
+
+    schema = Schema({"n": "IntegerInput"})
+    config = job_config(temp_dir=str(tmp_path), resumable=True, schema=schema)
+    batches = [DatasetStatistics(schema), DatasetStatistics(schema)]
+    batches[0].rows, batches[1].rows = {"TRAIN": 2}, {"TRAIN": 3}
+    pairs = [(STATISTICS_KEY, batches[0]), (7, [(b"d" * 16, "TRAIN", "a.png")]), (STATISTICS_KEY, batches[1])]
+    first = part_commits.commit(config, ("part", 2), 5, [], None, quality=pairs)
+    lost = part_commits.commit(config, ("part", 2), 5, [], None, quality=[(8, [])])  # a replay's own file
+    assert lost == first and first["quality"].startswith("_parts/") and (tmp_path / first["quality"]).is_file()
+    emitted = [out.value for out in part_commits.emit(config, lost) if out.tag == QUALITY]
+    assert emitted[0] == (7, [(b"d" * 16, "TRAIN", "a.png")])
+    key, (order, merged) = emitted[1]
+    assert key == STATISTICS_KEY and order == first["quality"].split("/")[1].split(".")[0] and merged.rows == {"TRAIN": 5}
+    later = DatasetStatistics(schema)
+    assert list(statistics_in_order([("b", later), ("a", merged)])) == [merged, later]  # merged in part order
+    assert part_commits.commit(config, ("part", 3), 1, [], None).get("quality") is None  # statistics=False
+
+
+def test_a_parts_batch_statistics_merge_alike_in_any_order():
+    """Forked encoders return a part's batches in an order that depends on their number: the part's
+    sketch does not (quantile sketches depend on the order they are merged in)."""
+    import pyarrow as pa
+
+    from beam_pipelines.steps.collect_statistics import STATISTICS_KEY
+    from tfrecorder.core.schema import Schema
+    from tfrecorder.rows.dataset_statistics import DatasetStatistics
+
+    schema = Schema({"n": "FloatInput"})
+    batches = []
+    for start in range(0, 6000, 1000):
+        found = DatasetStatistics(schema)
+        found.add_batch("TRAIN", pa.record_batch({"n": pa.array([float((i * 7919) % 6007) for i in
+                                                                 range(start, start + 1000)])}))
+        batches.append(found)
+
+    def merged(order):
+        [(_key, statistics)] = part_commits.part_quality([(STATISTICS_KEY, batches[i]) for i in order], schema)
+        return statistics.to_json({})
+
+    assert merged(range(6)) == merged([5, 3, 1, 0, 2, 4]) == merged([1, 0, 3, 2, 5, 4])

@@ -77,8 +77,9 @@ def test_a_version_holds_the_base_records_then_the_new_ones(base, version):
 
 
 def test_the_base_is_left_as_it_was(base, version):
-    assert sorted(os.listdir(base)) == ["dataset_info.json", "discarded.csv", "features.json", "index",
-                                        "label.labels.txt", "metadata.json", "test-00000-of-00001.tfrecord",
+    assert sorted(os.listdir(base)) == ["dataset_info.json", "discarded.csv", "duplicates.csv", "features.json",
+                                        "index", "label.labels.txt", "metadata.json", "statistics.json",
+                                        "statistics.pb", "test-00000-of-00001.tfrecord",
                                         "train-00000-of-00001.tfrecord", "validation-00000-of-00001.tfrecord"]
     assert metadata(base)["vocabularies"] == {"label": ["cat", "dog"]} and "lineage" not in metadata(base)
 
@@ -173,6 +174,19 @@ def test_duplicates_keep_writes_them(base, images, tmp_path):
     assert Path(kept["tfrecord_dir"]).parent == tmp_path
 
 
+def test_duplicates_of_convert_and_append_are_one_option(base, images, tmp_path):
+    """convert()'s values ("report", "fail": issue 29) discard rows already in the base as "discard" does
+    (issue 28); "fail" fails the version on a leak among its new rows; an unknown value is refused first."""
+    with pytest.raises(ValueError, match="duplicates must be one of discard, report, fail, keep"):
+        tfrecorder.append(base, table(images, [40], ["cat"], ["TRAIN"]), duplicates="drop")
+    reported = tfrecorder.append(base, table(images, [3, 24], ["cat", "dog"], ["TRAIN", "TRAIN"]),
+                                 duplicates="report", output_dir=tmp_path / "report", progress=False)
+    assert reported["discarded"] == 1 and reported["written"]["TRAIN"] == 7
+    leaking = table(images, [26, 26], ["cat", "cat"], ["TRAIN", "TEST"])  # one image in TRAIN and TEST
+    with pytest.raises(ValueError, match="train/test leakage"):
+        tfrecorder.append(base, leaking, duplicates="fail", output_dir=tmp_path / "fail", progress=False)
+
+
 def test_new_rows_must_fit_the_base(base, images):
     rows = table(images, [31], ["cat"], ["TRAIN"])
     with pytest.raises(ValueError, match=r"extra"):
@@ -198,8 +212,10 @@ def test_tabular_append_through_the_accessor_and_cli(tmp_path, capsys):
     assert sorted(int(v) for batch in loaded for v in batch["n"].numpy()) == [0, 1, 2, 3, 4, 5, 100]
     third = tmp_path / "third.csv"
     third.write_text("n,label,split\n200,b,TEST\n")
-    assert cli.main(["append", v2["tfrecord_dir"], "--source", str(third), "--no_progress"]) == 0
+    assert cli.main(["append", v2["tfrecord_dir"], "--source", str(third), "--no_progress", "--duplicates", "report"]) == 0
     assert "TEST=4" in capsys.readouterr().out
+    with pytest.raises(SystemExit):  # --duplicates: discard|report|fail|keep ("drop" is not built)
+        cli.main(["append", v2["tfrecord_dir"], "--source", str(third), "--duplicates", "drop"])
     assert cli.main(["append", v2["tfrecord_dir"], "--source", str(tmp_path / "none.csv")]) == 2
 
 

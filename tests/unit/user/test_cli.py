@@ -153,3 +153,21 @@ def test_convert_coco_with_image_root(tmp_path):
     assert "rows in: 5" in done.stdout and "discarded: 0" in done.stdout and "TEST" in done.stdout
     bad = run("convert", "--source", str(loose), "--output_dir", str(tmp_path / "out2"), "--split", "dev")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "split must be one of" in bad.stderr
+
+
+def test_report_writes_html_and_duplicates_fail_is_one_line(tmp_path):
+    image = imagegen.odd_images()["rgb.jpg"][0]
+    imagegen.write_files(tmp_path / "img", {"a.jpg": image, "b.jpg": image})
+    (tmp_path / "t.csv").write_text("split,image_uri,label\nTRAIN,img/a.jpg,cat\nTEST,img/b.jpg,cat\n")
+    failed = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"),
+                 "--validate", "header", "--duplicates", "fail", entry=("-c", WITHOUT_TENSORFLOW))
+    assert failed.returncode == 2 and failed.stderr.count("\n") == 1, failed.stderr
+    assert "train/test leakage" in failed.stderr and "img/a.jpg (TRAIN) = " in failed.stderr and "img/b.jpg (TEST)" in failed.stderr
+    done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"),
+               "--validate", "header", entry=("-c", WITHOUT_TENSORFLOW))
+    assert done.returncode == 0 and "WARNING train/test leakage: 1 duplicate group" in done.stdout, done.stderr
+    [job] = [name for name in os.listdir(tmp_path / "out") if not name.startswith(".")]
+    shown = run("report", str(tmp_path / "out" / job), "--html", str(tmp_path / "r.html"))
+    assert shown.returncode == 0, shown.stderr
+    assert "duplicates: 1 groups (2 rows)" in shown.stdout and "WARNING train/test leakage" in shown.stdout
+    assert (tmp_path / "r.html").read_text().count("data:image/png;base64,") == 2

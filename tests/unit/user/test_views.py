@@ -22,7 +22,9 @@ def test_result_html_has_counts_reasons_and_thumbnails(converted):
     assert f"discarded: {converted['discarded']}" in text
     first_reason = next(iter(converted["discard_reasons"]))
     assert first_reason in text and converted["tfrecord_dir"] in text and "rows/s" in text
-    thumbnails = image_sources(text)
+    samples, report = text.split('<div class="tfr-report">')  # the statistics report follows (issue 29)
+    assert 'class="tfr-chart"' in report
+    thumbnails = image_sources(samples)
     assert len(thumbnails) == min(8, converted["written"]["TRAIN"])
     with Image.open(io.BytesIO(thumbnails[0])) as image:
         assert image.format == "PNG" and max(image.size) <= 96

@@ -1,0 +1,138 @@
+"""The statistics side of the encode stage: per batch, what the encoder already holds (row values, image
+headers and bytes) feeds bounded sketches and content digests (issue 29).
+
+The encoders call a `WrittenRows` collector for each batch: it adds the written rows to the bundle's
+DatasetStatistics and keeps each row's content digest (with near-duplicate search also its perceptual
+hash's band keys). All of it leaves on one tagged output, QUALITY, as (key, value) pairs that one
+GroupByKey brings together (beam_pipelines.steps.find_duplicates): (STATISTICS_KEY, the bundle's
+statistics) once per bundle, (bucket, digests) and (NEAR_OFFSET + bucket, band keys) once FLUSH_ENTRIES
+are held and at the bundle's end — Beam's per-element cost is paid per bucket and flush, not per row,
+and one grouping step serves statistics, exact and near duplicates (each step of the in-process runner
+has a cost of its own). Nothing here grows with the table: a bundle's statistics are sketches, and at
+most FLUSH_ENTRIES digests wait.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator, Mapping, Optional, Sequence
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+
+from tfrecorder.core.schema import Schema
+from tfrecorder.rows.dataset_statistics import DatasetStatistics
+from tfrecorder.io.perceptual_hash import perceptual_hash
+from tfrecorder.rows import near_duplicates
+from tfrecorder.rows.duplicate_groups import BUCKETS, blocks_by_bucket, bucketed, content_digest, record_digests
+
+QUALITY = "quality"  # the encoders' tagged output of (key, value) for beam_pipelines.steps.find_duplicates
+STATISTICS_KEY = -1  # (STATISTICS_KEY, a bundle's DatasetStatistics)
+NEAR_OFFSET = BUCKETS  # (NEAR_OFFSET + LSH bucket, band keys); exact digests keep their bucket 0…BUCKETS-1
+FLUSH_ENTRIES = 32_768  # digests (and band keys) held before they leave by bucket: ~3 MB, and ~1 element per 32 rows
+
+
+class WrittenRows:
+    """Collects one encoder's written rows: statistics for the bundle, digests by bucket (`flush`)."""
+
+    def __init__(self, schema: Schema, near_duplicates: bool = False) -> None:
+        self.schema = schema
+        self.near_duplicates = near_duplicates  # hash each row's first image perceptually (NEAR_KEYS)
+        self.statistics = DatasetStatistics(schema)
+        self._rows: dict[str, list] = {}
+        self._images: dict[str, dict[str, list]] = {}
+        self._entries: list[tuple] = []
+        self._blocks: dict[tuple[str, str], tuple[list, list]] = {}  # image-free rows: (digests, row numbers)
+        self._held = 0  # block rows held
+        self._near: list[tuple] = []
+
+    def add_row(self, split: str, row: Mapping[str, Any], images: Sequence[tuple[str, str, Any, bytes]],
+                example: Any, phash: Optional[int] = None) -> None:
+        """A row written to `split`: `images` as (column, uri, ImageInfo, bytes written); `example` its
+        serialized Example (bytes or a list of pieces), the content of image-free rows; `phash` its first
+        image's perceptual hash when the decode pool computed it (else computed here when needed)."""
+        self._rows.setdefault(split, []).append(row)
+        facts = self._images.setdefault(split, {})
+        for column, _uri, info, data in images:
+            facts.setdefault(column, []).append((info.format, info.height, info.width, info.channels, len(data)))
+        if images:
+            digest = content_digest(*(data for _c, _u, _i, data in images))
+            row_id = " ".join(uri for _c, uri, _i, _d in images)
+            if self.near_duplicates and phash is None:
+                phash = perceptual_hash(images[0][3])
+            if phash is not None:
+                self._near.append((phash, digest, split, row_id))
+        else:
+            content = example if isinstance(example, (bytes, bytearray)) else b"".join(bytes(p) for p in example)
+            digest = content_digest(content)
+            row_id = json.dumps({k: str(v) for k, v in row.items()}, sort_keys=True)[:200]
+        self._entries.append((digest, split, row_id))
+
+    def add_records(self, split: str, batch: pa.RecordBatch, records: pa.Array, part: str, rows: np.ndarray) -> None:
+        """Image-free rows written to `split`, column-wise: `batch` their values, `records` their Examples,
+        `rows` their numbers in the source part `part` (their digests kept as DigestBlocks)."""
+        self.statistics.add_batch(split, batch)
+        held = self._blocks.setdefault((part, split), ([], []))
+        held[0].extend(record_digests(_record_bytes(records)))
+        held[1].append(np.asarray(rows, dtype=np.int64))
+        self._held += len(records)
+
+    def end_batch(self) -> Iterator[beam.pvalue.TaggedOutput]:
+        """Add the batch's rows to the statistics; once FLUSH_ENTRIES digests are held, yield them by bucket
+        (Beam's cost is paid per element: one per bucket per flush, not one per row)."""
+        for split, rows in self._rows.items():
+            self.statistics.add_rows(split, rows, self._images.get(split, {}))
+        self._rows, self._images = {}, {}
+        if (len(self._entries) + self._held >= FLUSH_ENTRIES * (4 if self._held else 1)
+                or len(self._near) * 68 >= FLUSH_ENTRIES * 4):
+            yield from self.flush()
+
+    def flush(self) -> Iterator[beam.pvalue.TaggedOutput]:
+        """Every digest and band key held, by bucket (at a flush, and when the bundle ends)."""
+        entries, self._entries = self._entries, []
+        found_by_bucket = bucketed(entries)
+        for (part, split), (digests, rows) in self._blocks.items():
+            for bucket, block in blocks_by_bucket(part, split, digests, np.concatenate(rows)).items():
+                found_by_bucket.setdefault(bucket, []).append(block)
+        self._blocks, self._held = {}, 0
+        for bucket, found in found_by_bucket.items():
+            yield beam.pvalue.TaggedOutput(QUALITY, (bucket, found))
+        near, self._near = self._near, []
+        for bucket, found in near_duplicates.bucketed(near).items():
+            yield beam.pvalue.TaggedOutput(QUALITY, (NEAR_OFFSET + bucket, found))
+
+    def take_statistics(self) -> Optional[beam.pvalue.TaggedOutput]:
+        """The bundle's statistics ((STATISTICS_KEY, statistics) on QUALITY), and a fresh accumulator for
+        the next bundle (digests still held are dropped: call `flush` first when the bundle succeeded)."""
+        found, self.statistics = self.statistics, DatasetStatistics(self.schema)
+        self._entries, self._near, self._blocks, self._held = [], [], {}, 0
+        return beam.pvalue.TaggedOutput(QUALITY, (STATISTICS_KEY, found)) if found.rows else None
+
+    def finish(self) -> Iterator[beam.pvalue.TaggedOutput]:
+        """The bundle's last outputs: the digests still held, then its statistics."""
+        yield from self.flush()
+        statistics = self.take_statistics()
+        if statistics is not None:
+            yield statistics
+
+
+def part_label(part: Any, work_dir: str) -> str:
+    """How duplicates.csv names a source part of an image-free table (its rows are "<part> row <i>", i
+    counted from 0 within the part): a Parquet file's row group, a CSV's byte slice, a DataFrame's row group."""
+    path, group = getattr(part, "path", None), getattr(part, "row_group", None)
+    if path is not None and group is not None:
+        staged = str(path).startswith(work_dir)  # a DataFrame, staged as Parquet by the driver
+        return f"DataFrame row group {group}" if staged else f"{str(path).rsplit('/', 1)[-1]} row group {group}"
+    start = getattr(part, "start", None)
+    if start is not None:
+        return f"CSV bytes from {start}"
+    return str(part)[:120]
+
+
+def _record_bytes(records: pa.Array) -> Iterator[bytes]:
+    """Each record of a binary Arrow array as bytes, sliced from its buffers without a python list."""
+    offsets = np.frombuffer(records.buffers()[1], dtype=np.int64 if pa.types.is_large_binary(records.type)
+                            else np.int32)[records.offset:records.offset + len(records) + 1]
+    data = memoryview(records.buffers()[2])
+    for start, end in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
+        yield data[start:end]

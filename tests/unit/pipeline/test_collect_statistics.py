@@ -1,0 +1,73 @@
+"""WrittenRows: statistics per bundle, digests per batch by bucket; StatisticsFn merges bundles."""
+import numpy as np
+import pyarrow as pa
+
+from beam_pipelines.steps.collect_statistics import NEAR_OFFSET, QUALITY, STATISTICS_KEY, WrittenRows, part_label
+from tfrecorder.core import types
+from tfrecorder.core.schema import Schema
+from tfrecorder.io.image_probe import ImageInfo
+from tfrecorder.rows.duplicate_groups import content_digest, groups_in
+from tfrecorder.sources.csv_slicing import Slice
+from tfrecorder.sources.parquet_parts import ParquetPart
+
+SCHEMA = Schema({"image_uri": types.ImageUri, "label": types.StringLabel})
+
+
+def test_rows_feed_statistics_and_digests_leave_with_their_batch():
+    written = WrittenRows(SCHEMA)
+    info = ImageInfo("jpeg", 4, 5, 3)
+    written.add_row("TRAIN", {"image_uri": "a.jpg", "label": "x"}, [("image_uri", "a.jpg", info, b"same")], b"ex")
+    written.add_row("TEST", {"image_uri": "b.jpg", "label": "x"}, [("image_uri", "b.jpg", info, b"same")], b"ex")
+    assert list(written.end_batch()) == []  # digests wait for FLUSH_ENTRIES of them, or the bundle's end
+    outputs = list(written.finish())
+    assert {o.tag for o in outputs} == {QUALITY}
+    (bucket, entries), (key, statistics) = (o.value for o in outputs)
+    assert 0 <= bucket < NEAR_OFFSET and key == STATISTICS_KEY
+    assert entries == [(content_digest(b"same"), "TRAIN", "a.jpg"), (content_digest(b"same"), "TEST", "b.jpg")]
+    assert statistics.rows == {"TRAIN": 1, "TEST": 1}
+    assert written.take_statistics() is None and list(written.finish()) == []  # a fresh accumulator
+
+
+def test_digests_leave_by_bucket_once_enough_are_held(monkeypatch):
+    from beam_pipelines.steps import collect_statistics
+
+    monkeypatch.setattr(collect_statistics, "FLUSH_ENTRIES", 3)
+    written = WrittenRows(SCHEMA)
+    info = ImageInfo("jpeg", 4, 5, 3)
+    for i in range(3):
+        written.add_row("TRAIN", {"image_uri": f"{i}.jpg", "label": "x"}, [("image_uri", f"{i}.jpg", info, bytes([i]))], b"")
+    flushed = list(written.end_batch())
+    assert sum(len(o.value[1]) for o in flushed) == 3 and all(o.value[0] < NEAR_OFFSET for o in flushed)
+    written.add_row("TRAIN", {"image_uri": "x.jpg", "label": "x"}, [("image_uri", "x.jpg", info, b"x")], b"")
+    assert written.take_statistics().value[1].rows == {"TRAIN": 3}  # a failed bundle: its held digests go too
+    assert list(written.flush()) == []
+
+
+def test_image_free_rows_hash_their_records():
+    written = WrittenRows(Schema({"n": types.IntegerInput}))
+    records = pa.array([b"r1", b"r2", b"r1"], type=pa.large_binary()).slice(0, 3)
+    written.add_records("TRAIN", pa.RecordBatch.from_pydict({"n": [1, 2, 1]}), records, "p", np.array([0, 1, 2]))
+    list(written.end_batch())
+    outputs = list(written.finish())
+    blocks = [block for o in outputs if o.value[0] != STATISTICS_KEY for block in o.value[1]]
+    [group] = [g for block in blocks for g in groups_in([block])]
+    assert group.members == (("TRAIN", "p row 0"), ("TRAIN", "p row 2"))
+    assert outputs[-1].value[1].rows == {"TRAIN": 3}
+
+
+def test_part_labels(tmp_path):
+    assert part_label(ParquetPart("/data/x.parquet", 2), "/job/_work") == "x.parquet row group 2"
+    assert part_label(ParquetPart("/job/_work/rows.parquet", 0), "/job/_work") == "DataFrame row group 0"
+    assert part_label(Slice(0, 120, 400), "/w") == "CSV bytes from 120"
+
+
+def test_near_duplicate_band_keys_leave_with_an_offset():
+    written = WrittenRows(SCHEMA, near_duplicates=True)
+    from support.natural_images import encoded, photo
+
+    data = encoded(photo(1), "JPEG")
+    written.add_row("TRAIN", {"image_uri": "a.jpg", "label": "x"}, [("image_uri", "a.jpg", ImageInfo("jpeg", 240, 320, 3), data)], b"")
+    list(written.end_batch())
+    keys = [o.value[0] for o in written.finish()]
+    near = [key for key in keys if key >= NEAR_OFFSET]
+    assert len(near) > 1 and STATISTICS_KEY in keys and len(keys) - len(near) == 2

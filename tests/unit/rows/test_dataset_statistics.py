@@ -1,0 +1,45 @@
+"""Per split, per feature statistics from Arrow batches and from python rows with image facts."""
+import pyarrow as pa
+
+from tfrecorder.core import types
+from tfrecorder.core.schema import Schema
+from tfrecorder.rows.dataset_statistics import DatasetStatistics, feature_kind, merge_all
+
+SCHEMA = Schema({"split": types.SplitKey, "label": types.StringLabel, "x": types.FloatInput,
+                 "name": types.StringInput, "tags": types.list_of(types.IntegerInput)})
+
+
+def test_feature_kinds_follow_roles():
+    assert [feature_kind(SCHEMA[c]) for c in SCHEMA] == [None, "label", "numeric", "string", "numeric"]
+    assert feature_kind(types.ImageUri) == "image"
+
+
+def test_batches_per_split_merge_and_document():
+    batch = pa.RecordBatch.from_pydict({"label": ["a", "b", "a"], "x": [1.0, None, 0.0],
+                                        "name": ["ab", "c", "ab"], "tags": [[1, 2], [3], []]})
+    one, two = DatasetStatistics(SCHEMA), DatasetStatistics(SCHEMA)
+    one.add_batch("TRAIN", batch)
+    two.add_batch("TEST", batch.slice(0, 1))
+    document = merge_all([one, two], SCHEMA).to_json({"label": ["a", "b", "c"]})
+    train = document["splits"]["TRAIN"]
+    assert train["rows"] == 3 and list(document["splits"]) == ["TRAIN", "TEST"]
+    assert train["features"]["x"]["missing"] == 1 and train["features"]["x"]["numeric"]["zeros"] == 1
+    assert train["features"]["label"]["labels"]["counts"] == [{"value": "a", "count": 2}, {"value": "b", "count": 1}]
+    assert train["features"]["label"]["labels"]["missing_classes"] == ["c"]
+    assert train["features"]["name"]["string"]["unique_estimate"] == 2
+    assert train["features"]["tags"]["list_lengths"]["max"] == 2 and train["features"]["tags"]["numeric"]["count"] == 3
+    assert document["splits"]["TEST"]["features"]["label"]["labels"]["missing_classes"] == ["b", "c"]
+
+
+def test_rows_with_images_and_text_lists():
+    schema = Schema({"image_uri": types.ImageUri, "label": types.MultiLabel, "n": types.IntegerInput})
+    stats = DatasetStatistics(schema)
+    stats.add_rows("TRAIN", [{"image_uri": "a.jpg", "label": "[\"x\", \"y\"]", "n": 3}, {"image_uri": "b.png", "label": ["x"], "n": "oops"}],
+                   {"image_uri": [("jpeg", 10, 20, 3, 500), ("png", 30, 40, 1, 900)]})
+    features = stats.to_json()["splits"]["TRAIN"]["features"]
+    image = features["image_uri"]["image"]
+    assert image["width"]["max"] == 40 and image["bytes"]["mean"] == 700
+    assert {f["value"] for f in image["formats"]} == {"jpeg", "png"}
+    assert features["label"]["list_lengths"]["count"] == 2
+    assert {c["value"]: c["count"] for c in features["label"]["labels"]["counts"]} == {"x": 2, "y": 1}
+    assert features["n"]["count"] == 2

@@ -1,0 +1,43 @@
+"""LSH banding with one-bit probes: every pair within 7 bits is a candidate; groups confirmed by distance."""
+import random
+
+from tfrecorder.rows.near_duplicates import BANDS, BUCKETS, MAX_GUARANTEED, band_keys, bucketed, near_groups
+
+
+def _groups(entries, distance=MAX_GUARANTEED):
+    found = {}
+    for bucket, keyed in bucketed(entries).items():
+        assert 0 <= bucket < BUCKETS
+        for group in near_groups(keyed, distance):
+            found[group.group_id] = group
+    return list(found.values())
+
+
+def _flip(value, bits):
+    for bit in bits:
+        value ^= 1 << bit
+    return value
+
+
+def test_every_pair_within_the_guarantee_is_found():
+    rng = random.Random(4)
+    for _ in range(200):
+        base = rng.getrandbits(64)
+        near = _flip(base, rng.sample(range(64), rng.randint(1, MAX_GUARANTEED)))
+        [group] = _groups([(base, b"a", "TRAIN", "a.jpg"), (near, b"b", "TEST", "b.jpg")])
+        assert group.kind == "near" and group.leaks and group.kept == "a.jpg"
+    assert len(list(band_keys(0))) == BANDS * 17
+
+
+def test_far_pairs_and_identical_bytes_are_not_near_duplicates():
+    base = 0x0123456789ABCDEF
+    assert _groups([(base, b"a", "TRAIN", "a"), (_flip(base, range(0, 64, 4)), b"b", "TRAIN", "b")]) == []
+    assert _groups([(base, b"same", "TRAIN", "a"), (base, b"same", "TRAIN", "b")]) == []
+    assert _groups([(base, b"a", "TRAIN", "a"), (_flip(base, [1, 2, 3]), b"b", "TRAIN", "b")], distance=2) == []
+
+
+def test_chains_join_into_one_group_per_bucket():
+    base = 0
+    entries = [(base, b"a", "TRAIN", "a"), (_flip(base, [0]), b"b", "TRAIN", "b"), (_flip(base, [0, 1]), b"c", "TRAIN", "c")]
+    groups = _groups(entries)
+    assert any(group.members == (("TRAIN", "a"), ("TRAIN", "b"), ("TRAIN", "c")) for group in groups)

@@ -1,0 +1,187 @@
+"""Exact duplicates among written rows, and train/test leakage, as pure logic (issue 29).
+
+Each written row gets a content digest: its image bytes (all image columns, in schema order) or, for
+image-free rows, its serialized Example (identical written feature values). The pipeline
+(beam_pipelines.steps.find_duplicates) sends (digest, split, row id) entries to one of BUCKETS keys
+chosen by the digest, groups them there, and `groups_in` finds the runs of equal digests: nothing
+about all rows is ever held in one place (a bucket holds about rows / BUCKETS entries of ~60 bytes).
+
+A group lists its members sorted by row id (the image URI, or "part P row R" for image-free rows); the
+first is the one kept (deterministic, whatever order the rows were written in). A group *leaks* when its
+members sit in TRAIN and in VALIDATION or TEST.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from tfrecorder.core.splits import TEST, TRAIN, VALIDATION
+
+BUCKETS = 1024
+EXACT = "exact"
+CSV_COLUMNS = ("group", "kind", "split", "row", "kept", "leak")
+
+Entry = tuple  # (digest: bytes, split: str, row id: str)
+
+
+def content_digest(*parts: bytes) -> bytes:
+    """A 128-bit digest of the row's content (its image bytes, or its Example)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "big"))
+        digest.update(part)
+    return digest.digest()
+
+
+def bucket_of(digest: bytes) -> int:
+    return int.from_bytes(digest[:4], "big") % BUCKETS
+
+
+def bucketed(entries: Iterable[Entry]) -> dict[int, list[Entry]]:
+    """Entries by bucket: what one batch sends to the grouping step (one element per bucket it touches)."""
+    out: dict[int, list[Entry]] = {}
+    for entry in entries:
+        out.setdefault(bucket_of(entry[0]), []).append(entry)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class DuplicateGroup:
+    """Rows with the same content: members (split, row id) sorted by row id; the first is kept."""
+
+    group_id: str
+    kind: str
+    members: tuple[tuple[str, str], ...]
+
+    @property
+    def kept(self) -> str:
+        return self.members[0][1]
+
+    @property
+    def splits(self) -> set[str]:
+        return {split for split, _ in self.members}
+
+    @property
+    def leaks(self) -> bool:
+        return TRAIN in self.splits and bool(self.splits & {VALIDATION, TEST})
+
+    def csv_rows(self) -> list[list[str]]:
+        leak = "yes" if self.leaks else "no"
+        return [[self.group_id, self.kind, split, row, "yes" if row == self.kept and i == 0 else "no", leak]
+                for i, (split, row) in enumerate(self.members)]
+
+
+@dataclasses.dataclass(frozen=True)
+class DigestBlock:
+    """Image-free rows' entries column-wise (one batch's rows of one bucket): their 16-byte digests
+    concatenated, their split, and their row numbers in the source part `part` — no python object per row;
+    row ids ("<part> row <i>") are made only for rows found in a group."""
+
+    part: str
+    split: str
+    digests: bytes
+    rows: np.ndarray  # int64
+
+    def entries(self, chosen: Iterable[int]) -> Iterator[Entry]:
+        for index in chosen:
+            yield self.digests[16 * index:16 * index + 16], self.split, f"{self.part} row {int(self.rows[index])}"
+
+
+def record_digests(records: Iterable) -> list[bytes]:
+    """The 128-bit digest of each serialized Example (bytes or memoryviews) of an image-free table."""
+    blake2b = hashlib.blake2b
+    return [blake2b(record, digest_size=16).digest() for record in records]
+
+
+def blocks_by_bucket(part: str, split: str, digests: list[bytes], rows: np.ndarray) -> dict[int, DigestBlock]:
+    """One batch's image-free rows as a DigestBlock per bucket (buckets as `bucket_of` gives them)."""
+    joined = b"".join(digests)
+    keys = np.frombuffer(joined, dtype=">u4").reshape(-1, 4)[:, 0].astype(np.int64) % BUCKETS
+    order = np.argsort(keys, kind="stable")
+    cells = np.frombuffer(joined, dtype="V16")
+    bounds = np.flatnonzero(np.diff(keys[order])) + 1
+    out = {}
+    for chosen in np.split(order, bounds):
+        if chosen.size:
+            out[int(keys[chosen[0]])] = DigestBlock(part, split, cells[chosen].tobytes(), rows[chosen])
+    return out
+
+
+def _duplicated_in_blocks(blocks: list[DigestBlock]) -> Iterator[Entry]:
+    """The entries of block rows whose digest occurs more than once among the blocks (found with numpy)."""
+    cells = np.frombuffer(b"".join(block.digests for block in blocks), dtype="V16")
+    if not cells.size:
+        return
+    _unique, inverse, counts = np.unique(cells, return_inverse=True, return_counts=True)
+    repeated = counts[inverse] > 1
+    start = 0
+    for block in blocks:
+        size = len(block.rows)
+        yield from block.entries(np.flatnonzero(repeated[start:start + size]).tolist())
+        start += size
+
+
+def groups_in(entries: Iterable) -> list[DuplicateGroup]:
+    """The groups (two or more rows with one digest) among one bucket's entries (tuples, or DigestBlocks of
+    image-free rows), sorted by digest."""
+    tuples, blocks = [], []
+    for entry in entries:
+        (blocks if isinstance(entry, DigestBlock) else tuples).append(entry)
+    if blocks:
+        tuples.extend(_duplicated_in_blocks(blocks))
+    by_digest: dict[bytes, list[tuple[str, str]]] = {}
+    for digest, split, row in tuples:
+        by_digest.setdefault(digest, []).append((split, row))
+    groups = []
+    for digest in sorted(by_digest):
+        members = by_digest[digest]
+        if len(members) > 1:
+            unique = tuple(sorted(set(members), key=lambda member: (member[1], member[0])))
+            if len(unique) > 1:  # a replayed bundle's entry is not a duplicate of itself
+                groups.append(DuplicateGroup(digest.hex()[:16], EXACT, unique))
+    return groups
+
+
+@dataclasses.dataclass
+class DuplicateCounts:
+    """What metadata.json says about duplicates (the "duplicates" entry)."""
+
+    groups: int = 0
+    rows: int = 0  # rows in some group
+    redundant: int = 0  # rows beyond the first of each group (what duplicates="drop" would remove)
+    leaking_groups: int = 0
+    leaking_rows: int = 0
+
+    def add(self, groups: Sequence[DuplicateGroup]) -> "DuplicateCounts":
+        for group in groups:
+            self.groups += 1
+            self.rows += len(group.members)
+            self.redundant += len(group.members) - 1
+            if group.leaks:
+                self.leaking_groups += 1
+                self.leaking_rows += len(group.members)
+        return self
+
+    def merge(self, other: "DuplicateCounts") -> "DuplicateCounts":
+        for field in dataclasses.fields(self):
+            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
+        return self
+
+    def to_json(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+def leak_warning(counts: dict) -> str:
+    """The one warning line a result shows when duplicate groups (exact, and near in counts["near"]) span
+    TRAIN and VALIDATION/TEST ('' when none)."""
+    near = counts.get("near") or {}
+    groups = counts.get("leaking_groups", 0) + near.get("leaking_groups", 0)
+    if not groups:
+        return ""
+    rows = counts.get("leaking_rows", 0) + near.get("leaking_rows", 0)
+    kinds = f" ({near.get('leaking_groups', 0)} of them near-duplicates)" if near.get("leaking_groups") else ""
+    return (f"train/test leakage: {groups} duplicate group{'s' if groups != 1 else ''}{kinds} "
+            f"({rows} rows) span TRAIN and VALIDATION/TEST (see duplicates.csv)")

@@ -1,0 +1,168 @@
+"""Near-duplicate images from their 64-bit perceptual hashes, as pure logic (issue 29).
+
+Candidates are found by banding (LSH): the hash is cut into BANDS bands of 16 bits, and each image is
+filed under every band's value ("home") and under each value one bit away ("probe"). Two images within
+7 bits of each other share a band differing in at most one bit (pigeonhole over 4 bands), so one's
+probe or home meets the other's home: every pair within MAX_GUARANTEED bits is a candidate, and a
+candidate counts when its Hamming distance is within the job's threshold. The pipeline sends these
+keys to BUCKETS buckets (beam_pipelines.steps.find_duplicates groups them there), so a bucket holds
+about rows × 68 / BUCKETS small entries and never all rows. Images with identical bytes are exact
+duplicates already: each digest takes part once, under its smallest row id.
+
+Confirmed pairs (each once, whichever buckets found it) are joined into groups by connected components
+(`groups_of_pairs`): the one step whose state is not bounded by buckets — it holds the images that
+have a near-duplicate (a few hundred bytes each), never the rows without one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from tfrecorder.io.perceptual_hash import hamming
+from tfrecorder.rows.duplicate_groups import DuplicateGroup
+
+BANDS, BAND_BITS = 4, 16
+MAX_GUARANTEED = 2 * BANDS - 1  # any pair this close shares a band within one bit
+BUCKETS = 1024
+NEAR = "near"
+DEFAULT_DISTANCE = 7
+
+Entry = tuple  # (phash, digest, split, row id)
+
+
+def band_keys(phash: int) -> Iterator[tuple[int, bool]]:
+    """(key, is_home) for each band: its value (home), then the values one bit away (probes)."""
+    mask = (1 << BAND_BITS) - 1
+    for band in range(BANDS):
+        value = (phash >> (band * BAND_BITS)) & mask
+        base = band << BAND_BITS
+        yield base | value, True
+        for bit in range(BAND_BITS):
+            yield base | (value ^ (1 << bit)), False
+
+
+@dataclasses.dataclass(frozen=True)
+class NearBlock:
+    """One bucket's band keys of a flush, column-wise: `keys` (int32s), `homes` (one byte each) and for
+    each key the position in `entries` (int32s) of its image (each image once per block, however many of
+    its keys the bucket holds) — raw bytes, which pickle far faster than arrays. Iterating gives
+    (key, is_home, entry) as `band_keys` would."""
+
+    keys: bytes
+    homes: bytes
+    positions: bytes
+    entries: tuple
+
+    def __iter__(self) -> Iterator[tuple[int, bool, Entry]]:
+        entries = self.entries
+        keys = np.frombuffer(self.keys, dtype=np.int32).tolist()
+        positions = np.frombuffer(self.positions, dtype=np.int32).tolist()
+        for key, home, position in zip(keys, self.homes, positions):
+            yield key, bool(home), entries[position]
+
+
+_SHIFTS = np.arange(BANDS, dtype=np.uint64) * np.uint64(BAND_BITS)
+_BASES = np.arange(BANDS, dtype=np.int64) << BAND_BITS
+_FLIPS = np.int64(1) << np.arange(BAND_BITS, dtype=np.int64)
+
+
+def bucketed(entries: Sequence[Entry]) -> dict[int, NearBlock]:
+    """Every entry's band keys (as `band_keys` gives them, computed with numpy) as one NearBlock per bucket."""
+    if not entries:
+        return {}
+    hashes = np.fromiter((entry[0] for entry in entries), dtype=np.uint64, count=len(entries))
+    values = ((hashes[:, None] >> _SHIFTS[None, :]) & np.uint64((1 << BAND_BITS) - 1)).astype(np.int64)
+    keys = np.concatenate([(_BASES + values)[:, :, None],
+                           _BASES[None, :, None] + (values[:, :, None] ^ _FLIPS[None, None, :])], axis=2)
+    homes = np.zeros(keys.shape, dtype=bool)
+    homes[:, :, 0] = True
+    owners = np.broadcast_to(np.arange(len(entries), dtype=np.int64)[:, None, None], keys.shape).ravel()
+    keys, homes = keys.ravel(), homes.ravel()
+    buckets = keys % BUCKETS
+    order = np.argsort(buckets, kind="stable")
+    out = {}
+    for chosen in np.split(order, np.flatnonzero(np.diff(buckets[order])) + 1):
+        if not chosen.size:
+            continue
+        images, positions = np.unique(owners[chosen], return_inverse=True)
+        out[int(buckets[chosen[0]])] = NearBlock(keys[chosen].astype(np.int32).tobytes(), homes[chosen].tobytes(),
+                                                 positions.astype(np.int32).tobytes(),
+                                                 tuple(entries[i] for i in images.tolist()))
+    return out
+
+
+def near_pairs(keyed: Iterable[tuple], max_distance: int) -> list[tuple[Entry, Entry]]:
+    """The confirmed pairs of one bucket: images within `max_distance` bits and not byte-identical, each
+    pair once (ordered by digest), each digest as its smallest row id."""
+    homes: dict[int, dict[bytes, Entry]] = {}
+    probes: dict[int, dict[bytes, Entry]] = {}
+    for key, home, entry in keyed:
+        table = homes if home else probes
+        found = table.setdefault(key, {})
+        kept = found.get(entry[1])
+        if kept is None or entry[3] < kept[3]:  # one entry per digest: its smallest row id
+            found[entry[1]] = entry
+    pairs: dict[tuple[bytes, bytes], tuple[Entry, Entry]] = {}
+
+    def confirm(left: Entry, right: Entry) -> None:
+        if left[1] == right[1] or hamming(left[0], right[0]) > max_distance:
+            return
+        if right[1] < left[1]:
+            left, right = right, left
+        pairs[(left[1], right[1])] = (left, right)
+
+    for key, found in homes.items():
+        at_home = sorted(found.values(), key=lambda e: e[1])
+        for i, left in enumerate(at_home):
+            for right in at_home[i + 1:]:
+                confirm(left, right)
+        for probe in probes.get(key, {}).values():
+            for right in at_home:
+                confirm(probe, right)
+    return [pairs[key] for key in sorted(pairs)]
+
+
+def pair_key(pair: tuple[Entry, Entry]) -> bytes:
+    """One key per pair of images, whichever bucket found it."""
+    return pair[0][1] + pair[1][1]
+
+
+def groups_of_pairs(pairs: Iterable[tuple[Entry, Entry]]) -> list[DuplicateGroup]:
+    """Connected components of confirmed pairs: one group per set of images linked by near-duplicate
+    pairs (state: the images that are in some pair, never every row)."""
+    parent: dict[bytes, bytes] = {}
+    members: dict[bytes, Entry] = {}
+
+    def root(digest: bytes) -> bytes:
+        while parent[digest] != digest:
+            parent[digest] = parent[parent[digest]]
+            digest = parent[digest]
+        return digest
+
+    for left, right in pairs:
+        for entry in (left, right):
+            if entry[1] not in parent:
+                parent[entry[1]] = entry[1]
+                members[entry[1]] = entry
+            elif entry[3] < members[entry[1]][3]:
+                members[entry[1]] = entry
+        a, b = root(left[1]), root(right[1])
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    components: dict[bytes, list[Entry]] = {}
+    for digest in parent:
+        components.setdefault(root(digest), []).append(members[digest])
+    groups = []
+    for entries in components.values():
+        listed = tuple(sorted(((e[2], e[3]) for e in entries), key=lambda member: (member[1], member[0])))
+        group_id = hashlib.blake2b("\n".join(row for _, row in listed).encode("utf-8"), digest_size=8).hexdigest()
+        groups.append(DuplicateGroup(group_id, NEAR, listed))
+    return sorted(groups, key=lambda group: group.group_id)
+
+
+def near_groups(keyed: Iterable[tuple], max_distance: int) -> list[DuplicateGroup]:
+    """The groups one bucket's pairs form on their own (tests and small tables)."""
+    return groups_of_pairs(near_pairs(keyed, max_distance))
