@@ -20,6 +20,7 @@ from beam_pipelines.steps.progress_counters import RowsCounted, RowsDone
 from beam_pipelines.workers.decode_pool import DecodePool
 from beam_pipelines.workers.fork_pool import ForkPool
 from tfrecorder.errors import RowError, StorageReadError
+from tfrecorder.format.feature_spec import image_feature_prefix
 from tfrecorder.io import storage
 from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES
 from tfrecorder.rows.row_encoding import RowEncoder, prepare_row
@@ -86,6 +87,7 @@ class EncodeAndWritePieces(beam.DoFn):
 
     _pool: Optional[ForkPool] = None  # also for subclasses with their own setup (upgrade, detection)
     pieces_per_batch = False  # EncodeImageParts: each batch's pieces closed with it (boundaries fixed by the part)
+    image_keys = True  # pieces get keys sidecars (issue 28); subclasses writing other records say False
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config
@@ -158,10 +160,17 @@ class EncodeAndWritePieces(beam.DoFn):
     def _write(self, split: str, data: Union[bytes, list], unknown: int):
         writer = self.writers.get(split)
         if writer is None:
-            writer = self.writers[split] = PieceWriter(self.config.pieces_dir, split)
+            writer = self.writers[split] = PieceWriter(self.config.pieces_dir, split, self._keys_prefix())
         writer.write(data, unknown)
         if writer.bytes >= self.config.max_shard_bytes:
             yield self.writers.pop(split).close()
+
+    def _keys_prefix(self) -> Optional[str]:
+        """The feature prefix of the image whose keys the pieces record: the first image column's, for a
+        job of image rows (an append to it later finds duplicates without reading its records)."""
+        if not self.image_keys or not self.schema.image_columns:
+            return None
+        return image_feature_prefix(self.schema.image_columns[0])
 
     def close_pieces(self):
         """The bundle's open pieces, closed, and the image kinds (IMAGE_KINDS) it wrote."""
