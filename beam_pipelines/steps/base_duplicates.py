@@ -33,6 +33,7 @@ from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.row_encoding import resolve_uri
 from tfrecorder.rows.value_coercion import is_missing
+from beam_pipelines.steps import read_rows
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import read_image
 from beam_pipelines.steps.fetch_images import Fetcher
@@ -156,14 +157,31 @@ class DropDuplicates(beam.DoFn):
             yield kept
 
 
-def drop_base_duplicates(pipeline: beam.Pipeline, config: JobConfig, batches: beam.PCollection):
-    """Batches of (split, row) without the rows already in the base; returns (batches, discards)."""
-    keyed = batches | "KeyNewRows" >> beam.ParDo(KeyRows(config))
+def base_keys_met(pipeline: beam.Pipeline, config: JobConfig, keyed: beam.PCollection) -> beam.PCollection:
+    """(key hash, base job) of the base keys the keyed new rows' filter may hold (a Bloom filter of the
+    new rows' keys, then each base shard's keys checked against it where they are read)."""
     wanted = keyed | "NewKeyFilter" >> beam.CombineGlobally(KeyFilterFn(config))
     shards = pipeline | "BaseShards" >> beam.Create(list(config.base.all_shards))
     if config.distributed:
         shards = shards | "SpreadBaseShards" >> beam.Reshuffle()
-    found = shards | "BaseKeys" >> beam.FlatMap(shard_keys, config, AsSingleton(wanted))
+    return shards | "BaseKeys" >> beam.FlatMap(shard_keys, config, AsSingleton(wanted))
+
+
+def drop_base_duplicates(pipeline: beam.Pipeline, config: JobConfig, batches: beam.PCollection):
+    """Batches of (split, row) without the rows already in the base; returns (batches, discards)."""
+    keyed = batches | "KeyNewRows" >> beam.ParDo(KeyRows(config))
+    found = base_keys_met(pipeline, config, keyed)
     decided = keyed | "DropDuplicates" >> beam.ParDo(DropDuplicates(config), AsDict(found)).with_outputs(
         DISCARD, main="rows")
     return decided.rows, decided[DISCARD]
+
+
+def base_keys_of_parts(pipeline: beam.Pipeline, config: JobConfig, parts: read_rows.SourceParts):
+    """A resumable append's side input (issue 27 with 28): the base keys its new rows meet, as a dict
+    key hash → base job, from a read of the new rows' parts (their images read for their digests) made
+    before encoding; the encoder (EncodeImageParts) discards a row holding one, inside the part it commits."""
+    batches, _malformed = parts.branch("NewRows") | "ReadNewRows" >> read_rows.ReadRows(
+        config, batch_rows=config.batch_size)
+    keyed = (batches | "AsPrepared" >> beam.Map(lambda batch: [(None, row) for row in batch])
+             | "KeyNewRows" >> beam.ParDo(KeyRows(config)))
+    return AsDict(base_keys_met(pipeline, config, keyed))
