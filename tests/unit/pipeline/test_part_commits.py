@@ -37,3 +37,10 @@ def test_part_stats_are_counted_once_per_resumable_job(tmp_path):
     assert counted == [1] and first == again and again.labels == {"label": {"a", "b"}}
     assert part_commits.part_stats(job_config(temp_dir=str(tmp_path)), "p", count) is not None
     assert counted == [1, 1]  # a job that is not resumable always counts
+
+
+def test_a_keyed_piece_stays_keyed_through_its_manifest(tmp_path):
+    config = job_config(temp_dir=str(tmp_path), resumable=True)
+    piece = Piece("TRAIN", str(tmp_path / "_pieces" / "k.part"), 2, 20, 0, "def-2-20", keyed=True)
+    manifest = part_commits.commit(config, ("part", 2), 2, [piece], None)
+    assert part_commits.pieces_of(config, manifest) == [piece]
