@@ -6,11 +6,17 @@ digest of a record of the base (tfrecorder.format.image_keys; keys travel as 64-
 rows' keys (their images read once more) go into a Bloom filter (`KeyFilter`, sized for the new rows);
 each base shard is read by one worker, which keeps only the keys the filter may hold, so the keys
 gathered to decide (a dict side input) grow with the new rows, never with the base. A base shard's keys
-come from its keys sidecar when it has one (16 bytes a record); otherwise its records are scanned, and
-the scan leaves the sidecar in the version, so the next append reads that instead. The reason recorded is `already in base: <job>`;
+come from its keys sidecar (16 bytes a record), which every conversion of image rows writes; a shard
+without one (an older or upgraded job) has its records scanned, and the scan leaves the sidecar in the
+version, so the next append reads that instead. The reason recorded is `already in base: <job>`;
 with `duplicates="keep"` the stage is left out. A new row whose image cannot be read passes on unkeyed
 and is discarded by the encoder as usual (missing file, ...). The new rows wait for the base to be
 read (held by the runner until the filter and the base's keys are complete).
+
+Two ways to decide: jobs without part commits drop the rows in a step of their own (drop_base_duplicates);
+a resumable append gives the base keys met to the encoder as a side input (base_keys_of_parts), which
+discards a row while it holds the row's bytes, inside the part it commits, so a continued append
+decides as the interrupted one did.
 """
 from __future__ import annotations
 

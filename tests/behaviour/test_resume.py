@@ -169,7 +169,7 @@ def test_a_killed_job_writing_to_gcs_is_continued_there(sources, references, gcs
         result = tfrecorder.convert(str(source), output, num_shards=3, progress=False,
                                     beam_options={"direct_num_workers": 1})
         assert result["resumed"] is True and result["parts_carried_over"] >= 3
-        local = tmp_path / "job"
+        local = tmp_path / result["tfrecord_dir"].rstrip("/").rsplit("/", 1)[1]  # the job's own name
         for url in gcs.list(result["tfrecord_dir"] + "/"):
             path = local / url[len(result["tfrecord_dir"]) + 1:]
             path.parent.mkdir(parents=True, exist_ok=True)
