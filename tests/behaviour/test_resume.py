@@ -59,8 +59,9 @@ def _moments(output: Path):
     def in_temp(pattern):
         return lambda: any(any(job.glob(pattern)) for job in incomplete(output))
 
-    def scratch_going():
-        return any(not (job / "_parts").exists() and (job / "_resume").exists() for job in incomplete(output))
+    def scratch_going():  # finalizing: _parts/ removed, _resume/ not yet (not a job just starting, before its parts)
+        return any(not (job / "_parts").exists() and (job / "_resume" / "fingerprint.json").exists()
+                   and any(job.glob("*.tfrecord")) for job in incomplete(output))
 
     return [parts(1), parts(3), parts(6), in_temp("*.tfrecord"), in_temp("discarded.csv"), scratch_going,
             in_temp("metadata.json"), parts(2)]
