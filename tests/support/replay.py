@@ -33,7 +33,7 @@ def _unnamed(value, job_name: str):
 def snapshot(job: str) -> dict:
     metadata = JobMetadata.read(job).document
     return {
-        "files": sorted(os.listdir(job)),
+        "files": sorted(name.replace(metadata["job_name"], "<job>") for name in os.listdir(job)),
         "records": shard_records(job, metadata),
         "metadata": {k: _unnamed(v, metadata["job_name"]) for k, v in metadata.items()
                      if k not in ("job_name", "created_utc")},
