@@ -7,16 +7,20 @@ One run measures, on the same machine and corpus:
   scratch  - tfrecorder.convert of all base + new rows (101,000) from a CSV, default options;
   append   - tfrecorder.append(base job, the new rows' CSV): the base's shards are carried by hard
              links, only the new rows are read, checked and encoded; duplicates of the base are looked
-             for (the default, duplicates="discard"), which reads the base's records once;
+             for (the default, duplicates="discard") in the keys sidecars the base's conversion wrote
+             (16 bytes a record, no record read);
   append-keep - the same with duplicates="keep" (nothing of the base is read);
-  onto-version - 1,000 more images appended to that version (v3 on v2): duplicates are looked for in
-             the keys sidecars the first append left, not in the records.
+  onto-version - 1,000 more images appended to that version (v3 on v2), duplicates looked for;
+  keys cost - a plain conversion of `--keys-rows` rows with and without the keys sidecars written
+             while encoding (each record's URI and SHA-256 of its image bytes; runs alternated).
 The target: append ≤ 5% of scratch (wall clock). Then `--appends` more appends of the same size are
 chained (v3 on v2, ...) to show that the shard count of a version stays within the sharding rules.
 
-Base rows cycle over `--base-files` distinct small JPEGs (rows are what costs here, and distinct
-files would only make the corpus bigger); the new images are distinct files not in the base. The
-corpus is generated once under benchmarks/.corpus/append/.
+The images are the realistic photo-like ~80 KB 500×375 JPEGs of the other benchmarks: `--pictures`
+distinct pictures, each file a copy of one with its own counter in a JPEG comment (COM) segment, so
+that every file's bytes are distinct at the cost of writing it. Base rows cycle over `--base-files`
+such files (rows are what costs here, and more files would only make the corpus bigger); the new
+images are distinct files not in the base. The corpus is generated once under benchmarks/.corpus/append/.
 """
 from __future__ import annotations
 
@@ -33,7 +37,8 @@ ROOT = HERE.parent
 CORPUS = HERE / ".corpus" / "append"
 OUT = HERE / ".out" / "append"
 LABELS = ("cat", "dog", "fox")
-SIZE = (128, 128)  # height, width: small images (~5 KB JPEGs), so the base stays ~0.5 GB
+SIZE = (375, 500)  # height, width: the ~80 KB photo-like JPEGs of convert_bench
+QUALITY = 87
 TARGET = 0.05
 
 
@@ -41,22 +46,42 @@ def split_for(i: int) -> str:
     return "TRAIN" if i % 10 < 8 else ("VALIDATION" if i % 10 == 8 else "TEST")
 
 
-def images(prefix: str, count: int, offset: int) -> list[Path]:
-    """`count` distinct JPEGs (cached): photo-like noise seeded by their number."""
+def pictures(count: int) -> list[bytes]:
+    """`count` distinct photo-like JPEGs (cached under .corpus/append/pictures/)."""
     from PIL import Image
 
     sys.path.insert(0, str(ROOT))
     from tfrecorder.sample_data import encode_image, photo_array
 
+    directory = CORPUS / "pictures"
+    directory.mkdir(parents=True, exist_ok=True)
+    found = []
+    for i in range(count):
+        path = directory / f"{i:04d}.jpg"
+        if not path.exists():
+            data = encode_image(Image.fromarray(photo_array(SIZE[0], SIZE[1], i)), "JPEG", quality=QUALITY)
+            path.with_suffix(".tmp").write_bytes(data)
+            path.with_suffix(".tmp").replace(path)
+        found.append(path.read_bytes())
+    return found
+
+
+def with_counter(jpeg: bytes, counter: int) -> bytes:
+    """The JPEG with a comment segment holding `counter` right after its SOI: same picture, distinct bytes."""
+    text = f"append-bench {counter}".encode()
+    return jpeg[:2] + b"\xff\xfe" + (len(text) + 2).to_bytes(2, "big") + text + jpeg[2:]
+
+
+def images(prefix: str, count: int, offset: int, sources: list[bytes]) -> list[Path]:
+    """`count` distinct JPEG files (cached): copies of the pictures, each with its own counter."""
     directory = CORPUS / prefix
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for i in range(count):
         path = directory / f"{i:06d}.jpg"
         if not path.exists():
-            data = encode_image(Image.fromarray(photo_array(SIZE[0], SIZE[1], offset + i)), "JPEG", quality=85)
             tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(data)
+            tmp.write_bytes(with_counter(sources[i % len(sources)], offset + i))
             tmp.replace(path)
         paths.append(path)
     return paths
@@ -81,18 +106,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base-rows", type=int, default=100_000)
     parser.add_argument("--base-files", type=int, default=5_000)
+    parser.add_argument("--pictures", type=int, default=300, help="distinct pictures the files are copies of")
     parser.add_argument("--new-images", type=int, default=1_000)
     parser.add_argument("--appends", type=int, default=10, help="chained appends after the measured one")
+    parser.add_argument("--keys-rows", type=int, default=10_000, help="rows of the keys-cost conversions (0: skip)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     import tfrecorder
 
     load_before = os.getloadavg()[0]
-    base_files = images("base", args.base_files, 0)
+    sources = pictures(args.pictures)
+    base_files = images("base", args.base_files, 0, sources)
     base_rows = [(split_for(i), str(base_files[i % len(base_files)]), LABELS[i % 3]) for i in range(args.base_rows)]
     batches = []
     for n in range(args.appends + 2):
-        new_files = images(f"new{n}", args.new_images, 1_000_000 * (n + 1))
+        new_files = images(f"new{n}", args.new_images, 1_000_000 * (n + 1), sources)
         batches.append([(split_for(i), str(p), LABELS[i % 3] if n == 0 else f"label{n}") for i, p in enumerate(new_files)])
     base_csv = write_csv(CORPUS / f"base-{args.base_rows}.csv", base_rows)
     new_csvs = [write_csv(CORPUS / f"new-{n}.csv", rows) for n, rows in enumerate(batches)]
@@ -128,10 +156,25 @@ def main() -> None:
         print(f"after {args.appends} more appends (v{document['lineage']['version']}): shards per split {shards} "
               f"(a fresh conversion of {len(base_rows) + len(batches[0]):,} rows: {scratch_shards})")
         assert tfrecorder.verify(job).ok
-    for what, seconds in (("append, duplicates looked for by scanning the base", append_s),
+    for what, seconds in (("append, duplicates looked for (default)", append_s),
                           ("append, duplicates='keep'", keep_s), ("append onto a version (keys sidecars)", onto_version_s)):
         met = seconds <= TARGET * scratch_s
         print(f"target ≤ {TARGET:.0%} of scratch, {what}: {seconds / scratch_s:.1%} — {'met' if met else 'NOT met'}")
+    if args.keys_rows:
+        from beam_pipelines.steps.encode_rows import EncodeAndWritePieces
+
+        keys_csv = write_csv(CORPUS / f"keys-{args.keys_rows}.csv", base_rows[:args.keys_rows])
+        spent = {True: [], False: []}
+        for repeat in range(2):
+            for keys in (False, True):
+                EncodeAndWritePieces.image_keys = keys
+                _, seconds = timed(lambda: tfrecorder.convert(str(keys_csv), str(OUT / f"keys-{keys}-{repeat}"),
+                                                              progress=False))
+                spent[keys].append(seconds)
+        EncodeAndWritePieces.image_keys = True
+        without, with_keys = min(spent[False]), min(spent[True])
+        print(f"plain conversion of {args.keys_rows:,} rows: {without:.2f} s without keys sidecars, {with_keys:.2f} s "
+              f"with them (best of 2 each): {with_keys / without - 1:+.1%}")
     print(f"load average {load_before:.1f} → {os.getloadavg()[0]:.1f}")
 
 

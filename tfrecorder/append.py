@@ -70,7 +70,8 @@ def append(base_job_dir: Union[str, os.PathLike], source: Union[pd.DataFrame, st
     the others (docs/versions.md).
     Other `options` are those of `tfrecorder.convert` (runner, num_shards, split_ratios, ...).
     Appending to a version (v3 on v2) works the same way; a TFRecorder 2.0 directory must be
-    upgraded first (`tfrecorder.upgrade`).
+    upgraded first (`tfrecorder.upgrade`). A local append killed part-way is continued by the same call
+    (`resume`, as in `convert`), onto the same parent (its metadata digest) with the same `duplicates`.
     """
     if duplicates not in APPEND_DUPLICATES:
         raise ValueError(f"duplicates must be one of {', '.join(APPEND_DUPLICATES)}, got {duplicates!r}")

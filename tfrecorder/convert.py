@@ -249,12 +249,15 @@ def convert(
     _check_in_driver(table, resolved_schema, options.split_ratios, require_train=_base is None)
     resume = check_resume(resume)
 
-    # Appends and COCO/VOC/YOLO datasets take graphs without part commits for now: they start afresh.
-    not_continued = "an append" if _base is not None else "a COCO, VOC or YOLO dataset job" if is_dataset else None
-    if not_continued and resume is True:
-        raise ValueError(f"resume=True: {not_continued} cannot be continued yet; use resume='auto' or False")
-    resumable = getattr(launch, "resumable", False) and not_continued is None
+    # COCO/VOC/YOLO datasets take a graph without part commits for now: they start afresh.
+    if is_dataset and resume is True:
+        raise ValueError("resume=True: a COCO, VOC or YOLO dataset job cannot be continued yet; "
+                         "use resume='auto' or False")
+    resumable = getattr(launch, "resumable", False) and not is_dataset
     fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection) if resumable else None
+    if fingerprint is not None and _base is not None:  # an append continues only onto the same parent, same mode
+        fingerprint["options"]["base"] = {"job_name": _base.job_name, "metadata_sha256": _base.metadata_sha256,
+                                          "duplicates": _base.duplicates}
     job = choose_job_dir(options.output_dir, options.job_label, fingerprint, resume, table.rows_estimate, None,
                          version=None if _base is None else _base.next_version,
                          job_ended=getattr(launch, "job_ended", None))

@@ -68,6 +68,8 @@ def _counted(row: dict) -> bool:
 class EncodeDatasetImages(EncodeAndWritePieces):
     """Encode batches of joined images into Examples and write pieces; reports records written."""
 
+    image_keys = False  # its records are not image rows of an appendable job
+
     def _instance_encoder(self) -> InstanceEncoder:
         if self._encoder is None:
             self._encoder = InstanceEncoder(base_dir=self.config.base_dir, image_size=self.config.image_size,

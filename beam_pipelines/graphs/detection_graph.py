@@ -96,6 +96,8 @@ def train_labels(image) -> Any:
 class EncodeImages(EncodeAndWritePieces):
     """Encode batches of images into detection Examples and write pieces; reports rows written."""
 
+    image_keys = False  # its records are not image rows of an appendable job
+
     def _detection_encoder(self, vocabularies) -> detection_encoder.DetectionEncoder:
         if self._encoder is None:
             self._encoder = detection_encoder.DetectionEncoder(

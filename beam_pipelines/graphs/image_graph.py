@@ -31,7 +31,7 @@ from beam_pipelines.graphs import tabular_graph
 from beam_pipelines.graphs.job_outputs import write_outputs
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps import read_rows
-from beam_pipelines.steps.base_duplicates import dedupes, drop_base_duplicates
+from beam_pipelines.steps.base_duplicates import base_keys_of_parts, dedupes, drop_base_duplicates
 from beam_pipelines.steps.carry_shards import job_vocabularies
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD
@@ -96,8 +96,12 @@ def _resumable_graph(pipeline: beam.Pipeline, config: JobConfig, parts: read_row
     """A resumable job's graph (issue 27): each part read, prepared, encoded and committed whole by one
     step (EncodeImageParts), so that a part done once is never read again; parts are spread over the
     workers, batches of a part over the forked encoding processes."""
-    vocabulary_side = AsSingleton(stats | "Vocabulary" >> beam.Map(lambda found: found.vocabularies))
-    encoded = parts.branch("Rows") | "EncodeParts" >> beam.ParDo(EncodeImageParts(config), vocabulary_side).with_outputs(
+    vocabulary_side = AsSingleton(  # an append's: the parent's, grown (issue 28)
+        stats | "Vocabulary" >> beam.Map(lambda found: job_vocabularies(found.vocabularies, config)))
+    sides = [vocabulary_side]
+    if dedupes(config):  # an append: the base keys its new rows meet, decided on by the encoder (issue 28)
+        sides.append(base_keys_of_parts(pipeline, config, parts))
+    encoded = parts.branch("Rows") | "EncodeParts" >> beam.ParDo(EncodeImageParts(config), *sides).with_outputs(
         DISCARD_PARTS, MALFORMED, RECORDS, REASONED, IMAGE_KINDS, QUALITY, main="pieces")
     numbered = encoded[MALFORMED] | "NumberLines" >> beam.Map(
         read_rows.number_malformed, AsDict(encoded[RECORDS]), len(config.columns))

@@ -73,6 +73,8 @@ class UpgradeRecords(EncodeAndWritePieces):
     of records this part read, counted independently of what was written so accounting can fail.
     """
 
+    image_keys = False  # its records are not image rows of an appendable job
+
     def __init__(self, config: JobConfig, legacy_dir: str, compression) -> None:
         super().__init__(config)
         self.legacy_dir = legacy_dir

@@ -17,4 +17,4 @@ class AssembleShard(beam.DoFn):
         if isinstance(plan, CarryBatch):
             yield from carry_shards(plan, self.config)
             return
-        yield with_new_keys(assemble_shard(plan, self.config.temp_dir, self.config.compression), self.config)
+        yield with_new_keys(assemble_shard(plan, self.config.temp_dir, self.config.compression), self.config, plan)

@@ -6,11 +6,17 @@ digest of a record of the base (tfrecorder.format.image_keys; keys travel as 64-
 rows' keys (their images read once more) go into a Bloom filter (`KeyFilter`, sized for the new rows);
 each base shard is read by one worker, which keeps only the keys the filter may hold, so the keys
 gathered to decide (a dict side input) grow with the new rows, never with the base. A base shard's keys
-come from its keys sidecar when it has one (16 bytes a record); otherwise its records are scanned, and
-the scan leaves the sidecar in the version, so the next append reads that instead. The reason recorded is `already in base: <job>`;
+come from its keys sidecar (16 bytes a record), which every conversion of image rows writes; a shard
+without one (an older or upgraded job) has its records scanned, and the scan leaves the sidecar in the
+version, so the next append reads that instead. The reason recorded is `already in base: <job>`;
 with `duplicates="keep"` the stage is left out. A new row whose image cannot be read passes on unkeyed
 and is discarded by the encoder as usual (missing file, ...). The new rows wait for the base to be
 read (held by the runner until the filter and the base's keys are complete).
+
+Two ways to decide: jobs without part commits drop the rows in a step of their own (drop_base_duplicates);
+a resumable append gives the base keys met to the encoder as a side input (base_keys_of_parts), which
+discards a row while it holds the row's bytes, inside the part it commits, so a continued append
+decides as the interrupted one did.
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.row_encoding import resolve_uri
 from tfrecorder.rows.value_coercion import is_missing
+from beam_pipelines.steps import read_rows
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import read_image
 from beam_pipelines.steps.fetch_images import Fetcher
@@ -156,14 +163,31 @@ class DropDuplicates(beam.DoFn):
             yield kept
 
 
-def drop_base_duplicates(pipeline: beam.Pipeline, config: JobConfig, batches: beam.PCollection):
-    """Batches of (split, row) without the rows already in the base; returns (batches, discards)."""
-    keyed = batches | "KeyNewRows" >> beam.ParDo(KeyRows(config))
+def base_keys_met(pipeline: beam.Pipeline, config: JobConfig, keyed: beam.PCollection) -> beam.PCollection:
+    """(key hash, base job) of the base keys the keyed new rows' filter may hold (a Bloom filter of the
+    new rows' keys, then each base shard's keys checked against it where they are read)."""
     wanted = keyed | "NewKeyFilter" >> beam.CombineGlobally(KeyFilterFn(config))
     shards = pipeline | "BaseShards" >> beam.Create(list(config.base.all_shards))
     if config.distributed:
         shards = shards | "SpreadBaseShards" >> beam.Reshuffle()
-    found = shards | "BaseKeys" >> beam.FlatMap(shard_keys, config, AsSingleton(wanted))
+    return shards | "BaseKeys" >> beam.FlatMap(shard_keys, config, AsSingleton(wanted))
+
+
+def drop_base_duplicates(pipeline: beam.Pipeline, config: JobConfig, batches: beam.PCollection):
+    """Batches of (split, row) without the rows already in the base; returns (batches, discards)."""
+    keyed = batches | "KeyNewRows" >> beam.ParDo(KeyRows(config))
+    found = base_keys_met(pipeline, config, keyed)
     decided = keyed | "DropDuplicates" >> beam.ParDo(DropDuplicates(config), AsDict(found)).with_outputs(
         DISCARD, main="rows")
     return decided.rows, decided[DISCARD]
+
+
+def base_keys_of_parts(pipeline: beam.Pipeline, config: JobConfig, parts: read_rows.SourceParts):
+    """A resumable append's side input (issue 27 with 28): the base keys its new rows meet, as a dict
+    key hash → base job, from a read of the new rows' parts (their images read for their digests) made
+    before encoding; the encoder (EncodeImageParts) discards a row holding one, inside the part it commits."""
+    batches, _malformed = parts.branch("NewRows") | "ReadNewRows" >> read_rows.ReadRows(
+        config, batch_rows=config.batch_size)
+    keyed = (batches | "AsPrepared" >> beam.Map(lambda batch: [(None, row) for row in batch])
+             | "KeyNewRows" >> beam.ParDo(KeyRows(config)))
+    return AsDict(base_keys_met(pipeline, config, keyed))

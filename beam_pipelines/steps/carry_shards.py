@@ -12,8 +12,9 @@ becomes a piece (its offsets sidecar written from its index file, its records ne
 together with the new rows' pieces, so that ten appends do not leave ten tiny shards per split.
 
 Image keys (issue 28, duplicates across versions): a carried shard keeps its keys sidecar (same
-name; written by the duplicates scan when the parent had none), and each new shard of an append of
-image rows gets one, computed from the shard just assembled (tfrecorder.format.image_keys).
+name; written by the duplicates scan when the parent had none), and each new shard of a job of image
+rows (any conversion, not only an append) gets one, gathered from its pieces' keys sidecars, which the
+encoder wrote beside each record (tfrecorder.format.image_keys): no shard is read for it.
 
 Retry safety: a carried file is (re)created whole under its final name (locally through a temporary
 name and one rename), the parent is only read, so carrying twice gives the same files.
@@ -25,7 +26,7 @@ import os
 import shutil
 import sys
 import uuid
-from typing import Iterable, Mapping, Sequence, Union
+from typing import Iterable, Mapping, Optional, Sequence, Union
 
 import apache_beam as beam
 
@@ -36,6 +37,7 @@ from tfrecorder.format.lineage import CarriedShard, carried_index_name, carried_
 from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.base_duplicates import dedupes, shard_key_hashes
+from beam_pipelines.steps.piece_files import shard_keys_from_pieces
 from beam_pipelines.steps.shard_planning import Piece, ShardPlan, plan_shards
 
 CARRY_BATCH = 32  # carried shards per element: their copies run in parallel on gs://
@@ -162,12 +164,16 @@ def with_merged_pieces(pipeline: beam.Pipeline, config: JobConfig, pieces: beam.
     return (pieces, merged) | "WithMergedPieces" >> beam.Flatten()
 
 
-def with_new_keys(summary: dict, config: JobConfig) -> dict:
-    """A new shard's summary, with the keys sidecar of its records written for an append of image rows."""
-    if config.base is None or not config.schema.image_columns:
-        return summary
+def with_new_keys(summary: dict, config: JobConfig, plan: Optional[ShardPlan] = None) -> dict:
+    """A new shard's summary, with the keys sidecar of its records written for a job of image rows: from
+    its pieces' keys sidecars (written while encoding), or, when a piece has none (an append's merged
+    shards), from the shard's records."""
+    data = None if plan is None else shard_keys_from_pieces(plan)
+    if data is None:
+        if config.base is None or not config.schema.image_columns:  # records of no image rows (detection, ...)
+            return summary
+        data = shard_key_hashes(storage.join(config.temp_dir, summary["file"]), config.compression,
+                                config.schema.image_columns[0])
     name = keys_file_name(config.job_name, summary["file"])
-    data = shard_key_hashes(storage.join(config.temp_dir, summary["file"]), config.compression,
-                            config.schema.image_columns[0])
     storage.write_bytes(storage.join(config.temp_dir, *name.split("/")), data)
     return {**summary, "keys_file": name}

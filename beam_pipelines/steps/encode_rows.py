@@ -21,9 +21,13 @@ from beam_pipelines.steps.progress_counters import RowsCounted, RowsDone
 from beam_pipelines.workers.decode_pool import DecodePool
 from beam_pipelines.workers.fork_pool import ForkPool
 from tfrecorder.errors import RowError, StorageReadError
+from tfrecorder.format.feature_spec import image_feature_prefix
+from tfrecorder.format.image_keys import digest_key, key_hash, uri_key
+from tfrecorder.format.lineage import DUPLICATE_REASON
 from tfrecorder.io import storage
 from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES
-from tfrecorder.rows.row_encoding import RowEncoder, prepare_row
+from tfrecorder.rows.row_encoding import RowEncoder, prepare_row, resolve_uri
+from tfrecorder.rows.value_coercion import is_missing
 from tfrecorder.sources.source_protocol import REASONED, RECORDS
 
 
@@ -88,6 +92,8 @@ class EncodeAndWritePieces(beam.DoFn):
     _pool: Optional[ForkPool] = None  # also for subclasses with their own setup (upgrade, detection)
     pieces_per_batch = False  # EncodeImageParts: each batch's pieces closed with it (boundaries fixed by the part)
     _written: Optional[WrittenRows] = None  # statistics and digests of written rows (issue 29; this class only)
+    image_keys = True  # pieces get keys sidecars (issue 28); subclasses writing other records say False
+    base_keys: Mapping[int, str] = {}  # an append's: base key hashes the new rows meet → base job (EncodeImageParts)
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config
@@ -155,6 +161,10 @@ class EncodeAndWritePieces(beam.DoFn):
         read = reader_for(fetched)
         pending = self._decoder.submit(fetched) if self._decoder else None  # decoded on every core meanwhile
         for split, row in batch:
+            duplicate = self._base_duplicate(row, fetched) if self.base_keys else None
+            if duplicate is not None:  # issue 28: decided here, with the bytes in hand, inside the committed part
+                yield beam.pvalue.TaggedOutput(DISCARD, (row, duplicate))
+                continue
             try:
                 data, unknown = encoder.encode_pieces(row, read, pending.verdict if pending else None)
             except RowError as exc:
@@ -170,13 +180,33 @@ class EncodeAndWritePieces(beam.DoFn):
             yield from written.end_batch()
         self._rows_done.add(len(batch))
 
+    def _base_duplicate(self, row: Mapping[str, Any], fetched: Mapping[str, Any]) -> Optional[str]:
+        """The discard reason of a row whose first image (its URI as the table names it, or the SHA-256 of
+        its bytes) is a key of the base in `base_keys` (an append, issue 28), else None."""
+        value = row.get(self.schema.image_columns[0])
+        if is_missing(value) or not str(value).strip():
+            return None
+        keys = [key_hash(uri_key(str(value)))]
+        data = fetched.get(resolve_uri(str(value), self.config.base_dir))
+        if isinstance(data, bytes):
+            keys.append(key_hash(digest_key(data)))
+        job = next((self.base_keys[key] for key in keys if key in self.base_keys), None)
+        return None if job is None else f"{DUPLICATE_REASON}: {job}"
+
     def _write(self, split: str, data: Union[bytes, list], unknown: int):
         writer = self.writers.get(split)
         if writer is None:
-            writer = self.writers[split] = PieceWriter(self.config.pieces_dir, split)
+            writer = self.writers[split] = PieceWriter(self.config.pieces_dir, split, self._keys_prefix())
         writer.write(data, unknown)
         if writer.bytes >= self.config.max_shard_bytes:
             yield self.writers.pop(split).close()
+
+    def _keys_prefix(self) -> Optional[str]:
+        """The feature prefix of the image whose keys the pieces record: the first image column's, for a
+        job of image rows (an append to it later finds duplicates without reading its records)."""
+        if not self.image_keys or not self.schema.image_columns:
+            return None
+        return image_feature_prefix(self.schema.image_columns[0])
 
     def close_pieces(self):
         """The bundle's open pieces, closed, and the image kinds (IMAGE_KINDS) it wrote."""
@@ -241,7 +271,11 @@ class EncodeImageParts(EncodeAndWritePieces):
 
     pieces_per_batch = True
 
-    def process(self, part, vocabularies: Mapping[str, list[str]]):
+    def process(self, part, vocabularies: Mapping[str, list[str]], base_keys: Optional[Mapping[int, str]] = None):
+        """`base_keys`: an append's base keys met by the new rows (beam_pipelines.steps.base_duplicates):
+        rows holding one are discarded as the encoder reads them, so a committed part holds its decisions."""
+        if base_keys and not self.base_keys:
+            self.base_keys = dict(base_keys)  # before the encoding processes fork: they inherit it
         manifest = part_commits.committed(self.config, part)
         if manifest is None:
             manifest = self._encode_part(part, vocabularies)

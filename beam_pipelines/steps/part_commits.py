@@ -77,7 +77,8 @@ def commit(config: JobConfig, part: Any, rows: int, pieces: Iterable[Piece], dis
         "part": repr(part)[:300],
         "rows": rows,
         "pieces": [{"split": p.split, "file": _relative(config, p.path), "records": p.records, "bytes": p.bytes,
-                    "unknown_labels": p.unknown_labels, "digest": p.digest} for p in pieces],
+                    "unknown_labels": p.unknown_labels, "digest": p.digest, **({"keyed": True} if p.keyed else {})}
+                   for p in pieces],
         "discards": None if discards is None else {
             "file": _relative(config, discards.path), "rows": discards.rows,
             "reasons": [list(reason) for reason in discards.reasons]},
@@ -119,8 +120,8 @@ def quality_of(config: JobConfig, manifest: dict) -> Iterator[Any]:
 
 
 def pieces_of(config: JobConfig, manifest: dict) -> list[Piece]:
-    return [Piece(p["split"], _absolute(config, p["file"]), p["records"], p["bytes"], p["unknown_labels"], p["digest"])
-            for p in manifest["pieces"]]
+    return [Piece(p["split"], _absolute(config, p["file"]), p["records"], p["bytes"], p["unknown_labels"], p["digest"],
+                  keyed=bool(p.get("keyed"))) for p in manifest["pieces"]]
 
 
 def emit(config: JobConfig, manifest: dict) -> Iterator[Any]:

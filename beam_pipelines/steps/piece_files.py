@@ -26,6 +26,7 @@ from typing import BinaryIO, Iterator, Optional, Union
 
 from tfrecorder.format import record_index
 from tfrecorder.format.file_names import piece_file_name, temporary_file_name
+from tfrecorder.format.image_keys import hashes_bytes, record_key_slots
 from tfrecorder.io import storage
 from beam_pipelines.steps.shard_planning import Piece, PieceRange, ShardPlan
 from tfrecorder.format.framing import write_record_pieces
@@ -37,8 +38,10 @@ _OFFSET = struct.Struct("<Q")
 class PieceWriter:
     """Appends framed records to one new piece file of a split; `close()` writes its offsets, returns its Piece."""
 
-    def __init__(self, pieces_dir: str, split: str) -> None:
+    def __init__(self, pieces_dir: str, split: str, keys_prefix: Optional[str] = None) -> None:
         self.split = split
+        self.keys_prefix = keys_prefix  # image rows: each record's image keys go to the piece's keys sidecar
+        self._keys = array.array("Q")  # 16 bytes per record, bounded as the offsets are
         self.path = storage.join(pieces_dir, piece_file_name(split))
         self._stream = storage.open_write(self.path)
         self._ends = array.array("Q")  # 8 bytes per record, bounded by the piece's byte cap
@@ -53,6 +56,8 @@ class PieceWriter:
     def write(self, data: Union[bytes, list], unknown_labels: int = 0) -> None:
         """Append one record: its bytes, or pieces that concatenate to them (never joined here)."""
         written, crc = write_record_pieces(self._stream, (data,) if isinstance(data, bytes) else data)
+        if self.keys_prefix is not None:
+            self._keys.extend(record_key_slots(data if isinstance(data, bytes) else b"".join(data), self.keys_prefix))
         self.bytes += written
         self._ends.append(self.bytes)
         self._crc = zlib.crc32(crc.to_bytes(4, "little"), self._crc)  # the records' own CRCs, in order
@@ -78,10 +83,13 @@ class PieceWriter:
     def close(self) -> Piece:
         self._stream.close()
         piece = Piece(self.split, self.path, self.records, self.bytes, self.unknown_labels,
-                      f"{self._crc:08x}-{self.records}-{self.bytes}")
+                      f"{self._crc:08x}-{self.records}-{self.bytes}", keyed=self.keys_prefix is not None)
         if sys.byteorder == "big":
             self._ends.byteswap()
+            self._keys.byteswap()
         storage.write_bytes(piece.offsets_path, self._ends.tobytes())
+        if piece.keyed:
+            storage.write_bytes(piece.keys_path, self._keys.tobytes())
         return piece
 
 
@@ -192,6 +200,21 @@ def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) 
     if compression is None:  # issue 15: index/<shard>.index, from the offsets sidecars (no record bytes read)
         summary["index_file"] = record_index.write_index(directory, name, _index_entries(plan))
     return summary
+
+
+def shard_keys_from_pieces(plan: ShardPlan) -> Optional[bytes]:
+    """A shard's keys sidecar content (tfrecorder.format.image_keys.hashes_bytes) from its ranges' piece
+    keys sidecars (16 bytes a record read, no record), or None when a piece has none (then the shard's
+    records are scanned: an append's merged shards)."""
+    import numpy as np
+
+    if not all(piece_range.piece.keyed for piece_range in plan.ranges):
+        return None
+    slots = [np.frombuffer(storage.read_range(piece_range.piece.keys_path, 16 * piece_range.first,
+                                              16 * piece_range.records), dtype="<u8")
+             for piece_range in plan.ranges if piece_range.records]
+    hashes = np.concatenate(slots) if slots else np.zeros(0, "<u8")
+    return hashes_bytes(hashes[hashes != 0])
 
 
 def _index_entries(plan: ShardPlan) -> Iterator:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable
 
-from tfrecorder.format.file_names import OFFSETS_SUFFIX, ShardName
+from tfrecorder.format.file_names import KEYS_SUFFIX, OFFSETS_SUFFIX, ShardName
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +31,13 @@ class Piece:
     unknown_labels: int = 0  # rows of this piece whose label is not in the TRAIN vocabulary
     digest: str = ""  # checksum of the piece's records: orders pieces independently of file names
     offsets_file: str = ""  # where its offsets sidecar is, if not next to it (an append's merged shards)
+    keyed: bool = False  # it has a keys sidecar next to it: each record's two image key hashes (piece_files)
+
+    @property
+    def keys_path(self) -> str:
+        """The sidecar holding each record's image keys (URI, bytes digest) as two little-endian uint64s
+        (0: none), written while encoding so that no shard is read again for its keys sidecar."""
+        return self.path + KEYS_SUFFIX
 
     @property
     def offsets_path(self) -> str:

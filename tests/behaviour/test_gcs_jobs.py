@@ -125,7 +125,8 @@ def test_gs_job_directory_holds_only_finished_files(gcs, gs_to_gs):
     shards = {f"{split}-0000{i}-of-00002.tfrecord" for split in ("train", "validation", "test") for i in (0, 1)}
     assert names == {"metadata.json", "discarded.csv", "dataset_info.json", "features.json", "label.labels.txt",
                      "statistics.json", "statistics.pb", "duplicates.csv",  # issue 29
-                     *shards, *(f"index/{shard}.index" for shard in shards)}
+                     *shards, *(f"index/{shard}.index" for shard in shards),
+                     *(f"keys/{result['tfrecord_dir'].rsplit('/', 1)[1]}.{shard}.keys" for shard in shards)}  # issue 28
     assert gcs.list("gs://tfr-out/jobs/.incomplete-") == []
     assert JobMetadata.read(result["tfrecord_dir"]).document["records_written"] == 59
 

@@ -59,9 +59,9 @@ def _moments(output: Path):
     def in_temp(pattern):
         return lambda: any(any(job.glob(pattern)) for job in incomplete(output))
 
-    def scratch_going():  # finalize has begun (discarded.csv written) and removed _parts/ (not a job starting)
-        return any((job / "discarded.csv").exists() and not (job / "_parts").exists() and (job / "_resume").exists()
-                   for job in incomplete(output))
+    def scratch_going():  # finalizing: discarded.csv written, _parts/ removed, _resume/ not yet (not a job starting)
+        return any((job / "discarded.csv").exists() and not (job / "_parts").exists()
+                   and (job / "_resume" / "fingerprint.json").exists() for job in incomplete(output))
 
     return [parts(1), parts(3), parts(6), in_temp("*.tfrecord"), in_temp("discarded.csv"), scratch_going,
             in_temp("metadata.json"), parts(2)]
@@ -170,7 +170,7 @@ def test_a_killed_job_writing_to_gcs_is_continued_there(sources, references, gcs
         result = tfrecorder.convert(str(source), output, num_shards=3, progress=False,
                                     beam_options={"direct_num_workers": 1})
         assert result["resumed"] is True and result["parts_carried_over"] >= 3
-        local = tmp_path / "job"
+        local = tmp_path / result["tfrecord_dir"].rstrip("/").rsplit("/", 1)[1]  # the job's own name
         for url in gcs.list(result["tfrecord_dir"] + "/"):
             path = local / url[len(result["tfrecord_dir"]) + 1:]
             path.parent.mkdir(parents=True, exist_ok=True)

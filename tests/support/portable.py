@@ -33,7 +33,8 @@ def published(job: str, runner: str) -> dict:
     assert found["metadata"].pop("runner") == runner
     compared = {shard["file"] for split in found["metadata"]["splits"].values() for shard in split["shards"]}
     compared |= {file_names.METADATA_FILE, file_names.DISCARD_FILE, tfds_files.DATASET_INFO_FILE}
-    found["other_files"] = {str(path.relative_to(job)): path.read_bytes() for path in sorted(Path(job).rglob("*"))
+    found["other_files"] = {str(path.relative_to(job)).replace(Path(job).name, "<job>"): path.read_bytes()
+                            for path in sorted(Path(job).rglob("*"))
                             if path.is_file() and str(path.relative_to(job)) not in compared}
     info_file = Path(job, tfds_files.DATASET_INFO_FILE)
     if info_file.exists():  # every job but a detection job's

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 from pathlib import Path
 
@@ -24,11 +25,17 @@ def shard_records(job: str, metadata: dict) -> dict[str, list[list[bytes]]]:
     return found
 
 
+def _unnamed(value, job_name: str):
+    """A metadata value with the job's own name replaced (keys sidecars are named after the job)."""
+    return json.loads(json.dumps(value).replace(job_name, "<job>"))
+
+
 def snapshot(job: str) -> dict:
     metadata = JobMetadata.read(job).document
     return {
-        "files": sorted(os.listdir(job)),
+        "files": sorted(name.replace(metadata["job_name"], "<job>") for name in os.listdir(job)),
         "records": shard_records(job, metadata),
-        "metadata": {k: v for k, v in metadata.items() if k not in ("job_name", "created_utc")},
+        "metadata": {k: _unnamed(v, metadata["job_name"]) for k, v in metadata.items()
+                     if k not in ("job_name", "created_utc")},
         "discarded": Path(job, file_names.DISCARD_FILE).read_bytes(),
     }

@@ -98,18 +98,20 @@ def run_killed(code: str, reached: Callable[[], bool], timeout: float = 120) -> 
 
 
 def job_contents(job: Path) -> dict[str, str]:
-    """Every file of a published job by digest; metadata.json without its timing fields."""
+    """Every file of a published job by digest; metadata.json without its timing fields, the job's own
+    name (in its keys sidecars' names) replaced."""
     contents = {}
     for path in sorted(job.rglob("*")):
         if not path.is_file():
             continue
         data = path.read_bytes()
         if path.name in ("metadata.json", "dataset_info.json"):
+            data = data.replace(job.name.encode(), b"<job>")  # keys sidecars are named after the job
             document = json.loads(data)
             for field in TIMING_FIELDS if path.name == "metadata.json" else NAMED_FIELDS:
                 document.pop(field, None)
             data = json.dumps(document, sort_keys=True).encode()
-        contents[str(path.relative_to(job))] = hashlib.sha256(data).hexdigest()
+        contents[str(path.relative_to(job)).replace(job.name, "<job>")] = hashlib.sha256(data).hexdigest()
     return contents
 
 

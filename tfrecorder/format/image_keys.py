@@ -41,7 +41,8 @@ def key_hash(key: str) -> int:
 
 def hashes_bytes(hashes: Iterable[int]) -> bytes:
     """A keys sidecar's content: the hashes sorted, distinct, as little-endian uint64."""
-    array = np.unique(np.fromiter(hashes, dtype=np.uint64))
+    values = hashes.astype(np.uint64) if isinstance(hashes, np.ndarray) else np.fromiter(hashes, dtype=np.uint64)
+    array = np.unique(values)
     return array.astype("<u8").tobytes()
 
 
@@ -131,6 +132,15 @@ def record_image_keys(record: bytes, prefix: str) -> list[str]:
     except IndexError:
         raise ValueError("truncated tf.train.Example") from None
     return [found[kind] for kind in (URI, DIGEST) if kind in found]
+
+
+def record_key_slots(record: bytes, prefix: str) -> tuple[int, int]:
+    """A record's image keys as two hashes, (URI key, bytes digest key), 0 for one it lacks: the fixed
+    16 bytes per record of a piece's keys sidecar (written while the record is encoded)."""
+    found = record_image_keys(record, prefix)
+    uri = next((key_hash(key) for key in found if key.startswith(URI)), 0)
+    digest = next((key_hash(key) for key in found if key.startswith(DIGEST)), 0)
+    return uri, digest
 
 
 class KeyFilter:

@@ -11,6 +11,7 @@ from tfrecorder.format.example_encoder import Feature, encode_example
 import numpy as np
 
 from tfrecorder.format.image_keys import (KeyFilter, digest_key, hashes_bytes, key_hash, read_hashes, record_image_keys,
+                                          record_key_slots,
                                           uri_key)
 
 
@@ -88,3 +89,12 @@ def test_key_filters_merge_as_the_union_of_their_keys():
     assert not first.empty_like().may_hold(key_hash("a"))
     with pytest.raises(ValueError, match="same size"):
         KeyFilter(10).merge(KeyFilter(10_000))
+
+
+def test_key_slots_are_the_uri_then_the_digest_hash_with_zero_for_a_missing_one():
+    data = b"\x89PNG-bytes"
+    example = record(image=Feature("bytes", (data,)), image_uri=Feature("bytes", (b"a.png",)))
+    assert record_key_slots(example, "image") == (key_hash(uri_key("a.png")), key_hash(digest_key(data)))
+    assert record_key_slots(record(image=Feature("bytes", (data,))), "image") == (0, key_hash(digest_key(data)))
+    assert record_key_slots(record(label=Feature("int64", (1,))), "image") == (0, 0)
+    assert hashes_bytes(np.array([5, 3, 5], dtype=np.uint64)) == hashes_bytes([3, 5])

@@ -102,3 +102,22 @@ def test_written_rows_feed_statistics_and_digests_in_process_and_in_forked_encod
             for split, count in found.rows.items():
                 rows[split] = rows.get(split, 0) + count
         assert rows == {"TRAIN": 1, "TEST": 1}, processes
+
+
+def test_a_row_whose_image_is_a_base_key_is_discarded_as_already_in_base(tmp_path):
+    from beam_pipelines.steps.encode_rows import EncodeAndWritePieces
+    from support.job_configs import job_config
+    from tfrecorder.format.image_keys import digest_key, key_hash, uri_key
+
+    from tfrecorder.core.schema import Schema
+
+    schema = Schema({"split": "SplitKey", "image_uri": "ImageUri", "label": "StringLabel"})
+    step = EncodeAndWritePieces(job_config(temp_dir=str(tmp_path), base_dir=str(tmp_path), schema=schema))
+    step.schema = step.config.schema
+    column = step.schema.image_columns[0]
+    step.base_keys = {key_hash(uri_key("old.png")): "pets-1", key_hash(digest_key(b"same bytes")): "pets-1"}
+    fetched = {str(tmp_path / "new.png"): b"same bytes", str(tmp_path / "other.png"): b"other"}
+    assert step._base_duplicate({column: "old.png"}, {}) == "already in base: pets-1"
+    assert step._base_duplicate({column: str(tmp_path / "new.png")}, fetched) == "already in base: pets-1"
+    assert step._base_duplicate({column: str(tmp_path / "other.png")}, fetched) is None
+    assert step._base_duplicate({column: None}, fetched) is None

@@ -86,3 +86,10 @@ def test_a_parts_batch_statistics_merge_alike_in_any_order():
         return statistics.to_json({})
 
     assert merged(range(6)) == merged([5, 3, 1, 0, 2, 4]) == merged([1, 0, 3, 2, 5, 4])
+
+
+def test_a_keyed_piece_stays_keyed_through_its_manifest(tmp_path):
+    config = job_config(temp_dir=str(tmp_path), resumable=True)
+    piece = Piece("TRAIN", str(tmp_path / "_pieces" / "k.part"), 2, 20, 0, "def-2-20", keyed=True)
+    manifest = part_commits.commit(config, ("part", 2), 2, [piece], None)
+    assert part_commits.pieces_of(config, manifest) == [piece]

@@ -101,3 +101,22 @@ def test_uncompressed_shards_get_index_files_from_the_offsets_sidecars(tmp_path)
             scanned = list(scan_index(shard))
         assert parse_index(open(os.path.join(out, summary["index_file"]), "rb").read()) == scanned
         assert len(scanned) == summary["records"]
+
+
+def test_pieces_record_image_keys_and_a_shard_gathers_those_of_its_ranges(tmp_path):
+    from beam_pipelines.steps.base_duplicates import shard_key_hashes
+    from beam_pipelines.steps.piece_files import shard_keys_from_pieces
+    from tfrecorder.format.example_encoder import Feature, encode_example
+
+    examples = [encode_example({"image": Feature("bytes", (bytes([i % 4]) * 9,)),
+                                "image_uri": Feature("bytes", (f"{i}.png".encode(),))}) for i in range(9)]
+    writer = PieceWriter(str(tmp_path), "TRAIN", keys_prefix="image")
+    for example in examples:
+        writer.write(example)
+    piece = writer.close()
+    assert piece.keyed and storage.size(piece.keys_path) == 16 * 9
+    for plan in plan_shards([piece], 2, 1 << 20):  # records 0-4 and 5-8: what a scan of each shard finds
+        summary = assemble_shard(plan, str(tmp_path), None)
+        assert shard_keys_from_pieces(plan) == shard_key_hashes(str(tmp_path / summary["file"]), None, "image_uri")
+    unkeyed = write_piece(str(tmp_path), "TRAIN", data(3))
+    assert not unkeyed.keyed and shard_keys_from_pieces(plan_shards([unkeyed], 1, 1 << 20)[0]) is None

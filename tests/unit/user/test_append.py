@@ -78,7 +78,7 @@ def test_a_version_holds_the_base_records_then_the_new_ones(base, version):
 
 def test_the_base_is_left_as_it_was(base, version):
     assert sorted(os.listdir(base)) == ["dataset_info.json", "discarded.csv", "duplicates.csv", "features.json",
-                                        "index", "label.labels.txt", "metadata.json", "statistics.json",
+                                        "index", "keys", "label.labels.txt", "metadata.json", "statistics.json",
                                         "statistics.pb", "test-00000-of-00001.tfrecord",
                                         "train-00000-of-00001.tfrecord", "validation-00000-of-00001.tfrecord"]
     assert metadata(base)["vocabularies"] == {"label": ["cat", "dog"]} and "lineage" not in metadata(base)
@@ -273,3 +273,21 @@ def test_detection_jobs_and_tfrecorder2_directories_are_refused_with_a_pointer(d
     with pytest.raises(ValueError, match="TFRecorder 2.0; convert it with tfrecorder.upgrade"):
         tfrecorder.append(str(tmp_path), str(data_csv))
     assert cli.main(["append", str(tmp_path), "--source", str(data_csv)]) == 2
+
+
+def test_a_conversion_writes_keys_sidecars_so_the_first_append_reads_no_record(base, images, tmp_path):
+    from beam_pipelines.steps.base_duplicates import shard_key_hashes
+
+    shards = [shard for info in metadata(base)["splits"].values() for shard in info["shards"]]
+    for shard in shards:  # gathered from the pieces' keys while encoding: what a scan of the records finds
+        assert Path(base, shard["keys_file"]).read_bytes() == shard_key_hashes(str(Path(base, shard["file"])), None,
+                                                                               "image_uri")
+    import shutil
+
+    damaged = tmp_path / "copy"
+    shutil.copytree(base, damaged)
+    for shard in shards:
+        (damaged / shard["file"]).write_bytes(b"not records")  # were the records read, the append would fail
+    v2 = tfrecorder.append(str(damaged), table(images, [1, 38], ["cat", "cat"], ["TRAIN", "TRAIN"]),
+                           output_dir=tmp_path / "out", progress=False)
+    assert v2["discarded"] == 1 and v2["written"]["TRAIN"] == 7
