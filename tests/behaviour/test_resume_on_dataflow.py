@@ -67,13 +67,15 @@ def submit(source, output, endpoint, **options):
 
 
 def contents(gcs, job_dir: str) -> dict[str, str]:
-    """Every file of a published job on gs:// by digest; metadata.json without its timing fields."""
+    """Every file of a published job on gs:// by digest; metadata.json without its timing fields, the job's
+    own name (in its keys sidecars' names) replaced."""
     found = {}
+    job_name = job_dir.rstrip("/").rsplit("/", 1)[-1]
     for url in sorted(gcs.list(job_dir.rstrip("/") + "/")):
         data = gcs.download(url)
-        name = url[len(job_dir.rstrip("/")) + 1:]
+        name = url[len(job_dir.rstrip("/")) + 1:].replace(job_name, "<job>")
         if name.rsplit("/", 1)[-1] in ("metadata.json", "dataset_info.json"):
-            document = json.loads(data)
+            document = json.loads(data.replace(job_name.encode(), b"<job>"))
             for field in TIMING_FIELDS if name.endswith("metadata.json") else NAMED_FIELDS:
                 document.pop(field, None)
             data = json.dumps(document, sort_keys=True).encode()

@@ -36,11 +36,28 @@ def published(job: str, runner: str) -> dict:
     found["other_files"] = {str(path.relative_to(job)).replace(Path(job).name, "<job>"): path.read_bytes()
                             for path in sorted(Path(job).rglob("*"))
                             if path.is_file() and str(path.relative_to(job)) not in compared}
+    statistics = found["other_files"].pop("statistics.json", None)  # issue 29: floats rounded, as below
+    found["other_files"].pop("statistics.pb", None)  # the same figures as statistics.json, in protobuf
+    if statistics is not None:
+        found["statistics"] = _rounded(json.loads(statistics))
     info_file = Path(job, tfds_files.DATASET_INFO_FILE)
     if info_file.exists():  # every job but a detection job's
         info = json.loads(info_file.read_text())
         found["dataset_info"] = {key: value for key, value in info.items() if key not in ("name", "description")}
     return found
+
+
+def _rounded(value):
+    """statistics.json with every float to 9 significant digits: the in-process run merges its sketches
+    per part, portable workers per bundle, and a float sum (a mean, a variance) taken in another order
+    differs in its last bits."""
+    if isinstance(value, float):
+        return float(f"{value:.9g}")
+    if isinstance(value, dict):
+        return {key: _rounded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_rounded(item) for item in value]
+    return value
 
 
 def free_port() -> int:
