@@ -11,8 +11,12 @@ from typing import Union
 Value = Union[bytes, int, float]
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """A protobuf varint at `pos`: (its value, the position after it). One byte for tags and short lengths."""
+    byte = data[pos]
+    if byte < 0x80:
+        return byte, pos + 1
+    result, shift = 0, 0
     while True:
         byte = data[pos]
         pos += 1
@@ -26,12 +30,12 @@ def _fields(data: bytes):
     """Yield (field number, wire type, value) of a message; length-delimited values as bytes."""
     pos = 0
     while pos < len(data):
-        key, pos = _varint(data, pos)
+        key, pos = read_varint(data, pos)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            value, pos = _varint(data, pos)
+            value, pos = read_varint(data, pos)
         elif wire == 2:
-            length, pos = _varint(data, pos)
+            length, pos = read_varint(data, pos)
             value, pos = data[pos : pos + length], pos + length
         elif wire == 5:
             value, pos = data[pos : pos + 4], pos + 4
@@ -57,7 +61,7 @@ def _feature_values(feature: bytes) -> list[Value]:
             elif wire == 2:  # packed int64 varints
                 pos = 0
                 while pos < len(item):
-                    number, pos = _varint(item, pos)
+                    number, pos = read_varint(item, pos)
                     values.append(_signed(number))
             else:
                 values.append(_signed(item))

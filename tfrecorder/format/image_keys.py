@@ -23,6 +23,8 @@ from typing import Iterable, Optional
 
 import numpy as np
 
+from tfrecorder.format.example_decoder import read_varint
+
 URI, DIGEST = "uri:", "sha256:"
 
 
@@ -53,21 +55,6 @@ def read_hashes(data: bytes) -> "np.ndarray":
     return np.frombuffer(data, dtype="<u8").astype(np.uint64)
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    byte = data[pos]
-    if byte < 0x80:  # one byte: tags and short lengths
-        return byte, pos + 1
-    result, shift = byte & 0x7F, 7
-    pos += 1
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, pos
-        shift += 7
-
-
 _LENGTH_DELIMITED = 2
 _FIRST = 1 << 3 | _LENGTH_DELIMITED  # field 1, length-delimited: Example.features, map entry key, bytes_list, value
 
@@ -75,15 +62,15 @@ _FIRST = 1 << 3 | _LENGTH_DELIMITED  # field 1, length-delimited: Example.featur
 def _first_bytes_value(data: bytes, pos: int, end: int) -> Optional[bytes]:
     """The first value of the bytes_list of the Feature in data[pos:end], or None."""
     while pos < end:
-        key, pos = _varint(data, pos)
+        key, pos = read_varint(data, pos)
         if key & 7 != _LENGTH_DELIMITED:
             return None
-        length, pos = _varint(data, pos)
+        length, pos = read_varint(data, pos)
         if key == _FIRST:  # bytes_list
             inner_end = pos + length
             while pos < inner_end:
-                tag, pos = _varint(data, pos)
-                size, pos = _varint(data, pos)
+                tag, pos = read_varint(data, pos)
+                size, pos = read_varint(data, pos)
                 if tag == _FIRST:
                     return data[pos:pos + size]
                 pos += size
@@ -101,28 +88,28 @@ def record_image_keys(record: bytes, prefix: str) -> list[str]:
     try:
         pos, size = 0, len(data)
         while pos < size:
-            key, pos = _varint(data, pos)
+            key, pos = read_varint(data, pos)
             if key & 7 != _LENGTH_DELIMITED:
                 raise ValueError("not a tf.train.Example")
-            length, pos = _varint(data, pos)
+            length, pos = read_varint(data, pos)
             if key != _FIRST:  # not Example.features
                 pos += length
                 continue
             end, pos = pos + length, pos
             while pos < end:  # map entries; one-byte varints (tags, short names) read inline: the hot loop
-                pos += 1 if data[pos] < 0x80 else _varint(data, pos)[1] - pos  # the entry's tag
+                pos += 1 if data[pos] < 0x80 else read_varint(data, pos)[1] - pos  # the entry's tag
                 if data[pos] < 0x80:
                     entry_size, pos = data[pos], pos + 1
                 else:
-                    entry_size, pos = _varint(data, pos)
+                    entry_size, pos = read_varint(data, pos)
                 entry_end = pos + entry_size
                 if data[pos] == _FIRST:
-                    name_size, at = (data[pos + 1], pos + 2) if data[pos + 1] < 0x80 else _varint(data, pos + 1)
+                    name_size, at = (data[pos + 1], pos + 2) if data[pos + 1] < 0x80 else read_varint(data, pos + 1)
                     kind = names.get(data[at:at + name_size])
                     if kind is not None:
                         at += name_size
-                        _value_tag, at = _varint(data, at)
-                        value_size, at = _varint(data, at)
+                        _value_tag, at = read_varint(data, at)
+                        value_size, at = read_varint(data, at)
                         value = _first_bytes_value(data, at, at + value_size)
                         if value is not None:
                             found[kind] = digest_key(value) if kind == DIGEST else uri_key(value.decode("utf-8", "replace"))
