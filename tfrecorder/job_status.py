@@ -40,6 +40,7 @@ def clean_incomplete(output_dir: Union[str, os.PathLike], older_than: Union[str,
     """Remove the incomplete jobs under `output_dir` that no run is working on (older than `older_than`
     when given: '12h', '7d', or seconds); returns those removed. A job a live run holds is kept."""
     age = parse_age(older_than)
+    resume_files.remove_stale_resume_dirs(normalise_output_dir(output_dir))
     removed = []
     for job in incomplete_jobs(output_dir):
         if resume_files.lock_held(job.path) or (age is not None and job.age_seconds < age):

@@ -87,8 +87,9 @@ def test_ctrl_c_during_a_cli_conversion_exits_130_with_one_line_and_publishes_no
         [sys.executable, "-m", "tfrecorder", "convert", "--source", str(slow_table), "--output_dir",
          str(output_dir), "--validate", "header", "--no_progress"], output_dir)
     assert done.returncode == 130, done.stderr
-    (kept,) = output_dir.iterdir()  # no job directory; the .incomplete- one kept to be continued (issue 27)
-    assert kept.name.startswith(".incomplete-") and not (kept / "_resume" / "lock").exists()
+    kept, resume = sorted(output_dir.iterdir())  # no job directory; the .incomplete- one kept to be continued (issue 27)
+    assert kept.name.startswith(".incomplete-") and resume.name == ".resume-" + kept.name[len(".incomplete-"):]
+    assert (resume / "fingerprint.json").exists() and not (resume / "lock").exists()
     assert done.stderr.splitlines() == [f"tfrecorder: interrupted; nothing was published; its committed work is "
                                         f"kept in {kept}: the same command continues it"]
 
@@ -98,7 +99,6 @@ def test_ctrl_c_during_an_api_conversion_raises_keyboard_interrupt_after_cleanup
     done = _interrupt_once_working([sys.executable, "-c", API, str(slow_table), str(output_dir)], output_dir)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "KeyboardInterrupt None True"  # not Beam's RuntimeError, nor shown chained to it
-    (kept,) = output_dir.iterdir()
-    assert kept.name.startswith(".incomplete-")
+    (kept,) = output_dir.glob(".incomplete-*")
     (job,) = tfrecorder.incomplete_jobs(output_dir)  # the same call would continue it
     assert job.resumable and job.path == str(kept)

@@ -12,7 +12,7 @@ import pytest
 import tfrecorder
 from tfrecorder.errors import JobBusyError
 from tfrecorder.format import resume_files
-from support.resume_runs import (convert_code, detection_csv, image_parquet, incomplete, job_contents, manifests,
+from support.resume_runs import (convert_code, detection_csv, fingerprint_file, image_parquet, incomplete, job_contents, manifests,
                                  published, run_killed, small_parts, tabular_csv)
 
 
@@ -59,9 +59,9 @@ def _moments(output: Path):
     def in_temp(pattern):
         return lambda: any(any(job.glob(pattern)) for job in incomplete(output))
 
-    def scratch_going():  # finalizing: discarded.csv written, _parts/ removed, _resume/ not yet (not a job starting)
+    def scratch_going():  # finalizing: discarded.csv written, _parts/ removed, the fingerprint not yet (not a job starting)
         return any((job / "discarded.csv").exists() and not (job / "_parts").exists()
-                   and (job / "_resume" / "fingerprint.json").exists() for job in incomplete(output))
+                   and fingerprint_file(job).exists() for job in incomplete(output))
 
     return [parts(1), parts(3), parts(6), in_temp("*.tfrecord"), in_temp("discarded.csv"), scratch_going,
             in_temp("metadata.json"), parts(2)]
@@ -86,7 +86,7 @@ def test_killed_at_random_moments_then_resumed_publishes_the_identical_job(kind,
             shutil.rmtree(job)
         assert len(incomplete(output)) <= 1  # a killed job is continued, never started again beside it
     assert kills >= 3 and resumed >= 1
-    assert incomplete(output) == []
+    assert incomplete(output) == [] and list(output.glob(".resume-*")) == []
 
 
 def test_a_resumed_job_reads_only_the_parts_not_committed(sources, references, tmp_path):

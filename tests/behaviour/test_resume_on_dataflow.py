@@ -101,7 +101,7 @@ def test_a_stopped_dataflow_job_is_continued_by_the_resubmitted_call(gcs, source
         with pytest.raises(DataflowJobError, match="ended FAILED"):
             first.wait(poll_seconds=0.1, progress=False)
         [temp_dir] = incomplete(output)
-        holder = json.loads(storage.read_bytes(storage.join(temp_dir, "_resume", "lock")))
+        holder = json.loads(storage.read_bytes(storage.join(resume_files.resume_dir(temp_dir), "lock")))
         assert holder["dataflow_job"] == first["job_id"]  # the lock is the Dataflow job's, not the submitter's
         committed = len(resume_files.committed_parts(temp_dir))
         assert 3 <= committed < total_parts

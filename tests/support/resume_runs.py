@@ -123,6 +123,11 @@ def incomplete(output_dir: Path) -> list[Path]:
     return sorted(output_dir.glob(".incomplete-*")) if output_dir.exists() else []
 
 
+def fingerprint_file(job: Path) -> Path:
+    """The fingerprint of the incomplete job `job` (`.incomplete-<name>`): in `.resume-<name>/` beside it."""
+    return job.parent / (".resume-" + job.name[len(".incomplete-"):]) / "fingerprint.json"
+
+
 def manifests(output_dir: Path) -> int:
     return sum(1 for job in incomplete(output_dir) for p in (job / "_parts").glob("*.json")
                if not p.name.endswith(".stats.json"))

@@ -4,8 +4,9 @@ A published job directory `<job_label>-<UTC timestamp>[-N]/` holds `metadata.jso
 marker), shards `<split>-NNNNN-of-NNNNN.tfrecord[.gz]`, `index/<shard>.index` (tfrecorder.format.
 record_index), `discarded.csv` and, for detection jobs, `label_map.pbtxt`. While it is written it is named `.incomplete-<name>` and holds
 scratch directories (`_pieces/`: piece files + offsets sidecars, `_work/`, `_discards/`: discard part
-files; resumable jobs also `_parts/`: a manifest per committed source part, and `_resume/`: the job's
-fingerprint and its run's lock), removed before it is published. A Dataflow job keeps Beam's temp and staging files under
+files; resumable jobs also `_parts/`: a manifest per committed source part), removed before it is
+published. A resumable job's fingerprint and its run's lock are beside it, in `.resume-<name>/`: outside
+the directory that is renamed into place, so a published job never holds them. A Dataflow job keeps Beam's temp and staging files under
 `output_dir/.tfrecorder-dataflow/`. docs/format.md describes each file.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ DISCARD_FILE = "discarded.csv"
 TEMP_PREFIX = ".incomplete-"  # an unpublished job directory
 PIECES_DIR, WORK_DIR, DISCARDS_DIR = "_pieces", "_work", "_discards"  # scratch, under the temporary directory
 PARTS_DIR = "_parts"  # resumable jobs: a manifest per committed source part (tfrecorder.format.resume_files)
-RESUME_DIR = "_resume"  # resumable jobs: the job's fingerprint and the lock of the run continuing it
+RESUME_PREFIX = ".resume-"  # resumable jobs: beside `.incomplete-<name>`, its fingerprint and the lock of the run continuing it
 PART_SUFFIX = ".part"  # piece files and discard part files
 OFFSETS_SUFFIX = ".offsets"  # a piece's sidecar: each record's end offset
 DATAFLOW_STAGING_DIR = ".tfrecorder-dataflow"  # under output_dir: Beam's temp and staging files

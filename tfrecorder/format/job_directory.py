@@ -15,13 +15,24 @@ import os
 from typing import Any, Optional
 
 from tfrecorder.errors import CorruptDataError
-from tfrecorder.format.file_names import METADATA_FILE, RESUME_DIR, TEMP_PREFIX, JobName
+from tfrecorder.format.file_names import METADATA_FILE, RESUME_PREFIX, TEMP_PREFIX, JobName
 from tfrecorder.io import storage
 
 
+def _split(path: str) -> tuple[str, str]:
+    return path.rstrip("/").rsplit("/", 1) if storage.is_remote(path) else os.path.split(path.rstrip("/"))
+
+
 def temp_dir_for(final_dir: str) -> str:
-    parent, name = final_dir.rstrip("/").rsplit("/", 1) if storage.is_remote(final_dir) else os.path.split(final_dir)
+    parent, name = _split(final_dir)
     return storage.join(parent, TEMP_PREFIX + name)
+
+
+def resume_dir_for(temp_dir: str) -> str:
+    """`.resume-<name>/` beside `.incomplete-<name>/`: a resumable job's fingerprint and lock. It is not
+    inside the temporary directory, so the rename that publishes the job never carries it along."""
+    parent, name = _split(temp_dir)
+    return storage.join(parent, RESUME_PREFIX + name[len(TEMP_PREFIX):])
 
 
 def reserve_job_dir(output_dir: str, label: Optional[str], version: Optional[int] = None) -> tuple[str, str]:
@@ -64,31 +75,33 @@ def publish(temp_dir: str, final_dir: str) -> None:
     metadata.json copied last (only once everything else is in place). The temporary objects stay
     until `remove_temp`, so running this again after a failure part-way redoes the same copies.
 
-    A resumable job's `_resume/` (fingerprint, lock) stays in the temporary directory until the job is
-    published, so a run killed at any moment before that is continued by the next: it is not copied
-    (remote), and is removed from the published directory right after the rename (local)."""
+    A resumable job's fingerprint and lock (`resume_dir_for`) stay beside the temporary directory until
+    the job is published, so a run killed at any moment before that is continued by the next."""
     if not storage.is_remote(final_dir):
         if os.path.exists(final_dir):
             raise FileExistsError(f"job directory {final_dir} already exists; refusing to overwrite it")
         os.rename(temp_dir, final_dir)
-        storage.delete_tree(storage.join(final_dir, RESUME_DIR))
         return
     metadata = storage.join(temp_dir, METADATA_FILE)
-    resume_prefix = storage.join(temp_dir, RESUME_DIR) + "/"
-    files = [path for path in storage.list_files(temp_dir) if path != metadata and not path.startswith(resume_prefix)]
+    files = [path for path in storage.list_files(temp_dir) if path != metadata]
     prefix = len(temp_dir.rstrip("/"))
     storage.copy_files([(path, final_dir.rstrip("/") + path[prefix:]) for path in files])
     storage.copy(metadata, storage.join(final_dir, METADATA_FILE))
 
 
 def remove_temp(temp_dir: str) -> None:
-    """Remove the temporary directory and everything left in it (missing is fine)."""
+    """Remove the temporary directory and everything left in it, then its fingerprint and lock (missing
+    is fine): a run killed in between leaves a `.resume-` directory alone, which `stale_resume_dirs` finds."""
     storage.delete_tree(temp_dir)
+    storage.delete_tree(resume_dir_for(temp_dir))
 
 
 def abandon(temp_dir: str, final_dir: str) -> None:
     """After a failed run: remove the temporary directory, and a job directory whose publishing
-    started but never reached metadata.json (its name was reserved for this run alone)."""
+    started but never reached metadata.json (its name was reserved for this run alone). The fingerprint
+    goes first: a run killed part-way leaves a temporary directory that is not resumable, which
+    `tfrecorder clean` removes, never a fingerprint of a job that is gone."""
+    storage.delete_tree(resume_dir_for(temp_dir))
     remove_temp(temp_dir)
     if not is_published(final_dir):
         storage.delete_tree(final_dir)
@@ -99,8 +112,6 @@ def finalize(temp_dir: str, final_dir: str) -> None:
     the temporary one. Safe to run again after it failed or finished."""
     if not is_published(final_dir):
         publish(temp_dir, final_dir)
-    elif not storage.is_remote(final_dir):  # published, then killed before its _resume/ was removed
-        storage.delete_tree(storage.join(final_dir, RESUME_DIR))
     remove_temp(temp_dir)
 
 

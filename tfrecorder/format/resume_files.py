@@ -1,16 +1,19 @@
 """What makes a job resumable, on disk: its fingerprint, the lock of the run continuing it, and a
 manifest per committed source part (issue 27).
 
-An unpublished job directory `.incomplete-<name>/` of a resumable job holds
-- `_resume/fingerprint.json`: what the job's output depends on (source identity, every
+An unpublished job directory `.incomplete-<name>/` of a resumable job has beside it `.resume-<name>/`
+(outside the directory the publishing rename moves, so a published job never holds it):
+- `fingerprint.json`: what the job's output depends on (source identity, every
   output-affecting option: tfrecorder.options.job_fingerprint). A later run with an equal fingerprint
   continues this directory instead of starting a new one.
-- `_resume/lock`: created exclusively by the run working on the job (host, pid); a second run finds
+- `lock`: created exclusively by the run working on the job (host, pid); a second run finds
   it held and stops (JobBusyError). A lock whose process is gone (same host) is stale and is taken over.
   A job submitted to Dataflow belongs to the Dataflow job, not to the process that submitted it: once
   submitted, the lock names the job (`dataflow_job`, project, region), and it is stale only when
   Dataflow reports that job ended (FAILED, CANCELLED, ...: the caller's `job_ended`, asked through the
   launch; this layer cannot reach Dataflow).
+
+The `.incomplete-<name>/` directory itself holds
 - `_parts/<part key>.json`: one source part's committed work (its pieces, its discard part file, the
   CSV record count and malformed lines, image kinds, rows), created exclusively once all of it is
   closed: the first committed manifest wins, and a replayed or resumed attempt emits its content
@@ -19,8 +22,9 @@ An unpublished job directory `.incomplete-<name>/` of a resumable job holds
   docs/format.md describes both; issue 28 (append) reuses them.
 
 Finalize removes `_parts/` first (a run killed after that redoes every part, its pieces being
-removed next); `_resume/` goes only with publishing (format/job_directory.publish), so a job killed at
-any moment before it is visible is continued by the next run.
+removed next); `.resume-<name>/` goes only after publishing (format/job_directory.finalize), so a job
+killed at any moment before it is visible is continued by the next run, and one killed right after
+leaves a `.resume-` directory of a published job, which the next run's scan removes.
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ import time
 from typing import Any, Callable, Optional
 
 from tfrecorder.errors import JobBusyError
-from tfrecorder.format.file_names import INDEX_DIR, METADATA_FILE, PARTS_DIR, RESUME_DIR, TEMP_PREFIX, is_temporary_name
+from tfrecorder.format.file_names import INDEX_DIR, METADATA_FILE, PARTS_DIR, RESUME_PREFIX, TEMP_PREFIX, is_temporary_name
 from tfrecorder.format import job_directory
 from tfrecorder.io import storage
 
@@ -54,7 +58,7 @@ def parts_dir(temp_dir: str) -> str:
 
 
 def resume_dir(temp_dir: str) -> str:
-    return storage.join(temp_dir, RESUME_DIR)
+    return job_directory.resume_dir_for(temp_dir)
 
 
 def manifest_path(temp_dir: str, key: str) -> str:
@@ -115,10 +119,11 @@ JobEnded = Callable[[dict], bool]  # a lock holder naming a remote job (Dataflow
 
 
 class JobLock:
-    """The lock of the run continuing an incomplete job: `_resume/lock`, created exclusively.
+    """The lock of the run continuing an incomplete job: `.resume-<name>/lock`, created exclusively.
     `job_ended`: how to tell whether a remote job holding it (a Dataflow job) has ended."""
 
     def __init__(self, temp_dir: str, job_ended: Optional[JobEnded] = None) -> None:
+        self.temp_dir = temp_dir
         self.path = storage.join(resume_dir(temp_dir), LOCK_FILE)
         self.held = False
         self.job_ended = job_ended
@@ -136,7 +141,7 @@ class JobLock:
                 who = (f"Dataflow job {holder['dataflow_job']}" if holder.get("dataflow_job")
                        else f"another run (pid {holder.get('pid')} on {holder.get('host')})")
                 raise JobBusyError(
-                    f"{who} is continuing the incomplete job {os.path.dirname(os.path.dirname(self.path))}; "
+                    f"{who} is continuing the incomplete job {self.temp_dir}; "
                     "wait for it, or pass resume=False to start a new job")
             storage.delete_files([self.path])
         raise JobBusyError(f"could not take the lock {self.path}: another run took it first")
@@ -148,7 +153,7 @@ class JobLock:
 
     def hand_over(self, owner: dict) -> None:
         """Give the held lock to a remote job (`owner`: {"dataflow_job": id, ...}) that now works on
-        the job and outlives this process; the job's finalize removes it with `_resume/`."""
+        the job and outlives this process; the job's finalize removes it with `.resume-<name>/`."""
         if self.held:
             storage.write_bytes(self.path, _encode({**owner, "since": time.time()}))
             self.held = False
@@ -197,11 +202,36 @@ class IncompleteJob:
         return document
 
 
+def _names(paths: list[str], prefix: str) -> set[str]:
+    """The job names of the directories among `paths` named `<prefix><job name>`."""
+    return {name[len(prefix):] for name in (path.rstrip("/").rsplit("/", 1)[-1] for path in paths)
+            if name.startswith(prefix)}
+
+
 def incomplete_dirs(output_dir: str) -> list[str]:
-    """The `.incomplete-` directories directly under `output_dir`, sorted (gs://: one delimited listing,
-    not every object of every published job)."""
-    return [path for path in storage.list_dirs(output_dir)
-            if path.rstrip("/").rsplit("/", 1)[-1].startswith(TEMP_PREFIX)]
+    """The `.incomplete-<name>` directories of the unpublished jobs directly under `output_dir`, sorted
+    (gs://: one delimited listing, not every object of every published job). A job is known by its
+    temporary directory or by its `.resume-<name>/` alone: on object stores a directory exists only
+    once an object is in it, and a job's lock is written before anything else."""
+    listed = storage.list_dirs(output_dir)
+    names = _names(listed, TEMP_PREFIX) | _names(listed, RESUME_PREFIX)
+    return [storage.join(output_dir, TEMP_PREFIX + name) for name in sorted(names)]
+
+
+def remove_stale_resume_dirs(output_dir: str) -> list[str]:
+    """Remove the `.resume-<name>/` directories left alone by a run killed between publishing its job
+    and removing them (published, no `.incomplete-<name>` left); returns them. Others stay: an
+    unpublished job's, and a published job's whose temporary copy is left, which `tfrecorder status`
+    lists as cleanup and `tfrecorder clean` removes with it."""
+    listed = storage.list_dirs(output_dir)
+    temporary = _names(listed, TEMP_PREFIX)
+    stale = []
+    for name in sorted(_names(listed, RESUME_PREFIX) - temporary):
+        if job_directory.is_published(storage.join(output_dir, name)):
+            path = storage.join(output_dir, RESUME_PREFIX + name)
+            storage.delete_tree(path)
+            stale.append(path)
+    return stale
 
 
 def final_dir_of(temp_dir: str) -> str:

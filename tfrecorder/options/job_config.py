@@ -68,6 +68,7 @@ class JobConfig:
     def scratch_dirs(self) -> tuple[str, ...]:
         """Directories of intermediate files under temp_dir, removed before the job is published, in
         this order: part manifests first (a run killed after that redoes every part rather than trust
-        pieces being removed). The fingerprint (`_resume/`) goes only with publishing
-        (format/job_directory.publish): until then a killed job can be continued."""
+        pieces being removed). The fingerprint is not among them: it is beside temp_dir
+        (format/job_directory.resume_dir_for) and goes only after publishing, so until then a killed
+        job can be continued."""
         return (self.parts_dir, self.pieces_dir, self.work_dir, self.discards_dir)

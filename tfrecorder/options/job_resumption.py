@@ -90,6 +90,7 @@ def choose_job_dir(output_dir: str, job_label: Optional[str], fingerprint: Optio
             raise ValueError("resume=True: this conversion cannot be continued (only local and Dataflow "
                              "runs can)")
         return JobDirectory(*job_directory.reserve_job_dir(output_dir, job_label, version))
+    resume_files.remove_stale_resume_dirs(output_dir)  # left by a run killed right after publishing
     if resume is not False:
         temp_dir, passed = find_matching(output_dir, fingerprint, resume, job_ended)
         if temp_dir is None and resume is True:

@@ -33,7 +33,7 @@ def test_a_lock_is_exclusive_and_a_dead_holders_lock_is_taken_over(tmp_path):
     lock.release()
     assert not resume_files.lock_held(temp_dir)
     dead = json.dumps({"host": __import__("socket").gethostname(), "pid": 2 ** 22 + 12345}).encode()
-    (tmp_path / ".incomplete-job" / "_resume" / "lock").write_bytes(dead)
+    (tmp_path / ".resume-job" / "lock").write_bytes(dead)
     assert not resume_files.lock_held(temp_dir)
     resume_files.JobLock(temp_dir).acquire().release()
 
@@ -77,7 +77,7 @@ def test_a_lock_handed_to_a_dataflow_job_is_stale_only_once_that_job_ended(tmp_p
     lock = resume_files.JobLock(temp_dir).acquire()
     lock.hand_over({"dataflow_job": "2026-11-26_01", "project": "p", "region": "r"})
     lock.release()  # no longer this process's to release
-    holder = json.loads((tmp_path / ".incomplete-job" / "_resume" / "lock").read_bytes())
+    holder = json.loads((tmp_path / ".resume-job" / "lock").read_bytes())
     assert holder["dataflow_job"] == "2026-11-26_01" and "pid" not in holder
     asked = []
 

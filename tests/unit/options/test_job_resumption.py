@@ -46,7 +46,7 @@ def test_auto_continues_the_matching_job_and_passes_over_the_others(tmp_path, ca
     assert not fresh.resumed and "option num_shards differs (0 then, 2 now); starting a new job" in caplog.text
     fresh.release()
     newest = choose_job_dir(str(tmp_path), "t", PRINT, False, 10, None)
-    assert not newest.resumed and len(os.listdir(tmp_path)) == 4
+    assert not newest.resumed and len(resume_files.incomplete_dirs(str(tmp_path))) == 4
     newest.release()
 
 
