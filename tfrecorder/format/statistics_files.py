@@ -10,6 +10,7 @@ import json
 import struct
 from typing import Any, Mapping, Optional
 
+from tfrecorder.format.example_encoder import varint
 from tfrecorder.format.job_directory import job_file
 from tfrecorder.io import storage
 
@@ -50,29 +51,19 @@ _INT, _FLOAT, _STRING, _BYTES = 0, 1, 2, 3  # FeatureNameStatistics.Type
 _STANDARD, _QUANTILES = 0, 1  # Histogram.HistogramType
 
 
-def _varint(number: int) -> bytes:
-    number = int(number)
-    out = bytearray()
-    while True:
-        bits, number = number & 0x7F, number >> 7
-        out.append(bits | (0x80 if number else 0))
-        if not number:
-            return bytes(out)
-
-
 def _uint(field: int, number: Optional[float]) -> bytes:
     """A uint64 field (nothing for None: statistics.json's null, a value beyond float range)."""
     if number is None:
         return b""
-    return _varint(field << 3) + _varint(max(int(round(number)), 0))
+    return varint(field << 3) + varint(max(int(round(number)), 0))
 
 
 def _double(field: int, value: Optional[float]) -> bytes:
-    return b"" if value is None else _varint(field << 3 | 1) + struct.pack("<d", float(value))
+    return b"" if value is None else varint(field << 3 | 1) + struct.pack("<d", float(value))
 
 
 def _float(field: int, value: Optional[float]) -> bytes:
-    return b"" if value is None else _varint(field << 3 | 5) + struct.pack("<f", float(value))
+    return b"" if value is None else varint(field << 3 | 5) + struct.pack("<f", float(value))
 
 
 def _text(field: int, text: str) -> bytes:
@@ -80,7 +71,7 @@ def _text(field: int, text: str) -> bytes:
 
 
 def _message(field: int, body: bytes) -> bytes:
-    return _varint(field << 3 | 2) + _varint(len(body)) + body
+    return varint(field << 3 | 2) + varint(len(body)) + body
 
 
 def _common(feature: Mapping[str, Any]) -> bytes:
