@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Optional
 
 
 def od_api_spec(tf) -> dict:
@@ -26,10 +27,11 @@ def od_api_spec(tf) -> dict:
     }
 
 
-def read_od_records(tf, tfrecord_dir: str) -> dict[str, dict]:
-    """Every written record parsed with the OD API spec (+ image/uri), keyed by image/uri."""
+def read_od_records(tf, tfrecord_dir: str, extra_spec: Optional[dict] = None, key: str = "image/uri") -> dict[str, dict]:
+    """Every written record parsed with the OD API spec (+ image/uri, + `extra_spec`), with its split,
+    keyed by the decoded value of `key`."""
     metadata = json.loads((Path(tfrecord_dir) / "metadata.json").read_text())
-    spec = od_api_spec(tf)
+    spec = {**od_api_spec(tf), **(extra_spec or {})}
     found = {}
     for split, info in metadata["splits"].items():
         for shard in info["shards"]:
@@ -38,7 +40,7 @@ def read_od_records(tf, tfrecord_dir: str) -> dict[str, dict]:
                 example = {k: (tf.sparse.to_dense(v).numpy() if isinstance(v, tf.SparseTensor) else v.numpy())
                            for k, v in parsed.items()}
                 example["split"] = split
-                found[example["image/uri"].decode()] = example
+                found[example[key].decode()] = example
     return found
 
 

@@ -2,7 +2,6 @@
 image and annotation accounted for, annotations joined to their images inside the pipeline."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +9,7 @@ import pytest
 
 import tfrecorder
 from support.datasets import coco_document, rle_of, scenes, write_coco, write_voc, write_yolo
-from support.detection_records import discards_of, od_api_spec
+from support.detection_records import discards_of, read_od_records
 from tfrecorder.format import detection_keys
 from tfrecorder.rows import instance_masks
 
@@ -19,21 +18,13 @@ SCENES = scenes(8)
 
 def _records(tf, tfrecord_dir: str) -> dict[str, dict]:
     """Every record parsed as the OD API does, plus its masks decoded, keyed by file name."""
-    metadata = json.loads((Path(tfrecord_dir) / "metadata.json").read_text())
-    spec = {**od_api_spec(tf), "image/object/mask": tf.io.VarLenFeature(tf.string),
-            "image/object/is_crowd": tf.io.VarLenFeature(tf.int64), "image/object/area": tf.io.VarLenFeature(tf.float32),
-            "image/object/difficult": tf.io.VarLenFeature(tf.int64),
-            "image/segmentation/class/encoded": tf.io.FixedLenFeature((), tf.string, default_value="")}
+    extra = {"image/object/mask": tf.io.VarLenFeature(tf.string), "image/object/is_crowd": tf.io.VarLenFeature(tf.int64),
+             "image/object/area": tf.io.VarLenFeature(tf.float32), "image/object/difficult": tf.io.VarLenFeature(tf.int64),
+             "image/segmentation/class/encoded": tf.io.FixedLenFeature((), tf.string, default_value="")}
     found = {}
-    for split, info in metadata["splits"].items():
-        for shard in info["shards"]:
-            for record in tf.data.TFRecordDataset(str(Path(tfrecord_dir) / shard["file"])):
-                parsed = tf.io.parse_single_example(record, spec)
-                example = {k: (tf.sparse.to_dense(v).numpy() if isinstance(v, tf.SparseTensor) else v.numpy())
-                           for k, v in parsed.items()}
-                example["split"] = split
-                example["masks"] = [instance_masks.decode_png(m) for m in example["image/object/mask"]]
-                found[example["image/filename"].decode().rsplit(".", 1)[0]] = example
+    for name, example in read_od_records(tf, tfrecord_dir, extra, key="image/filename").items():
+        example["masks"] = [instance_masks.decode_png(m) for m in example["image/object/mask"]]
+        found[name.rsplit(".", 1)[0]] = example
     return found
 
 
