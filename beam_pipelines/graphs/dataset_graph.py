@@ -25,10 +25,9 @@ from beam_pipelines.steps import read_rows
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import EncodeAndWritePieces, read_image
 from beam_pipelines.steps.fetch_images import reader_for
+from beam_pipelines.steps.finalize_job import finalize_label_mapped_job
 from beam_pipelines.steps.join_buckets import JoinRecords
-from tfrecorder.format import detection_keys, file_names, job_directory
-from tfrecorder.format.metadata_file import JobMetadata
-from tfrecorder.io import storage
+from tfrecorder.format import detection_keys
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows import dataset_records
 from tfrecorder.rows.instance_encoder import InstanceEncoder
@@ -129,17 +128,7 @@ def build_dataset_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCol
 
 def finalize_dataset_job(_, config: JobConfig, shards, labels, rows_in, rows_written, discard_reasons, pieces):
     """Write label_map.pbtxt (the dataset's own ids) and metadata.json, clean up, publish; safe to re-run."""
-    if not job_directory.is_published(config.final_dir):
-        names = [name for _id, name in sorted(labels.items())]
-        metadata = JobMetadata.build(config, shards, {"label": names}, rows_in, discard_reasons, {},
-                                     rows_written=rows_written)
-        metadata = metadata.updated(**detection_keys.dataset_metadata(labels, config.source.kind),
-                                    input_schema=metadata.document["schema"], schema={},
-                                    features=detection_keys.dataset_feature_spec())
-        storage.write_bytes(storage.join(config.temp_dir, file_names.LABEL_MAP_FILE),
-                            detection_keys.label_map_of(labels).encode("utf-8"))
-        for scratch in config.scratch_dirs:
-            storage.delete_tree(scratch)
-        metadata.write(config.temp_dir)
-    job_directory.finalize(config.temp_dir, config.final_dir)
-    yield config.final_dir
+    yield finalize_label_mapped_job(
+        config, shards, [name for _id, name in sorted(labels.items())], rows_in, rows_written, discard_reasons,
+        detection_keys.dataset_metadata(labels, config.source.kind), detection_keys.dataset_feature_spec(),
+        detection_keys.label_map_of(labels))

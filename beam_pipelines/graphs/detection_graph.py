@@ -25,13 +25,11 @@ from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import EncodeAndWritePieces
 from beam_pipelines.steps.progress_counters import RowsDone
 from beam_pipelines.steps.fetch_images import reader_for
+from beam_pipelines.steps.finalize_job import finalize_label_mapped_job
 from tfrecorder.format import detection_keys
 from tfrecorder.rows import detection_encoder
 from tfrecorder.core import splits
-from tfrecorder.format import file_names, job_directory
-from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
-from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.errors import RowError
 from tfrecorder.core.schema import SPLIT_COLUMN
 
@@ -218,21 +216,10 @@ def build_detection_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PC
 
 
 def finalize_detection_job(_, config: JobConfig, shards, vocabularies, rows_in, rows_written, discard_reasons, pieces):
-    """Write label_map.pbtxt and metadata.json, clean temporary files, and publish the job directory.
-
-    Safe to run again after any part of it ran: once the job is published it only cleans up.
-    """
-    if not job_directory.is_published(config.final_dir):
-        vocabulary = list(vocabularies.get("label", []))
-        metadata = JobMetadata.build(config, shards, {"label": vocabulary}, rows_in, discard_reasons, {},
-                                     rows_written=rows_written)
-        metadata = metadata.updated(**detection_keys.detection_metadata(vocabulary, _box_units(config)),
-                                    input_schema=metadata.document["schema"], schema={},
-                                    features=detection_keys.feature_spec())
-        storage.write_bytes(storage.join(config.temp_dir, file_names.LABEL_MAP_FILE),
-                            detection_keys.label_map_pbtxt(vocabulary).encode("utf-8"))
-        for scratch in config.scratch_dirs:
-            storage.delete_tree(scratch)
-        metadata.write(config.temp_dir)
-    job_directory.finalize(config.temp_dir, config.final_dir)
-    yield config.final_dir
+    """Write label_map.pbtxt and metadata.json, clean temporary files, and publish the job directory;
+    safe to re-run."""
+    vocabulary = list(vocabularies.get("label", []))
+    yield finalize_label_mapped_job(
+        config, shards, vocabulary, rows_in, rows_written, discard_reasons,
+        detection_keys.detection_metadata(vocabulary, _box_units(config)), detection_keys.feature_spec(),
+        detection_keys.label_map_pbtxt(vocabulary))

@@ -6,6 +6,7 @@ import dataclasses
 
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.format import job_directory, tfds_files
+from tfrecorder.format.file_names import LABEL_MAP_FILE
 from tfrecorder.format.lineage import lineage_entry, merged_images
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
@@ -56,3 +57,20 @@ def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard
     yield from finalize_job(_, config, shards, job_vocabularies(stats.vocabularies, config), stats.rows_in,
                             discard_reasons, pieces, image_kinds=image_kinds,
                             statistics=statistics, duplicates=duplicates)
+
+
+def finalize_label_mapped_job(config: JobConfig, shards, label_names: list, rows_in: int, rows_written: int,
+                              discard_reasons, fields: dict, features: dict, label_map: str) -> str:
+    """finalize_job for a detection or dataset job (OD API records): metadata.json gets `fields` and
+    the OD API feature spec, `label_map.pbtxt` is written beside the shards; then the job is published.
+    Safe to run again after any part of it ran: once the job is published it only cleans up."""
+    if not job_directory.is_published(config.final_dir):
+        metadata = JobMetadata.build(config, shards, {"label": list(label_names)}, rows_in, discard_reasons, {},
+                                     rows_written=rows_written)
+        metadata = metadata.updated(**fields, input_schema=metadata.document["schema"], schema={}, features=features)
+        storage.write_bytes(storage.join(config.temp_dir, LABEL_MAP_FILE), label_map.encode("utf-8"))
+        for scratch in config.scratch_dirs:
+            storage.delete_tree(scratch)
+        metadata.write(config.temp_dir)
+    job_directory.finalize(config.temp_dir, config.final_dir)
+    return config.final_dir
