@@ -26,7 +26,9 @@ from tfrecorder.format.image_keys import digest_key, key_hash, uri_key
 from tfrecorder.format.lineage import DUPLICATE_REASON
 from tfrecorder.io import storage
 from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES
-from tfrecorder.rows.row_encoding import RowEncoder, prepare_row, resolve_uri
+from tfrecorder.core.splits import split_of_digest
+from tfrecorder.rows.duplicate_groups import content_digest
+from tfrecorder.rows.row_encoding import RowEncoder, prepare_row, resolve_uri, unassigned
 from tfrecorder.rows.value_coercion import is_missing
 from tfrecorder.sources.source_protocol import REASONED, RECORDS
 
@@ -170,9 +172,13 @@ class EncodeAndWritePieces(beam.DoFn):
             except RowError as exc:
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
+            digest = None
+            if self.config.content_splits and encoder.row_images and unassigned(row, self.schema):
+                digest = content_digest(*(image[3] for image in encoder.row_images))  # issue 29: byte-identical
+                split = split_of_digest(digest, self.config.split_ratios)  # images land in one split
             if written is not None:
                 hashed = pending.perceptual_hash(encoder.row_images[0][1]) if pending and encoder.row_images else None
-                written.add_row(split, row, encoder.row_images, data, hashed)
+                written.add_row(split, row, encoder.row_images, data, hashed, digest=digest)
             yield from self._write(split, data, unknown)
         if pending:
             pending.wait()
