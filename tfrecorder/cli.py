@@ -145,8 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="images read at once per worker (default 16 for gs:// images, 1 for local files)")
     convert.add_argument("--schema", type=str, help="JSON or YAML file mapping column → type name "
                          "(only these columns are converted); default: inferred from names and dtypes")
-    convert.add_argument("--duplicates", choices=["report", "fail"],
-                         help="report (default): duplicates.csv and counts; fail: a train/test leak fails the job")
+    convert.add_argument("--duplicates", choices=["report", "drop", "fail"],
+                         help="report (default): duplicates.csv and counts; drop: keep one row per duplicate group "
+                              "(the others in discarded.csv); fail: a train/test leak fails the job")
     convert.add_argument("--near_duplicate_distance", type=int,
                          help="group near-duplicate images whose perceptual hashes differ in at most this many bits "
                               "(1-7; 7 recommended; default 0: no search)")
