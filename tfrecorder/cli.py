@@ -219,10 +219,10 @@ def _add_append_parsers(commands) -> None:
     append.add_argument("base_job_dir", help="the finished job (or version) the new rows are appended to")
     append.add_argument("--source", required=True, help="the new rows: any source convert takes, with the base's columns")
     append.add_argument("--output_dir", help="directory that receives the version (default: the base's directory)")
-    append.add_argument("--duplicates", choices=["discard", "report", "fail", "keep"],
+    append.add_argument("--duplicates", choices=["discard", "report", "drop", "fail", "keep"],
                         help="new rows whose image is already in the base are discarded unless 'keep'; duplicates "
-                             "within the new rows are reported (discard, the default, and report) or fail the "
-                             "version on a train/test leak (fail)")
+                             "within the new rows are reported (discard, the default, and report), all but one "
+                             "of each group dropped (drop) or fail the version on a train/test leak (fail)")
     append.add_argument("--runner", default="DirectRunner", help=RUNNER_HELP)
     append.add_argument("--num_shards", type=int, help="shards per split for the new rows; 0 = sized by bytes")
     append.add_argument("--max_shard_bytes", type=int, help="target shard size for automatic sharding")

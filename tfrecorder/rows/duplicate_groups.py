@@ -173,7 +173,7 @@ class DuplicateCounts:
 
     groups: int = 0
     rows: int = 0  # rows in some group
-    redundant: int = 0  # rows beyond the first of each group (what duplicates="drop" would remove)
+    redundant: int = 0  # rows beyond the first of each group (what duplicates="drop" removes)
     leaking_groups: int = 0
     leaking_rows: int = 0
 
