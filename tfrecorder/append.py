@@ -48,7 +48,7 @@ def _check_inherited(base: BaseJob, options: dict) -> None:
         raise ValueError(f"schema is inherited from the base job {base.job_name}; the new rows must have its columns")
 
 
-APPEND_DUPLICATES = ("discard", "report", "fail", "keep")  # issue 28's two values and issue 29's (docs/options.md)
+APPEND_DUPLICATES = ("discard", "report", "drop", "fail", "keep")  # issue 28's two values and issue 29's (docs/options.md)
 
 
 @leaves_logging_alone
@@ -65,8 +65,8 @@ def append(base_job_dir: Union[str, os.PathLike], source: Union[pd.DataFrame, st
     in the new rows' TRAIN split are appended to the vocabulary in sorted order. A new row whose image
     is already in the base is discarded as `already in base: <job>` unless `duplicates="keep"`.
     `duplicates` is convert()'s option (issue 29) plus "keep": "report" (or "discard", its name before
-    issue 29; the default) and "fail" also discard rows already in the base, and report (or fail on)
-    duplicates within the new rows as convert() does; "keep" keeps rows already in the base and reports
+    issue 29; the default), "drop" and "fail" also discard rows already in the base, and report (drop all
+    rows but one of, or fail on) duplicates within the new rows as convert() does; "keep" keeps rows already in the base and reports
     the others (docs/versions.md).
     Other `options` are those of `tfrecorder.convert` (runner, num_shards, split_ratios, ...).
     Appending to a version (v3 on v2) works the same way; a TFRecorder 2.0 directory must be
@@ -87,7 +87,8 @@ def append(base_job_dir: Union[str, os.PathLike], source: Union[pd.DataFrame, st
     target = _parent_dir(base.tfrecord_dir) if output_dir is None else output_dir
     options.setdefault("job_label", base.label)
     return convert(source, target, schema=base.schema, compression=base.compression, validate=base.validate,
-                   image_size=base.image_size, _base=base, duplicates="fail" if duplicates == "fail" else "report",
+                   image_size=base.image_size, _base=base,
+                   duplicates=duplicates if duplicates in ("fail", "drop") else "report",
                    **options)
 
 

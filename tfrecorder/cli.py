@@ -145,8 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="images read at once per worker (default 16 for gs:// images, 1 for local files)")
     convert.add_argument("--schema", type=str, help="JSON or YAML file mapping column → type name "
                          "(only these columns are converted); default: inferred from names and dtypes")
-    convert.add_argument("--duplicates", choices=["report", "fail"],
-                         help="report (default): duplicates.csv and counts; fail: a train/test leak fails the job")
+    convert.add_argument("--duplicates", choices=["report", "drop", "fail"],
+                         help="report (default): duplicates.csv and counts; drop: keep one row per duplicate group "
+                              "(the others in discarded.csv); fail: a train/test leak fails the job")
     convert.add_argument("--near_duplicate_distance", type=int,
                          help="group near-duplicate images whose perceptual hashes differ in at most this many bits "
                               "(1-7; 7 recommended; default 0: no search)")
@@ -218,10 +219,10 @@ def _add_append_parsers(commands) -> None:
     append.add_argument("base_job_dir", help="the finished job (or version) the new rows are appended to")
     append.add_argument("--source", required=True, help="the new rows: any source convert takes, with the base's columns")
     append.add_argument("--output_dir", help="directory that receives the version (default: the base's directory)")
-    append.add_argument("--duplicates", choices=["discard", "report", "fail", "keep"],
+    append.add_argument("--duplicates", choices=["discard", "report", "drop", "fail", "keep"],
                         help="new rows whose image is already in the base are discarded unless 'keep'; duplicates "
-                             "within the new rows are reported (discard, the default, and report) or fail the "
-                             "version on a train/test leak (fail)")
+                             "within the new rows are reported (discard, the default, and report), all but one "
+                             "of each group dropped (drop) or fail the version on a train/test leak (fail)")
     append.add_argument("--runner", default="DirectRunner", help=RUNNER_HELP)
     append.add_argument("--num_shards", type=int, help="shards per split for the new rows; 0 = sized by bytes")
     append.add_argument("--max_shard_bytes", type=int, help="target shard size for automatic sharding")

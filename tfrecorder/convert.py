@@ -19,6 +19,7 @@ import pandas as pd
 from tfrecorder.core.progress_bar import ProgressReporter, local_progress
 from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.core.schema import Schema, check_column_names
+from tfrecorder.rows.row_encoding import content_splits
 from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
 from tfrecorder.format import detection_keys, file_names
 from tfrecorder.format.lineage import BaseJob
@@ -99,14 +100,15 @@ def _check_split_column(table: Table, schema: Schema) -> None:
         )
 
 
-def _check_in_driver(table: Table, schema: Schema, split_ratios, require_train: bool = True) -> None:
+def _check_in_driver(table: Table, schema: Schema, split_ratios, require_train: bool = True,
+                     content_splits: bool = False) -> None:
     """Table-level errors of a source the driver holds (a DataFrame, an annotation file) are raised before
     any pipeline starts; a CSV's or Parquet's are found by the pipeline, which fails with the same
     message. Stops at the first TRAIN row (rows appended to a job need none: `require_train=False`)."""
     rows = table.rows_for_driver_check()
     if rows is None:
         return
-    counter, stats = StatsCounter(schema, split_ratios), TableStats()
+    counter, stats = StatsCounter(schema, split_ratios, content_splits), TableStats()
     for row in rows:
         counter.count([row], stats)
         if stats.train_found or (stats.rows and not require_train):
@@ -201,7 +203,10 @@ def convert(
     Every job also writes statistics.json / statistics.pb (per split and feature) and duplicates.csv
     (rows with identical images, or identical values for image-free rows); a duplicate group spanning
     TRAIN and VALIDATION/TEST is a leak, counted in metadata.json. `duplicates="fail"` fails the job on a
-    leak, before anything is published (docs/statistics.md); `tfrecorder.report(job_dir)` shows it all.
+    leak, before anything is published (docs/statistics.md); `duplicates="drop"` (tables of images) keeps
+    one row per group (the one duplicates.csv marks kept) and discards the others as `duplicate of <uri>`;
+    `tfrecorder.report(job_dir)` shows it all. UNASSIGNED rows of images get their split from their image
+    bytes, so byte-identical images always share a split.
     `near_duplicate_distance=7` also groups near-duplicate images (re-encoded, resized, slightly cropped
     copies: 64-bit perceptual hashes at most that many bits apart); off (0) by default, as it costs a
     small decode of each image.
@@ -246,7 +251,13 @@ def convert(
     launch.check_table(table, resolved_schema)
     images_remote = _images_remote(table, resolved_schema)
     concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)
-    _check_in_driver(table, resolved_schema, options.split_ratios, require_train=_base is None)
+    by_content = content_splits(resolved_schema, is_detection or is_dataset)  # UNASSIGNED rows split by image bytes
+    if options.duplicates == "drop" and not by_content:  # issue 29: built for the image graph's rows
+        raise ValueError("duplicates='drop' is supported for tables of images (one Example per row) only, not "
+                         "for image-free, detection or COCO/VOC/YOLO tables yet; use duplicates='report' and "
+                         "the rows duplicates.csv lists")
+    _check_in_driver(table, resolved_schema, options.split_ratios, require_train=_base is None,
+                     content_splits=by_content)
     resume = check_resume(resume)
 
     # COCO/VOC/YOLO datasets take a graph without part commits for now: they start afresh.
@@ -277,6 +288,7 @@ def convert(
                 fetch_concurrency=concurrency, max_image_pixels=options.max_image_pixels,
                 max_image_bytes=options.max_image_bytes, progress_dir=progress_dir, duplicates=options.duplicates,
                 near_duplicate_distance=options.near_duplicate_distance, statistics=options.statistics,
+                content_splits=by_content,
                 extra_metadata={**({"task": detection_keys.TASK, "box_units": options.box_units} if is_detection
                                    else {"image_size": list(options.image_size)} if options.image_size else {}),
                                 **job.resumed_entry()},

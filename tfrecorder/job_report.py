@@ -177,6 +177,9 @@ def duplicates_html(counts: Optional[Mapping[str, int]], groups: list) -> str:
     parts = [f"<h3>Duplicates</h3><div>{counts.get('groups', 0):,} groups of identical rows "
              f"({counts.get('rows', 0):,} rows, {counts.get('redundant', 0):,} beyond the first of each group); "
              f"{near.get('groups', 0):,} groups of near-duplicate images ({near.get('rows', 0):,} rows)</div>"]
+    if "dropped" in counts:  # duplicates="drop": the groups below were found, then all but the kept row dropped
+        parts.append(f"<div>{counts['dropped']:,} rows dropped (duplicates=\"drop\"): only each group's kept row "
+                     "was written, the others are in discarded.csv; no group is left spanning splits</div>")
     warning = leak_warning(counts)
     if warning:
         parts.append(f'<div class="tfr-warn">{html.escape(warning)}</div>')

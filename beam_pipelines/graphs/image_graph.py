@@ -5,6 +5,8 @@ stage is a module of beam_pipelines/steps/.
          │                                                                   decode, write pieces)
          │                                                     ─► assemble (shard_planning, assemble_shards)
          └► read ─► count (count_table: rows, nullable columns, TRAIN, vocabulary) ─(side input, checked)┘
+    quality (collect_statistics, find_duplicates; duplicates="drop": drop_duplicates rewrites the pieces
+         holding a dropped row before shards are planned)
     discards (discard_files: a part file per bundle, merged into discarded.csv)
     finalize (finalize_job: metadata.json, TFDS files, publish)
 
@@ -39,7 +41,8 @@ from beam_pipelines.steps.encode_rows import IMAGE_KINDS, EncodeAndWritePieces, 
 from beam_pipelines.steps.part_commits import DISCARD_PARTS
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, REASONED
 from beam_pipelines.steps.collect_statistics import QUALITY
-from beam_pipelines.steps.find_duplicates import quality_outputs
+from beam_pipelines.steps.drop_duplicates import drop_duplicates
+from beam_pipelines.steps.find_duplicates import quality_steps
 from beam_pipelines.steps.finalize_job import finalize_with_stats
 from beam_pipelines.steps.prepare_rows import PrepareRows
 
@@ -84,9 +87,19 @@ def build_image_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PColle
         ImageKindsFn()
     ).without_defaults()
     found["Encode"] = encoded[DISCARD]
-    return write_outputs(pipeline, config, encoded.pieces, found, finalize_with_stats, stats_side,
-                         image_kinds=AsSingleton(image_kinds, default_value={}),
-                         **quality_outputs(config, encoded[QUALITY]))
+    pieces, quality = _dropping_duplicates(config, encoded.pieces, encoded[QUALITY], found)
+    return write_outputs(pipeline, config, pieces, found, finalize_with_stats, stats_side,
+                         image_kinds=AsSingleton(image_kinds, default_value={}), **quality)
+
+
+def _dropping_duplicates(config: JobConfig, pieces: beam.PCollection, quality: beam.PCollection,
+                         found: dict) -> tuple[beam.PCollection, dict]:
+    """The statistics and duplicates steps (finalize's keyword side inputs); with duplicates="drop" the
+    pieces without the dropped rows (found["Dropped"]: their discards), else `pieces` as they are."""
+    finalize_inputs, dropped = quality_steps(config, quality)
+    if dropped is not None:
+        pieces, found["Dropped"] = drop_duplicates(config, pieces, dropped)
+    return pieces, finalize_inputs
 
 
 
@@ -107,7 +120,7 @@ def _resumable_graph(pipeline: beam.Pipeline, config: JobConfig, parts: read_row
         read_rows.number_malformed, AsDict(encoded[RECORDS]), len(config.columns))
     image_kinds = encoded[IMAGE_KINDS] | "ImageKinds" >> beam.CombineGlobally(ImageKindsFn()).without_defaults()
     found = {"Read": (numbered, encoded[REASONED]) | "AllMalformed" >> beam.Flatten()}
-    return write_outputs(pipeline, config, encoded.pieces, found, finalize_with_stats, AsSingleton(stats),
+    pieces, quality = _dropping_duplicates(config, encoded.pieces, encoded[QUALITY], found)
+    return write_outputs(pipeline, config, pieces, found, finalize_with_stats, AsSingleton(stats),
                          committed_discards=encoded[DISCARD_PARTS],
-                         image_kinds=AsSingleton(image_kinds, default_value={}),
-                         **quality_outputs(config, encoded[QUALITY]))
+                         image_kinds=AsSingleton(image_kinds, default_value={}), **quality)

@@ -47,26 +47,31 @@ class WrittenRows:
         self._near: list[tuple] = []
 
     def add_row(self, split: str, row: Mapping[str, Any], images: Sequence[tuple[str, str, Any, bytes]],
-                example: Any, phash: Optional[int] = None) -> None:
+                example: Any, phash: Optional[int] = None, digest: Optional[bytes] = None,
+                place: Optional[tuple] = None) -> None:
         """A row written to `split`: `images` as (column, uri, ImageInfo, bytes written); `example` its
         serialized Example (bytes or a list of pieces), the content of image-free rows; `phash` its first
-        image's perceptual hash when the decode pool computed it (else computed here when needed)."""
+        image's perceptual hash when the decode pool computed it (else computed here when needed);
+        `digest` the images' content digest when the encoder computed it (its split chosen by it);
+        `place` where the row's record is (duplicates="drop": tfrecorder.rows.duplicate_groups.Place),
+        carried with its digest so that a dropped duplicate can be taken out of its piece."""
+        extra = () if place is None else (place,)
         self._rows.setdefault(split, []).append(row)
         facts = self._images.setdefault(split, {})
         for column, _uri, info, data in images:
             facts.setdefault(column, []).append((info.format, info.height, info.width, info.channels, len(data)))
         if images:
-            digest = content_digest(*(data for _c, _u, _i, data in images))
+            digest = digest or content_digest(*(data for _c, _u, _i, data in images))
             row_id = " ".join(uri for _c, uri, _i, _d in images)
             if self.near_duplicates and phash is None:
                 phash = perceptual_hash(images[0][3])
             if phash is not None:
-                self._near.append((phash, digest, split, row_id))
+                self._near.append((phash, digest, split, row_id, *extra))
         else:
             content = example if isinstance(example, (bytes, bytearray)) else b"".join(bytes(p) for p in example)
             digest = content_digest(content)
             row_id = json.dumps({k: str(v) for k, v in row.items()}, sort_keys=True)[:200]
-        self._entries.append((digest, split, row_id))
+        self._entries.append((digest, split, row_id, *extra))
 
     def add_records(self, split: str, batch: pa.RecordBatch, records: pa.Array, part: str, rows: np.ndarray) -> None:
         """Image-free rows written to `split`, column-wise: `batch` their values, `records` their Examples,

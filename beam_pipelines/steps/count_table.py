@@ -45,7 +45,8 @@ class BatchPartStats(beam.DoFn):
         stats = TableStats()
         for item in read_batches(self.config, part):
             if isinstance(item, pa.RecordBatch):
-                columnar_encoder.count_batch(item, self.schema, self.config.split_ratios, stats)
+                columnar_encoder.count_batch(item, self.schema, self.config.split_ratios, stats,
+                                             self.config.content_splits)
             elif item[0] != RECORDS:
                 stats.malformed += 1
         return stats
@@ -80,7 +81,7 @@ class RowPartStats(beam.DoFn):
         self.config = config
 
     def setup(self) -> None:
-        self._counter = StatsCounter(self.config.schema, self.config.split_ratios)
+        self._counter = StatsCounter(self.config.schema, self.config.split_ratios, self.config.content_splits)
 
     def process(self, part):
         yield part_stats(self.config, part, lambda: self._count(part))

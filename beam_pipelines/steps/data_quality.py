@@ -40,4 +40,9 @@ def write_quality_files(config: JobConfig, vocabularies: Mapping[str, list], sta
         statistics = DatasetStatistics(config.schema)
     if statistics is not None:
         write_statistics(config.temp_dir, statistics.to_json(vocabularies))
-    return {"duplicates": dict(duplicates["counts"])} if duplicates is not None else {}
+    if duplicates is None:
+        return {}
+    counts = dict(duplicates["counts"])
+    if config.duplicates == "drop":  # every group's rows but one were dropped before the shards (issue 29)
+        counts["dropped"] = counts.get("redundant", 0) + counts.get("near", {}).get("redundant", 0)
+    return {"duplicates": counts}

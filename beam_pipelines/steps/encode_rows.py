@@ -11,7 +11,7 @@ from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.launches.runners import usable_cores
 from beam_pipelines.steps.bundle_outputs import in_global_window
 from beam_pipelines.steps import part_commits
-from beam_pipelines.steps.discard_files import DISCARD, DiscardPartWriter
+from beam_pipelines.steps.discard_files import DISCARD, DiscardPartWriter, cell
 from beam_pipelines.steps.part_commits import IMAGE_KINDS
 from beam_pipelines.steps.read_rows import read_part
 from beam_pipelines.steps.collect_statistics import QUALITY, WrittenRows
@@ -26,7 +26,9 @@ from tfrecorder.format.image_keys import digest_key, key_hash, uri_key
 from tfrecorder.format.lineage import DUPLICATE_REASON
 from tfrecorder.io import storage
 from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES
-from tfrecorder.rows.row_encoding import RowEncoder, prepare_row, resolve_uri
+from tfrecorder.core.splits import split_of_digest
+from tfrecorder.rows.duplicate_groups import content_digest
+from tfrecorder.rows.row_encoding import RowEncoder, prepare_row, resolve_uri, unassigned
 from tfrecorder.rows.value_coercion import is_missing
 from tfrecorder.sources.source_protocol import REASONED, RECORDS
 
@@ -108,6 +110,7 @@ class EncodeAndWritePieces(beam.DoFn):
             self._decoder = DecodePool(usable_cores(), self.config.max_image_pixels, hashes=self._hashes_images())
         self._rows_done = RowsDone(self.config)
         self.writers: dict[str, PieceWriter] = {}
+        self._drops = self.config.statistics and self.config.duplicates == "drop"  # rows carry their place
 
     def _hashes_images(self) -> bool:
         """Whether written rows get a perceptual hash (near-duplicate search, issue 29)."""
@@ -170,9 +173,14 @@ class EncodeAndWritePieces(beam.DoFn):
             except RowError as exc:
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
+            digest = None
+            if self.config.content_splits and encoder.row_images and unassigned(row, self.schema):
+                digest = content_digest(*(image[3] for image in encoder.row_images))  # issue 29: byte-identical
+                split = split_of_digest(digest, self.config.split_ratios)  # images land in one split
             if written is not None:
                 hashed = pending.perceptual_hash(encoder.row_images[0][1]) if pending and encoder.row_images else None
-                written.add_row(split, row, encoder.row_images, data, hashed)
+                written.add_row(split, row, encoder.row_images, data, hashed, digest=digest,
+                                place=self._place(split, row, unknown) if self._drops else None)
             yield from self._write(split, data, unknown)
         if pending:
             pending.wait()
@@ -193,10 +201,21 @@ class EncodeAndWritePieces(beam.DoFn):
         job = next((self.base_keys[key] for key in keys if key in self.base_keys), None)
         return None if job is None else f"{DUPLICATE_REASON}: {job}"
 
-    def _write(self, split: str, data: Union[bytes, list], unknown: int):
+    def _writer(self, split: str) -> PieceWriter:
         writer = self.writers.get(split)
         if writer is None:
             writer = self.writers[split] = PieceWriter(self.config.pieces_dir, split, self._keys_prefix())
+        return writer
+
+    def _place(self, split: str, row: Mapping[str, Any], unknown: int) -> tuple:
+        """Where the row's record is about to be written (duplicates="drop", issue 29): its piece's file
+        name and record number, its unknown labels and its cells for discarded.csv."""
+        writer = self._writer(split)
+        return (writer.path.rsplit("/", 1)[-1], writer.records, unknown,
+                tuple(cell(row.get(column)) for column in self.config.columns))
+
+    def _write(self, split: str, data: Union[bytes, list], unknown: int):
+        writer = self._writer(split)
         writer.write(data, unknown)
         if writer.bytes >= self.config.max_shard_bytes:
             yield self.writers.pop(split).close()

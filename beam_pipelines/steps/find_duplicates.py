@@ -1,11 +1,12 @@
 """The statistics and duplicates stage: the encoders' QUALITY output grouped by key inside the pipeline (issue 29).
 
     encoders ─QUALITY─► GroupByKey ─┬ (STATISTICS_KEY) bundles' sketches merged ─────────────► finalize (statistics)
-                                    ├ (exact bucket) [(digest, split, row id)] → groups → _work/duplicates/
+                                    ├ (exact bucket) [(digest, split, row id[, place])] → groups → _work/duplicates/
                                     │   exact-NNNNN.csv (one whole-file write, same bytes on a retry) → descriptor
                                     └ (LSH bucket) [(band key, home?, (phash, digest, split, row id))] → confirmed
                                         pairs ─► GroupByKey(one key) → connected components → near-00000.csv
     descriptors (O(buckets)) ─► finalize: duplicates.csv (exact files in bucket order, then near) + counts
+    duplicates="drop": every group's rows but the kept one ─DROPPED (by piece)─► steps/drop_duplicates
 
 A bucket holds about rows / BUCKETS entries (tfrecorder.rows.duplicate_groups), so no step holds
 every row; the merge streams the bucket files. The first leaking groups travel with the counts, so
@@ -17,7 +18,7 @@ import csv
 import dataclasses
 import io
 import itertools
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
@@ -47,16 +48,33 @@ def bucket_path(config: JobConfig, bucket: int, kind: str = EXACT) -> str:
     return storage.join(config.work_dir, "duplicates", f"{kind}-{bucket:05d}.csv")
 
 
-def write_bucket(item: tuple[int, Iterable[list]], config: JobConfig) -> Iterable[DuplicateBucket]:
+def write_bucket(item: tuple[int, Iterable[list]], config: JobConfig) -> Iterable[Any]:
     """Group one bucket's entries; write its groups (if any) and yield their descriptor."""
     bucket, batches = item
     yield from write_groups(bucket, groups_in(entry for batch in batches for entry in batch), config, EXACT)
 
 
-def write_groups(bucket: int, groups: list[DuplicateGroup], config: JobConfig, kind: str) -> Iterable[DuplicateBucket]:
-    """Write one bucket's groups of one kind (sorted: the same bytes on a retry); yield their descriptor."""
+DROPPED = "dropped"  # tagged output (duplicates="drop"): (piece file name, [(record, unknown, cells, reason)])
+
+
+def dropped_by_piece(groups: Iterable[DuplicateGroup]) -> Iterable[beam.pvalue.TaggedOutput]:
+    """The rows duplicates="drop" removes from these groups (all members but the kept one), one
+    element per piece they are in (beam_pipelines.steps.drop_duplicates joins them to their piece)."""
+    by_piece: dict[str, list] = {}
+    for group in groups:
+        for (piece, record, unknown, cells), reason in group.dropped():
+            by_piece.setdefault(piece, []).append((record, unknown, cells, reason))
+    for piece in sorted(by_piece):
+        yield beam.pvalue.TaggedOutput(DROPPED, (piece, by_piece[piece]))
+
+
+def write_groups(bucket: int, groups: list[DuplicateGroup], config: JobConfig, kind: str) -> Iterable[Any]:
+    """Write one bucket's groups of one kind (sorted: the same bytes on a retry); yield their descriptor
+    (and, with duplicates="drop", the rows it drops: DROPPED)."""
     if not groups:
         return
+    if config.duplicates == "drop":
+        yield from dropped_by_piece(groups)
     groups = sorted(groups, key=lambda group: group.group_id)
     text = io.StringIO()
     writer = csv.writer(text)
@@ -68,7 +86,7 @@ def write_groups(bucket: int, groups: list[DuplicateGroup], config: JobConfig, k
     yield DuplicateBucket(bucket, path, kind, DuplicateCounts().add(groups), leaks)
 
 
-def write_near_groups(item: tuple[None, Iterable[tuple]], config: JobConfig) -> Iterable[DuplicateBucket]:
+def write_near_groups(item: tuple[None, Iterable[tuple]], config: JobConfig) -> Iterable[Any]:
     """Every confirmed pair (repeats included: a pair several buckets found) → groups (connected
     components) → one file of near-duplicate groups."""
     _key, pairs = item
@@ -132,19 +150,32 @@ def quality_outputs(config: JobConfig, quality: beam.PCollection) -> dict:
     merged DatasetStatistics, None when no row was written) and `duplicates` (AsList of DuplicateBucket;
     finalize merges them into duplicates.csv); none when the job computes no statistics
     (`config.statistics` False). One GroupByKey serves all three; near pairs take one more."""
+    return quality_steps(config, quality)[0]
+
+
+def quality_steps(config: JobConfig, quality: beam.PCollection) -> tuple[dict, Optional[beam.PCollection]]:
+    """`quality_outputs`, and with duplicates="drop" the DROPPED rows of exact and near groups by piece
+    (else None)."""
     if not config.statistics:
-        return {}
+        return {}, None
     grouped = (
         quality
         | "GroupQuality" >> beam.GroupByKey()
-        | "QualityGroups" >> beam.FlatMap(quality_group, config).with_outputs(MERGED_STATISTICS, PAIRS, main="buckets")
+        | "QualityGroups" >> beam.FlatMap(quality_group, config).with_outputs(
+            MERGED_STATISTICS, PAIRS, DROPPED, main="buckets")
     )
-    buckets = grouped.buckets
+    buckets, dropped = grouped.buckets, [grouped[DROPPED]]
     if config.near_duplicate_distance:
         near = (
             grouped[PAIRS]
             | "JoinPairs" >> beam.GroupByKey()
-            | "WriteNearGroups" >> beam.FlatMap(write_near_groups, config)
+            | "WriteNearGroups" >> beam.FlatMap(write_near_groups, config).with_outputs(DROPPED, main="buckets")
         )
-        buckets = (buckets, near) | "AllDuplicateBuckets" >> beam.Flatten()
-    return {"statistics": AsSingleton(grouped[MERGED_STATISTICS], default_value=None), "duplicates": AsList(buckets)}
+        buckets = (buckets, near.buckets) | "AllDuplicateBuckets" >> beam.Flatten()
+        dropped.append(near[DROPPED])
+    if config.duplicates == "drop":
+        dropped = tuple(dropped) | "AllDropped" >> beam.Flatten()
+    else:
+        dropped = None
+    return ({"statistics": AsSingleton(grouped[MERGED_STATISTICS], default_value=None), "duplicates": AsList(buckets)},
+            dropped)

@@ -1,8 +1,10 @@
 """Split names and deterministic split assignment.
 
 Rows say TRAIN / VALIDATION / TEST (any case). Rows marked UNASSIGNED, or tables with no split column,
-are assigned by hashing a stable key (the image URI, else the whole row), so reruns put every row in
-the same split without storing any state.
+are assigned by hashing a stable key, so reruns put every row in the same split without storing any
+state: a row of images by the digest of its image bytes, once they are read (`split_of_digest`: images
+with identical bytes land in one split whatever their URIs, issue 29), any other row by its whole row
+(and detection and COCO/VOC/YOLO jobs by their image URI).
 """
 from __future__ import annotations
 
@@ -38,7 +40,18 @@ def normalize_split(value: object) -> Optional[str]:
 def assign_split(key: str, ratios: Sequence[float] = DEFAULT_SPLIT_RATIOS) -> str:
     """Deterministically map `key` to a split with the given (train, validation, test) ratios."""
     digest = hashlib.sha256(key.encode("utf-8")).digest()
-    fraction = int.from_bytes(digest[:8], "big") / 2**64
+    return _split_of_fraction(int.from_bytes(digest[:8], "big") / 2**64, ratios)
+
+
+def split_of_digest(digest: bytes, ratios: Sequence[float] = DEFAULT_SPLIT_RATIOS) -> str:
+    """The split of an UNASSIGNED row of images from the content digest of its image bytes (a uniform
+    hash of 16 bytes or more: tfrecorder.rows.duplicate_groups.content_digest): rows whose images are
+    byte-identical get one split. Its bytes 8-16 are used, independent of the bytes that choose a
+    duplicate bucket."""
+    return _split_of_fraction(int.from_bytes(digest[8:16], "big") / 2**64, ratios)
+
+
+def _split_of_fraction(fraction: float, ratios: Sequence[float]) -> str:
     if fraction < ratios[0]:
         return TRAIN
     if fraction < ratios[0] + ratios[1]:

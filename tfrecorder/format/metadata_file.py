@@ -139,5 +139,8 @@ def record_index_note(compression: str | None) -> dict[str, Any]:
 
 
 def reason_category(reason: str) -> str:
-    """Group discard reasons for counting: the text before the first colon ('missing file: x' → 'missing file')."""
+    """Group discard reasons for counting: the text before the first colon ('missing file: x' → 'missing file');
+    a duplicate dropped by duplicates="drop" ('duplicate of <uri>') counts as 'duplicate of'."""
+    if reason.startswith("duplicate of "):
+        return "duplicate of"
     return reason.split(":", 1)[0].strip()

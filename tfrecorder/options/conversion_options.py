@@ -110,7 +110,7 @@ def check_image_limits(max_image_pixels: int, max_image_bytes: int,
         raise ValueError(f"image_size {image_size[0]}x{image_size[1]} is more than max_image_pixels={max_image_pixels:,}")
 
 
-DUPLICATE_MODES = ("report", "fail")  # issue 29: "drop" is not built yet (docs/statistics.md)
+DUPLICATE_MODES = ("report", "drop", "fail")  # issue 29 (docs/statistics.md)
 MAX_NEAR_DISTANCE = 7  # the LSH banding finds every pair this close (tfrecorder.rows.near_duplicates)
 
 
@@ -134,7 +134,7 @@ class ConvertOptions:
     encoding: str  # a CSV source's text encoding: a codec name Python knows (csv_text.check_encoding)
     verbose: bool
     progress: bool
-    duplicates: str = "report"  # what duplicate groups do: "report" or "fail" on a train/test leak
+    duplicates: str = "report"  # what duplicate groups do: "report", "drop" all rows but one, "fail" on a leak
     near_duplicate_distance: int = 0  # pHash bits two near-duplicate images differ in at most (0: no search)
     statistics: bool = True  # False: no statistics.json/.pb, duplicates.csv (the cost of issue 29 saved)
 

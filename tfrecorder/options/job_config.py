@@ -42,8 +42,9 @@ class JobConfig:
     resumable: bool = False  # parts commit a manifest (tfrecorder.format.resume_files) and are skipped once done
     commit_buckets: int = 1  # resumable detection jobs: images are committed in this many buckets (by URI hash)
     statistics: bool = True  # statistics.json/.pb and duplicates.csv computed while encoding (issue 29)
-    duplicates: str = "report"  # exact duplicate groups: "report" them, or "fail" the job when one leaks (issue 29)
+    duplicates: str = "report"  # duplicate groups: "report" them, "drop" all rows but one, or "fail" on a leak (issue 29)
     near_duplicate_distance: int = 0  # near-duplicate images: pHash bits apart at most (0: not searched)
+    content_splits: bool = False  # rows of images: an UNASSIGNED row's split is chosen from its image bytes
     nullable_columns: tuple[str, ...] = ()  # input columns with a missing value somewhere (allow_missing)
     extra_metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
     base: Optional[BaseJob] = None  # an append (issue 28): the parent whose shards the new version carries

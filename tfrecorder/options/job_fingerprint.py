@@ -17,6 +17,7 @@ from typing import Any, Optional
 import pandas as pd
 
 from tfrecorder.core.schema import Schema
+from tfrecorder.rows.row_encoding import content_splits
 from tfrecorder.core.version import __version__
 from tfrecorder.io import storage
 
@@ -74,6 +75,10 @@ def job_fingerprint(table: Any, schema: Schema, options: Any, runner: str, is_de
             # issue 29: committed parts hold their statistics and digests (and band keys when searched)
             "statistics": options.statistics,
             "near_duplicate_distance": options.near_duplicate_distance,
+            # issue 29: UNASSIGNED rows of images take their split from their image bytes (committed
+            # parts hold those splits); "drop" commits each row's place in its piece with its digest
+            **({"content_splits": True} if content_splits(schema, is_detection) else {}),
+            **({"duplicates": "drop"} if options.duplicates == "drop" else {}),
         },
     }
 

@@ -131,8 +131,11 @@ def _label_check(role: types.ColumnType, column: str) -> Callable[[Any], Optiona
     return check
 
 
-def prepare_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float]) -> Prepared:
-    """What `prepare_row` decides for each row: its split, or the first reason it is discarded for."""
+def prepare_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float],
+                  content_splits: bool = False) -> Prepared:
+    """What `prepare_row` decides for each row: its split, or the first reason it is discarded for.
+    `content_splits` (counting a job of image rows): UNASSIGNED rows are left TRAIN, the possible split
+    of a row whose split the encoder chooses from its image bytes (table_stats.StatsCounter)."""
     rows = batch.num_rows
     prepared = Prepared(np.full(rows, _CODE[splits.TRAIN], dtype=np.int8), {})
     unassigned = np.ones(rows, dtype=bool)
@@ -150,7 +153,7 @@ def prepare_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[
         results, indices = converted(batch.column(column), functools.partial(empty_image_uri, column=column))
         _discard_rows(prepared, list(results), indices)
     pending = np.flatnonzero(unassigned & (prepared.codes != DISCARDED))
-    if len(pending):  # assigned by hashing the whole row, as the row path does (python values of the row)
+    if len(pending) and not content_splits:  # assigned by hashing the whole row, as the row path does (python values of the row)
         for row, values in zip(pending.tolist(), batch.take(pa.array(pending)).to_pylist()):
             prepared.codes[row] = _CODE[splits.assign_split(split_key(values, schema), split_ratios)]
     return prepared
@@ -389,7 +392,8 @@ class TableEncoder:
         return EncodedBatch(records, prepared.codes[keep], unknown[keep], sorted(prepared.reasons.items()))
 
 
-def count_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float], stats) -> None:
+def count_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float], stats,
+                content_splits: bool = False) -> None:
     """Add a batch to a TableStats exactly as StatsCounter.count adds its rows (tfrecorder.rows.table_stats)."""
     stats.rows += batch.num_rows
     for column in schema:
@@ -399,7 +403,7 @@ def count_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[fl
     multi_label_columns = schema.columns_of(types.MultiLabel)
     if stats.train_found and not (label_columns or multi_label_columns):
         return
-    train = np.flatnonzero(prepare_batch(batch, schema, split_ratios).codes == _CODE[splits.TRAIN])
+    train = np.flatnonzero(prepare_batch(batch, schema, split_ratios, content_splits).codes == _CODE[splits.TRAIN])
     if not len(train):
         return
     stats.train_found = True

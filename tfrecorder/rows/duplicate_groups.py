@@ -9,6 +9,12 @@ about all rows is ever held in one place (a bucket holds about rows / BUCKETS en
 A group lists its members sorted by row id (the image URI, or "part P row R" for image-free rows); the
 first is the one kept (deterministic, whatever order the rows were written in). A group *leaks* when its
 members sit in TRAIN and in VALIDATION or TEST.
+
+With duplicates="drop" each entry also carries its row's Place (the piece file and record number it
+was written to, its unknown-label count and its cells for discarded.csv): a group's `dropped()` are
+the places of every member but the kept one (beam_pipelines.steps.drop_duplicates removes them from
+their pieces). Members are then ordered by (row id, split, cells, place), so two rows of one id (a
+URI listed twice) are both members and the same one is kept in every grouping that sees them.
 """
 from __future__ import annotations
 
@@ -24,7 +30,15 @@ BUCKETS = 1024
 EXACT = "exact"
 CSV_COLUMNS = ("group", "kind", "split", "row", "kept", "leak")
 
-Entry = tuple  # (digest: bytes, split: str, row id: str)
+Entry = tuple  # (digest: bytes, split: str, row id: str[, place: Place])
+Place = tuple  # (piece file name, record number in the piece, unknown labels, row cells): duplicates="drop"
+DROPPED_REASON = "duplicate of"  # discard reason of a dropped row: "duplicate of <row id of the kept row>"
+
+
+def member_order(split: str, row: str, place: Place = None) -> tuple:
+    """How a group's members sort (the first is kept): by row id, then split; rows of one id (a URI
+    listed twice) by their cells, then place (only then is the choice not a function of the table)."""
+    return (row, split) if place is None else (row, split, tuple(place[3]), place[0], place[1])
 
 
 def content_digest(*parts: bytes) -> bytes:
@@ -55,6 +69,7 @@ class DuplicateGroup:
     group_id: str
     kind: str
     members: tuple[tuple[str, str], ...]
+    places: tuple = ()  # duplicates="drop": each member's Place, in the order of `members`
 
     @property
     def kept(self) -> str:
@@ -67,6 +82,12 @@ class DuplicateGroup:
     @property
     def leaks(self) -> bool:
         return TRAIN in self.splits and bool(self.splits & {VALIDATION, TEST})
+
+    def dropped(self) -> Iterator[tuple[Place, str]]:
+        """(place, discard reason) of every member but the kept one (duplicates="drop")."""
+        reason = f"{DROPPED_REASON} {self.kept}"
+        for place in self.places[1:]:
+            yield place, reason
 
     def csv_rows(self) -> list[list[str]]:
         leak = "yes" if self.leaks else "no"
@@ -132,16 +153,17 @@ def groups_in(entries: Iterable) -> list[DuplicateGroup]:
         (blocks if isinstance(entry, DigestBlock) else tuples).append(entry)
     if blocks:
         tuples.extend(_duplicated_in_blocks(blocks))
-    by_digest: dict[bytes, list[tuple[str, str]]] = {}
-    for digest, split, row in tuples:
-        by_digest.setdefault(digest, []).append((split, row))
+    by_digest: dict[bytes, list[tuple]] = {}
+    for digest, split, row, *place in tuples:
+        by_digest.setdefault(digest, []).append((split, row, *place))
     groups = []
     for digest in sorted(by_digest):
         members = by_digest[digest]
         if len(members) > 1:
-            unique = tuple(sorted(set(members), key=lambda member: (member[1], member[0])))
+            unique = tuple(sorted(set(members), key=lambda member: member_order(*member)))
             if len(unique) > 1:  # a replayed bundle's entry is not a duplicate of itself
-                groups.append(DuplicateGroup(digest.hex()[:16], EXACT, unique))
+                groups.append(DuplicateGroup(digest.hex()[:16], EXACT, tuple(m[:2] for m in unique),
+                                             tuple(m[2] for m in unique if len(m) > 2)))
     return groups
 
 
@@ -151,7 +173,7 @@ class DuplicateCounts:
 
     groups: int = 0
     rows: int = 0  # rows in some group
-    redundant: int = 0  # rows beyond the first of each group (what duplicates="drop" would remove)
+    redundant: int = 0  # rows beyond the first of each group (what duplicates="drop" removes)
     leaking_groups: int = 0
     leaking_rows: int = 0
 
@@ -176,10 +198,10 @@ class DuplicateCounts:
 
 def leak_warning(counts: dict) -> str:
     """The one warning line a result shows when duplicate groups (exact, and near in counts["near"]) span
-    TRAIN and VALIDATION/TEST ('' when none)."""
+    TRAIN and VALIDATION/TEST ('' when none, or when duplicates="drop" left one row of each: "dropped")."""
     near = counts.get("near") or {}
     groups = counts.get("leaking_groups", 0) + near.get("leaking_groups", 0)
-    if not groups:
+    if not groups or "dropped" in counts:  # duplicates="drop": one row of each group is left, in one split
         return ""
     rows = counts.get("leaking_rows", 0) + near.get("leaking_rows", 0)
     kinds = f" ({near.get('leaking_groups', 0)} of them near-duplicates)" if near.get("leaking_groups") else ""

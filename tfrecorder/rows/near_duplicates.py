@@ -22,7 +22,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from tfrecorder.io.perceptual_hash import hamming
-from tfrecorder.rows.duplicate_groups import DuplicateGroup
+from tfrecorder.rows.duplicate_groups import DuplicateGroup, member_order
 
 BANDS, BAND_BITS = 4, 16
 MAX_GUARANTEED = 2 * BANDS - 1  # any pair this close shares a band within one bit
@@ -30,7 +30,12 @@ BUCKETS = 1024
 NEAR = "near"
 DEFAULT_DISTANCE = 7
 
-Entry = tuple  # (phash, digest, split, row id)
+Entry = tuple  # (phash, digest, split, row id[, place]): place with duplicates="drop" (duplicate_groups.Place)
+
+
+def _order(entry: Entry) -> tuple:
+    """Which entry of a digest stands for it (the smallest): the one its exact group keeps."""
+    return member_order(entry[2], entry[3], *entry[4:5])
 
 
 def band_keys(phash: int) -> Iterator[tuple[int, bool]]:
@@ -103,7 +108,7 @@ def near_pairs(keyed: Iterable[tuple], max_distance: int) -> list[tuple[Entry, E
         table = homes if home else probes
         found = table.setdefault(key, {})
         kept = found.get(entry[1])
-        if kept is None or entry[3] < kept[3]:  # one entry per digest: its smallest row id
+        if kept is None or _order(entry) < _order(kept):  # one entry per digest: its smallest row id
             found[entry[1]] = entry
     pairs: dict[tuple[bytes, bytes], tuple[Entry, Entry]] = {}
 
@@ -147,7 +152,7 @@ def groups_of_pairs(pairs: Iterable[tuple[Entry, Entry]]) -> list[DuplicateGroup
             if entry[1] not in parent:
                 parent[entry[1]] = entry[1]
                 members[entry[1]] = entry
-            elif entry[3] < members[entry[1]][3]:
+            elif _order(entry) < _order(members[entry[1]]):
                 members[entry[1]] = entry
         a, b = root(left[1]), root(right[1])
         if a != b:
@@ -157,9 +162,10 @@ def groups_of_pairs(pairs: Iterable[tuple[Entry, Entry]]) -> list[DuplicateGroup
         components.setdefault(root(digest), []).append(members[digest])
     groups = []
     for entries in components.values():
-        listed = tuple(sorted(((e[2], e[3]) for e in entries), key=lambda member: (member[1], member[0])))
+        entries.sort(key=_order)
+        listed = tuple((e[2], e[3]) for e in entries)
         group_id = hashlib.blake2b("\n".join(row for _, row in listed).encode("utf-8"), digest_size=8).hexdigest()
-        groups.append(DuplicateGroup(group_id, NEAR, listed))
+        groups.append(DuplicateGroup(group_id, NEAR, listed, tuple(e[4] for e in entries if len(e) > 4)))
     return sorted(groups, key=lambda group: group.group_id)
 
 

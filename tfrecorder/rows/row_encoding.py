@@ -45,8 +45,26 @@ def empty_image_uri(value: Any, column: str) -> Optional[str]:
     return f"empty image URI: column {column!r}" if is_missing(value) or not str(value).strip() else None
 
 
+def content_splits(schema: Schema, grouped_by_image: bool = False) -> bool:
+    """Whether a job's UNASSIGNED rows get their split from their image bytes (issue 29): rows of images,
+    one Example per row; not detection or COCO/VOC/YOLO jobs (`grouped_by_image`), whose rows are
+    joined per image URI before encoding and keep the URI's split."""
+    return bool(schema.image_columns) and not grouped_by_image
+
+
+def unassigned(row: Mapping[str, Any], schema: Schema) -> bool:
+    """Whether the row leaves its split to tfrecorder (no split column, or an empty/UNASSIGNED cell)."""
+    split_column = schema.split_column
+    return splits.normalize_split(row.get(split_column) if split_column else None) == splits.UNASSIGNED
+
+
 def prepare_row(row: Mapping[str, Any], schema: Schema, split_ratios: Sequence[float]) -> str:
-    """Return the row's split (assigning UNASSIGNED rows by hash) or raise RowError."""
+    """Return the row's split (assigning UNASSIGNED rows by hash) or raise RowError.
+
+    In a job of image rows (JobConfig.content_splits) the encoder replaces the split of an UNASSIGNED
+    row by one chosen from its image bytes once read (splits.split_of_digest); until then this one,
+    from the URI, is a placeholder (the count step takes such rows as possibly TRAIN:
+    table_stats.StatsCounter)."""
     split_column = schema.split_column
     raw = row.get(split_column) if split_column else None
     split = splits.normalize_split(raw)

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from tfrecorder.core import types
 from tfrecorder.errors import RowError, TableError
-from tfrecorder.rows.row_encoding import prepare_row
+from tfrecorder.rows.row_encoding import prepare_row, unassigned
 from tfrecorder.rows.value_coercion import multi_label_names
 from tfrecorder.core.schema import Schema
 from tfrecorder.core.splits import TRAIN
@@ -57,10 +57,15 @@ class TableStats:
 
 
 class StatsCounter:
-    """Adds rows to a TableStats; assigns splits only as far as the vocabulary and TRAIN check need."""
+    """Adds rows to a TableStats; assigns splits only as far as the vocabulary and TRAIN check need.
 
-    def __init__(self, schema: Schema, split_ratios: Sequence[float]) -> None:
+    `content_splits` (a job of image rows, issue 29): an UNASSIGNED row's split is chosen from its image
+    bytes when it is encoded, so here, before any image is read, it counts as a possible TRAIN row: its
+    labels join the vocabulary and it satisfies the TRAIN check (split_ratios give TRAIN a share)."""
+
+    def __init__(self, schema: Schema, split_ratios: Sequence[float], content_splits: bool = False) -> None:
         self.schema, self.split_ratios = schema, split_ratios
+        self.content_splits = content_splits
         self.columns = list(schema)
         self.label_columns = schema.columns_of(types.StringLabel)
         self.multi_label_columns = schema.columns_of(types.MultiLabel)  # each name of a list counts
@@ -78,7 +83,7 @@ class StatsCounter:
                 split = prepare_row(row, self.schema, self.split_ratios)
             except RowError:
                 continue
-            if split == TRAIN:
+            if split == TRAIN or (self.content_splits and unassigned(row, self.schema)):
                 stats.train_found = True
                 for column in label_columns:
                     stats.labels.setdefault(column, set()).add(str(row[column]))

@@ -36,3 +36,17 @@ def test_ratios_change_assignment():
 def test_bad_ratios_are_refused(ratios):
     with pytest.raises(ValueError, match="split_ratios"):
         validate_split_ratios(ratios)
+
+
+def test_split_of_digest_follows_the_ratios_and_is_a_function_of_the_digest():
+    import hashlib
+
+    from tfrecorder.core.splits import split_of_digest
+
+    digests = [hashlib.blake2b(str(i).encode(), digest_size=16).digest() for i in range(20_000)]
+    found = [split_of_digest(d, (0.7, 0.2, 0.1)) for d in digests]
+    shares = {split: found.count(split) / len(found) for split in ("TRAIN", "VALIDATION", "TEST")}
+    assert abs(shares["TRAIN"] - 0.7) < 0.02 and abs(shares["VALIDATION"] - 0.2) < 0.02
+    assert abs(shares["TEST"] - 0.1) < 0.02
+    assert [split_of_digest(d, (0.7, 0.2, 0.1)) for d in digests[:50]] == found[:50]
+    assert {split_of_digest(d, (1.0, 0.0, 0.0)) for d in digests[:100]} == {"TRAIN"}

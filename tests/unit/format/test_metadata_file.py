@@ -60,6 +60,7 @@ def test_index_note_and_reason_categories():
     assert build_metadata(config("gzip"), [], {}, 0, {}, {})["record_index"] == gzip
     assert reason_category("missing file: /data/a.jpg") == "missing file"
     assert reason_category("corrupt image") == "corrupt image"
+    assert reason_category("duplicate of gs://b/a.jpg") == reason_category("duplicate of /x.png") == "duplicate of"
 
 
 def test_image_kinds_are_recorded_only_when_given():

@@ -37,3 +37,9 @@ def test_report_mode_writes_statistics_and_counts(tmp_path):
     assert write_quality_files(job_config(temp_dir=str(tmp_path / "none")), {}, None, None) == {}
     assert write_quality_files(config, {}, None, [])["duplicates"]["groups"] == 0  # every row discarded
     assert read_statistics(str(tmp_path))["splits"] == {}
+
+
+def test_drop_mode_counts_the_dropped_rows(tmp_path):
+    config = job_config(temp_dir=str(tmp_path), duplicates="drop")
+    counts = write_quality_files(config, {}, None, _leaking_bucket(config))["duplicates"]
+    assert counts["dropped"] == 1 and counts["leaking_groups"] == 1  # the groups found, before dropping

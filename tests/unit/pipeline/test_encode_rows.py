@@ -59,7 +59,7 @@ def test_a_failure_of_the_worker_not_of_the_file_raises_storage_read_error(tmp_p
     assert done.stdout.strip() == f"StorageReadError [Errno 24] could not read {image}: Too many open files", done.stderr
 
 
-def _encode_bundle(tmp_path, processes: int, batches):
+def _encode_bundle(tmp_path, processes: int, batches, **fields):
     from apache_beam.pvalue import TaggedOutput
 
     from beam_pipelines.steps.collect_statistics import QUALITY, STATISTICS_KEY
@@ -67,8 +67,10 @@ def _encode_bundle(tmp_path, processes: int, batches):
     from support.job_configs import job_config
     from tfrecorder.core.schema import Schema
 
-    config = job_config(schema=Schema({"image_uri": "ImageUri", "label": "StringLabel"}), columns=("image_uri", "label"),
-                        temp_dir=str(tmp_path / "job"), encode_processes=processes, near_duplicate_distance=0)
+    fields = {"schema": Schema({"image_uri": "ImageUri", "label": "StringLabel"}), "columns": ("image_uri", "label"),
+              **fields}
+    config = job_config(temp_dir=str(tmp_path / "job"), encode_processes=processes, near_duplicate_distance=0,
+                        **fields)
     encode = EncodeAndWritePieces(config)
     encode.setup()
     try:
@@ -121,3 +123,30 @@ def test_a_row_whose_image_is_a_base_key_is_discarded_as_already_in_base(tmp_pat
     assert step._base_duplicate({column: str(tmp_path / "new.png")}, fetched) == "already in base: pets-1"
     assert step._base_duplicate({column: str(tmp_path / "other.png")}, fetched) is None
     assert step._base_duplicate({column: None}, fetched) is None
+
+
+def test_unassigned_rows_take_the_split_of_their_image_bytes_and_drop_mode_keeps_their_places(tmp_path):
+    """Issue 29: byte-identical images under different URIs get one split (chosen from their digest, not
+    the URI the prepare step hashed); with duplicates="drop" each digest entry carries the row's place."""
+    from support import imagegen
+    from tfrecorder.core.schema import Schema
+    from tfrecorder.core.splits import split_of_digest
+
+    image = imagegen.odd_images()["rgb.jpg"][0]
+    names = [f"copy-{i}.jpg" for i in range(12)]
+    imagegen.write_files(tmp_path, {name: image for name in names})
+    schema = Schema({"image_uri": "ImageUri", "split": "SplitKey", "label": "StringLabel"})
+    rows = [("TRAIN" if i % 3 else "TEST", {"image_uri": str(tmp_path / name), "split": "UNASSIGNED" if i else "TEST",
+                                            "label": "a"}) for i, name in enumerate(names)]
+    for processes in (1, 2):
+        keys, _statistics = _encode_bundle(tmp_path / str(processes), processes, [rows[:6], rows[6:]], schema=schema,
+                                           columns=("image_uri", "split", "label"), content_splits=True,
+                                           duplicates="drop")
+        digest = keys[0][0]
+        by_row = {row.rsplit("/", 1)[-1]: (split, place) for _digest, split, row, place in keys}
+        assert by_row["copy-0.jpg"][0] == "TEST"  # an assigned split is kept
+        assert {split for name, (split, _) in by_row.items() if name != "copy-0.jpg"} == {split_of_digest(digest)}
+        assert len(by_row) == 12 and all(place[0] for _s, place in by_row.values())
+        assert sorted((place[0], place[1]) for _s, place in by_row.values()) == sorted(set(
+            (place[0], place[1]) for _s, place in by_row.values()))  # one record per place
+        assert by_row["copy-3.jpg"][1][3] == (str(tmp_path / "copy-3.jpg"), "UNASSIGNED", "a")

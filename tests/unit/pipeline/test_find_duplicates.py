@@ -58,3 +58,19 @@ def test_one_grouping_serves_statistics_exact_and_near_duplicates(tmp_path):
         found = pipeline | "Start" >> beam.Create([None]) | beam.Map(summarise, inputs["statistics"], inputs["duplicates"])
         assert_that(found, equal_to([({"TRAIN": 1, "TEST": 1}, [("exact", 1, 0), ("near", 1, 1)])]))
     assert quality_outputs(job_config(statistics=False), None) == {}
+
+
+def test_drop_mode_sends_each_groups_other_rows_by_piece(tmp_path):
+    import apache_beam as beam
+
+    from beam_pipelines.steps.find_duplicates import DROPPED
+
+    config = job_config(final_dir=str(tmp_path / "final"), temp_dir=str(tmp_path / "job"), duplicates="drop")
+    same = content_digest(b"a")
+    batches = [[(same, "TRAIN", "x.jpg", ("p1", 0, 0, ("x.jpg",))), (same, "TEST", "y.jpg", ("p2", 3, 1, ("y.jpg",)))],
+               [(same, "TEST", "w.jpg", ("p2", 1, 0, ("w.jpg",)))]]
+    out = list(write_bucket((bucket_of(same), batches), config))
+    dropped = [o.value for o in out if isinstance(o, beam.pvalue.TaggedOutput) and o.tag == DROPPED]
+    assert dropped == [("p1", [(0, 0, ("x.jpg",), "duplicate of w.jpg")]),
+                       ("p2", [(3, 1, ("y.jpg",), "duplicate of w.jpg")])]
+    assert [o for o in out if not isinstance(o, beam.pvalue.TaggedOutput)][0].counts.redundant == 2

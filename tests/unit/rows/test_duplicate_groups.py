@@ -45,3 +45,20 @@ def test_image_free_rows_travel_as_blocks_and_only_duplicates_get_row_ids():
     assert group.members == (("TRAIN", "data.parquet row group 0 row 10"), ("TRAIN", "data.parquet row group 0 row 12"),
                              ("TEST", "data.parquet row group 1 row 0"))
     assert group.leaks
+
+
+def test_with_places_every_member_but_the_kept_one_is_dropped_even_rows_of_one_uri():
+    """duplicates="drop": entries carry their place; the same URI listed twice is two members (kept: the
+    first by cells), and each dropped place's reason names the kept row."""
+    same = content_digest(b"s")
+    entries = [(same, "TEST", "b.png", ("p2", 0, 0, ("b.png", "x"))),
+               (same, "TRAIN", "a.png", ("p1", 4, 1, ("a.png", "y"))),
+               (same, "TRAIN", "a.png", ("p1", 3, 0, ("a.png", "x")))]
+    [group] = groups_in(entries)
+    assert group.members == (("TRAIN", "a.png"), ("TRAIN", "a.png"), ("TEST", "b.png")) and group.kept == "a.png"
+    assert [place for place, _ in group.dropped()] == [("p1", 4, 1, ("a.png", "y")), ("p2", 0, 0, ("b.png", "x"))]
+    assert {reason for _, reason in group.dropped()} == {"duplicate of a.png"}
+    assert [row[4] for row in group.csv_rows()] == ["yes", "no", "no"]
+    assert groups_in(list(reversed(entries))) == [group]  # whatever order the entries came in
+    assert list(groups_in([(same, "TRAIN", "a"), (same, "TRAIN", "b")])[0].dropped()) == []  # no places: nothing
+    assert leak_warning({"leaking_groups": 1, "leaking_rows": 2, "dropped": 1}) == ""  # drop left no leak

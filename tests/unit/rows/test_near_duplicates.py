@@ -41,3 +41,15 @@ def test_chains_join_into_one_group_per_bucket():
     entries = [(base, b"a", "TRAIN", "a"), (_flip(base, [0]), b"b", "TRAIN", "b"), (_flip(base, [0, 1]), b"c", "TRAIN", "c")]
     groups = _groups(entries)
     assert any(group.members == (("TRAIN", "a"), ("TRAIN", "b"), ("TRAIN", "c")) for group in groups)
+
+
+def test_with_places_a_digest_stands_by_the_row_its_exact_group_keeps_and_the_others_are_dropped():
+    """duplicates="drop": of byte-identical copies the one the exact group keeps (smallest row id) stands
+    for them; the near group drops every member but its kept one, with places."""
+    base = 0x0F0F
+    entries = [(base, b"a", "TRAIN", "z.jpg", ("p1", 0, 0, ("z.jpg",))),
+               (base, b"a", "TRAIN", "a.jpg", ("p1", 1, 0, ("a.jpg",))),  # z.jpg's exact duplicate, kept
+               (_flip(base, [3]), b"b", "TEST", "m.jpg", ("p2", 0, 0, ("m.jpg",)))]
+    groups = _groups(entries)
+    assert groups and all(group.members == (("TRAIN", "a.jpg"), ("TEST", "m.jpg")) for group in groups)
+    assert [list(group.dropped()) for group in groups][0] == [(("p2", 0, 0, ("m.jpg",)), "duplicate of a.jpg")]

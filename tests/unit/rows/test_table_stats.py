@@ -64,3 +64,22 @@ def test_nullable_columns_and_vocabulary_come_from_every_row_not_the_sample(tmp_
     assert metadata["rows_in"] == 202 and metadata["records_written"] == 202
     assert metadata["features"]["x"]["allow_missing"] is True
     assert metadata["vocabularies"] == {"label": ["a", "b", "c", "late"]}
+
+
+def test_with_content_splits_unassigned_rows_of_images_count_as_possible_train_rows():
+    """Their split is chosen from their image bytes when encoded: their labels join the vocabulary, and
+    they satisfy the TRAIN check, whatever their URI hashes to."""
+    import pyarrow as pa
+
+    from tfrecorder.rows import columnar_encoder
+
+    schema = Schema({"image_uri": "ImageUri", "split": "SplitKey", "label": "StringLabel"})
+    rows = [{"image_uri": f"{i}.png", "split": "UNASSIGNED" if i else "TEST", "label": f"l{i}"} for i in range(40)]
+    plain = StatsCounter(schema, (0.5, 0.25, 0.25)).count(rows, TableStats())
+    by_content = StatsCounter(schema, (0.5, 0.25, 0.25), content_splits=True).count(rows, TableStats())
+    assert by_content.train_found and by_content.vocabularies["label"] == sorted(f"l{i}" for i in range(1, 40))
+    assert len(plain.vocabularies["label"]) < 39  # by URI some UNASSIGNED rows are not TRAIN
+    batch = pa.RecordBatch.from_pylist(rows)
+    columnar = TableStats()
+    columnar_encoder.count_batch(batch, schema, (0.5, 0.25, 0.25), columnar, content_splits=True)
+    assert columnar.vocabularies == by_content.vocabularies and columnar.train_found

@@ -177,14 +177,24 @@ def test_duplicates_keep_writes_them(base, images, tmp_path):
 def test_duplicates_of_convert_and_append_are_one_option(base, images, tmp_path):
     """convert()'s values ("report", "fail": issue 29) discard rows already in the base as "discard" does
     (issue 28); "fail" fails the version on a leak among its new rows; an unknown value is refused first."""
-    with pytest.raises(ValueError, match="duplicates must be one of discard, report, fail, keep"):
-        tfrecorder.append(base, table(images, [40], ["cat"], ["TRAIN"]), duplicates="drop")
+    with pytest.raises(ValueError, match="duplicates must be one of discard, report, drop, fail, keep"):
+        tfrecorder.append(base, table(images, [40], ["cat"], ["TRAIN"]), duplicates="maybe")
     reported = tfrecorder.append(base, table(images, [3, 24], ["cat", "dog"], ["TRAIN", "TRAIN"]),
                                  duplicates="report", output_dir=tmp_path / "report", progress=False)
     assert reported["discarded"] == 1 and reported["written"]["TRAIN"] == 7
     leaking = table(images, [26, 26], ["cat", "cat"], ["TRAIN", "TEST"])  # one image in TRAIN and TEST
     with pytest.raises(ValueError, match="train/test leakage"):
         tfrecorder.append(base, leaking, duplicates="fail", output_dir=tmp_path / "fail", progress=False)
+
+
+def test_drop_discards_rows_in_the_base_and_all_but_one_of_each_group_of_new_rows(base, images, tmp_path):
+    """duplicates="drop" (issue 29) in an append: rows already in the base go as with "discard"; a
+    duplicate group among the new rows keeps its kept row (smallest row id, then split: the TEST one)."""
+    new = table(images, [27, 27, 28, 3], ["cat", "cat", "dog", "cat"], ["TRAIN", "TEST", "TRAIN", "TRAIN"])
+    dropped = tfrecorder.append(base, new, duplicates="drop", output_dir=tmp_path, progress=False)
+    assert dropped["written"] == {"TRAIN": 7, "VALIDATION": 2, "TEST": 3}
+    assert dropped.metadata["discard_reasons"] == {"already in base": 1, "duplicate of": 1}
+    assert dropped.metadata["duplicates"]["dropped"] == 1
 
 
 def test_new_rows_must_fit_the_base(base, images):
@@ -214,8 +224,10 @@ def test_tabular_append_through_the_accessor_and_cli(tmp_path, capsys):
     third.write_text("n,label,split\n200,b,TEST\n")
     assert cli.main(["append", v2["tfrecord_dir"], "--source", str(third), "--no_progress", "--duplicates", "report"]) == 0
     assert "TEST=4" in capsys.readouterr().out
-    with pytest.raises(SystemExit):  # --duplicates: discard|report|fail|keep ("drop" is not built)
-        cli.main(["append", v2["tfrecord_dir"], "--source", str(third), "--duplicates", "drop"])
+    with pytest.raises(SystemExit):  # --duplicates: discard|report|drop|fail|keep
+        cli.main(["append", v2["tfrecord_dir"], "--source", str(third), "--duplicates", "dedupe"])
+    assert cli.main(["append", v2["tfrecord_dir"], "--source", str(third), "--duplicates", "drop"]) == 2  # image-free
+    assert "duplicates='drop' is supported for tables of images" in capsys.readouterr().err
     assert cli.main(["append", v2["tfrecord_dir"], "--source", str(tmp_path / "none.csv")]) == 2
 
 

@@ -163,6 +163,9 @@ def test_report_writes_html_and_duplicates_fail_is_one_line(tmp_path):
                  "--validate", "header", "--duplicates", "fail", entry=("-c", WITHOUT_TENSORFLOW))
     assert failed.returncode == 2 and failed.stderr.count("\n") == 1, failed.stderr
     assert "train/test leakage" in failed.stderr and "img/a.jpg (TRAIN) = " in failed.stderr and "img/b.jpg (TEST)" in failed.stderr
+    dropped = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "dropped"),
+                  "--validate", "header", "--duplicates", "drop", entry=("-c", WITHOUT_TENSORFLOW))
+    assert dropped.returncode == 0 and "discarded: 1" in dropped.stdout and "leakage" not in dropped.stdout, dropped.stderr
     done = run("convert", "--source", str(tmp_path / "t.csv"), "--output_dir", str(tmp_path / "out"),
                "--validate", "header", entry=("-c", WITHOUT_TENSORFLOW))
     assert done.returncode == 0 and "WARNING train/test leakage: 1 duplicate group" in done.stdout, done.stderr

@@ -56,3 +56,12 @@ def test_read_groups_keeps_leaks_first_and_bounded(tmp_path):
     groups = read_groups(str(tmp_path), shown=3)
     assert [g["group"] for g in groups] == ["g0", "g3", "g6", "g1", "g2", "g4"]
     assert groups[0]["members"] == [("TRAIN", "r0a", True), ("TEST", "r0b", False)]
+
+
+def test_a_job_that_dropped_duplicates_says_so_without_a_leak_warning():
+    from tfrecorder.job_report import duplicates_html
+
+    counts = {"groups": 2, "rows": 5, "redundant": 3, "leaking_groups": 1, "leaking_rows": 2, "dropped": 3}
+    shown = duplicates_html(counts, [])
+    assert "3 rows dropped" in shown and "tfr-warn" not in shown
+    assert "tfr-warn" in duplicates_html({k: v for k, v in counts.items() if k != "dropped"}, [])

@@ -1,0 +1,116 @@
+"""duplicates="drop" (issue 29): every duplicate group's rows but the kept one taken out of their pieces
+before shards are planned, and sent to discarded.csv as `duplicate of <kept row>`.
+
+    encoders ─pieces─► key by piece file name ─┐
+    find_duplicates ─DROPPED (piece name, [(record, unknown labels, cells, reason)])─┴► CoGroupByKey
+        ─► a piece with no dropped record: unchanged; else a new piece of its other records (offsets and
+           keys sidecars with it) ─► shard planning, as any piece
+        ─► DISCARD (row cells, "duplicate of <row id>") ─► discard_files
+
+Duplicates are known only once every row is encoded, and their records are in pieces by then; the
+dropped rows are joined to their pieces by key inside the pipeline (no list of dropped rows in the
+driver or in a side input), and each piece holding one is rewritten without it: shard planning and
+assembly never learn that a job dropped anything. Each encoder row carries its place (piece file
+name, record number: beam_pipelines.steps.encode_rows) with its digest; a resumable job commits those
+places with the part (its quality file), and they name the part's committed pieces, so a resumed job
+drops the same records. A rewritten piece has a fresh name per attempt (only the committed attempt's
+descriptor is planned; others go with the pieces directory) and a digest made of its source piece's
+and the dropped record numbers, so shards come out the same under retries.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Iterable, Mapping
+
+import apache_beam as beam
+import numpy as np
+
+from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.shard_planning import Piece
+from tfrecorder.format.file_names import piece_file_name
+from tfrecorder.io import storage
+from tfrecorder.options.job_config import JobConfig
+
+_CHUNK = 8 * 1024 * 1024
+
+
+def piece_name(piece: Piece) -> str:
+    """The key a piece is joined by: its file name (fresh per writer attempt, so unique in the job)."""
+    return piece.path.rsplit("/", 1)[-1]
+
+
+def _copy(source, out, start: int, end: int) -> None:
+    source.seek(start)
+    remaining = end - start
+    while remaining:
+        chunk = source.read(min(_CHUNK, remaining))
+        if not chunk:
+            raise OSError(f"piece ended {remaining} bytes early")
+        out.write(chunk)
+        remaining -= len(chunk)
+
+
+def without_records(piece: Piece, dropped: Mapping[int, int], pieces_dir: str) -> Piece:
+    """A new piece of `piece`'s records but those in `dropped` (record number → its unknown labels), with
+    its offsets sidecar and, when the source piece has one, its keys sidecar. Reads 8 bytes a record of
+    the offsets (and 16 of the keys), and copies the kept records' bytes run by run."""
+    ends = np.frombuffer(storage.read_bytes(piece.offsets_path), dtype="<u8").astype(np.int64)
+    if len(ends) != piece.records:
+        raise OSError(f"offsets sidecar of {piece.path} holds {len(ends)} records, not {piece.records}")
+    starts = np.concatenate([[0], ends[:-1]])
+    keep = np.ones(piece.records, dtype=bool)
+    keep[sorted(dropped)] = False
+    kept = np.flatnonzero(keep)
+    lengths = ends[kept] - starts[kept]
+    path = storage.join(pieces_dir, piece_file_name(piece.split))
+    runs = np.split(kept, np.flatnonzero(np.diff(kept) != 1) + 1) if len(kept) else []
+    with storage.open_read(piece.path) as source, storage.open_write(path) as out:
+        for run in runs:
+            _copy(source, out, int(starts[run[0]]), int(ends[run[-1]]))
+    size = int(lengths.sum())
+    mark = hashlib.blake2b(f"{piece.digest} without {sorted(dropped)}".encode("utf-8"), digest_size=8).hexdigest()
+    result = Piece(piece.split, path, len(kept), size, piece.unknown_labels - sum(dropped.values()),
+                   f"{mark}-{len(kept)}-{size}", keyed=piece.keyed)
+    storage.write_bytes(result.offsets_path, np.cumsum(lengths, dtype=np.int64).astype("<u8").tobytes())
+    if piece.keyed:
+        keys = np.frombuffer(storage.read_bytes(piece.keys_path), dtype="<u8").reshape(-1, 2)
+        storage.write_bytes(result.keys_path, keys[kept].tobytes())
+    return result
+
+
+class DropFromPieces(beam.DoFn):
+    """One piece with the rows dropped from it (a CoGroupByKey's {"pieces": [Piece], "dropped": [lists]}):
+    the piece itself when none is, else its rewrite; each dropped row on DISCARD."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def process(self, item: tuple[str, Mapping[str, Iterable[Any]]]):
+        name, joined = item
+        pieces, lists = list(joined["pieces"]), [found for batch in joined["dropped"] for found in batch]
+        if len(pieces) != 1:
+            if not lists and not pieces:
+                return
+            raise RuntimeError(f"duplicates='drop': {len(pieces)} pieces named {name} hold dropped rows")
+        piece = pieces[0]
+        if not lists:
+            yield piece
+            return
+        dropped: dict[int, tuple] = {}
+        for record, unknown, cells, reason in sorted(lists):  # a row dropped twice is dropped once
+            dropped.setdefault(int(record), (int(unknown), cells, reason))
+        yield without_records(piece, {record: found[0] for record, found in dropped.items()}, self.config.pieces_dir)
+        for _record, (_unknown, cells, reason) in sorted(dropped.items()):
+            yield beam.pvalue.TaggedOutput(DISCARD, (dict(zip(self.config.columns, cells)), reason))
+
+
+def drop_duplicates(config: JobConfig, pieces: beam.PCollection,
+                    dropped: beam.PCollection) -> tuple[beam.PCollection, beam.PCollection]:
+    """(`pieces` without the dropped rows, the dropped rows as (row, reason) discards)."""
+    keyed = pieces | "KeyPieces" >> beam.Map(lambda piece: (piece_name(piece), piece))
+    kept = (
+        {"pieces": keyed, "dropped": dropped}
+        | "JoinDropped" >> beam.CoGroupByKey()
+        | "DropFromPieces" >> beam.ParDo(DropFromPieces(config)).with_outputs(DISCARD, main="pieces")
+    )
+    return kept.pieces, kept[DISCARD]
