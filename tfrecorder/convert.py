@@ -252,7 +252,7 @@ def convert(
     images_remote = _images_remote(table, resolved_schema)
     concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)
     by_content = content_splits(resolved_schema, is_detection or is_dataset)  # UNASSIGNED rows split by image bytes
-    if options.duplicates == "drop" and not by_content:  # issue 29: built for the image graph's rows
+    if options.duplicates == "drop" and (not by_content or is_detection or is_dataset):  # issue 29: image rows
         raise ValueError("duplicates='drop' is supported for tables of images (one Example per row) only, not "
                          "for image-free, detection or COCO/VOC/YOLO tables yet; use duplicates='report' and "
                          "the rows duplicates.csv lists")

@@ -202,8 +202,12 @@ def statistics_html(statistics: Mapping[str, Any]) -> str:
     splits = {split: info for split, info in statistics.get("splits", {}).items() if split in SPLITS}
     if not splits:
         return "<div>no statistics: nothing was written</div>"
-    rows = ", ".join(f"{split.lower()} {info['rows']:,}" for split, info in splits.items())
-    parts = [f"<div>rows written: {rows}</div>"]
+    if all("boxes" in info for info in splits.values()):  # a detection job: images and their boxes (issue 29)
+        rows = ", ".join(f"{split.lower()} {info['rows']:,} ({info['boxes']:,} boxes)" for split, info in splits.items())
+        parts = [f"<div>images written: {rows}</div>"]
+    else:
+        rows = ", ".join(f"{split.lower()} {info['rows']:,}" for split, info in splits.items())
+        parts = [f"<div>rows written: {rows}</div>"]
     columns = list(next(iter(splits.values()))["features"])
     kinds = {c: next(iter(splits.values()))["features"][c]["kind"] for c in columns}
     for column in (c for c in columns if kinds[c] == "label"):

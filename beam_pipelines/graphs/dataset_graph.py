@@ -3,7 +3,8 @@
     read records ─┬► categories + object names ─► label map ─────────────────────(side input)─┐
                   └► spill to buckets by image id ─► GroupByKey(bucket) ─► join per image ─► batch ─► encode
                                                                               └──── discards ◄──────┘
-    pieces ─► plan + assemble shards;  everything ─► finalize (label_map.pbtxt, metadata.json, publish)
+    encode ─QUALITY─► statistics and duplicates (steps/find_duplicates, as detection_graph's)
+    pieces ─► plan + assemble shards;  everything ─► finalize (label_map.pbtxt, statistics, metadata.json, publish)
 
 The source yields category, image and object records (tfrecorder.rows.dataset_records); an object meets
 its image only here (steps/join_buckets: records spilled to bucket files by image id, a GroupByKey of
@@ -11,7 +12,8 @@ the buckets' part files, each bucket grouped by image id in memory), so neither 
 DoFn holds the dataset's annotations, and no runner buffers them. Masks are rasterised when an image is
 encoded.
 Every image and object record read is either inside a written Example or discarded (metadata.json
-checks the sum).
+checks the sum). An UNASSIGNED image is given the split of its image bytes when encoded, and every
+written image feeds the statistics and duplicate search (detection_graph.written_image, issue 29).
 """
 from __future__ import annotations
 
@@ -20,7 +22,10 @@ import functools
 import apache_beam as beam
 from apache_beam.pvalue import AsSingleton
 
+from beam_pipelines.graphs.detection_graph import end_of_batch, written_image
 from beam_pipelines.graphs.job_outputs import write_outputs
+from beam_pipelines.steps.collect_statistics import QUALITY
+from beam_pipelines.steps.find_duplicates import quality_steps
 from beam_pipelines.steps import read_rows
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import EncodeAndWritePieces, read_image
@@ -89,10 +94,12 @@ class EncodeDatasetImages(EncodeAndWritePieces):
                 yield beam.pvalue.TaggedOutput(DISCARD, discard)
             if data is not None:
                 rows_written += inside
-                yield from self._write(joined.split, data, 0)
+                split = written_image(self, joined.split, encoder.resolve(joined.uri), encoder.written, data, pending)
+                yield from self._write(split, data, 0)
             self._rows_done.add(1 + len(joined.objects))
         if pending:
             pending.wait()
+        yield from end_of_batch(self)
         if rows_written:
             yield beam.pvalue.TaggedOutput(ROWS_WRITTEN, rows_written)
 
@@ -118,17 +125,20 @@ def build_dataset_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCol
         joined.images  # spread over the workers by the join's GroupByKey already: no reshuffle (nor its buffer)
         | "BatchImages" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
         | "EncodeAndWrite" >> beam.ParDo(EncodeDatasetImages(config), labels).with_outputs(
-            DISCARD, ROWS_WRITTEN, main="pieces")
+            DISCARD, ROWS_WRITTEN, QUALITY, main="pieces")
     )
     rows_written = encoded[ROWS_WRITTEN] | "RowsWritten" >> beam.CombineGlobally(sum).without_defaults()
     found = {"Read": malformed, "Join": joined[DISCARD], "Encode": encoded[DISCARD]}
+    quality, _dropped = quality_steps(config, encoded[QUALITY])
     return write_outputs(pipeline, config, encoded.pieces, found, finalize_dataset_job, labels,
-                         AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0))
+                         AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0), **quality)
 
 
-def finalize_dataset_job(_, config: JobConfig, shards, labels, rows_in, rows_written, discard_reasons, pieces):
-    """Write label_map.pbtxt (the dataset's own ids) and metadata.json, clean up, publish; safe to re-run."""
+def finalize_dataset_job(_, config: JobConfig, shards, labels, rows_in, rows_written, discard_reasons, pieces,
+                         statistics=None, duplicates=None):
+    """Write label_map.pbtxt (the dataset's own ids), statistics.json/.pb, duplicates.csv and
+    metadata.json, clean up, publish; safe to re-run."""
     yield finalize_label_mapped_job(
         config, shards, [name for _id, name in sorted(labels.items())], rows_in, rows_written, discard_reasons,
         detection_keys.dataset_metadata(labels, config.source.kind), detection_keys.dataset_feature_spec(),
-        detection_keys.label_map_of(labels))
+        detection_keys.label_map_of(labels), statistics, duplicates)

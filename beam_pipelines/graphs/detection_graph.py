@@ -3,10 +3,19 @@
     read rows ─► check boxes ─► GroupByKey(image URI) ─► split per image ─► batch ─► encode + write pieces
                      │                                        │    └► TRAIN labels ─► vocabulary ─(side input)┘
                      └──────────── discards ◄─────────────────┘
-    pieces ─► plan + assemble shards;  everything ─► finalize (label_map.pbtxt, metadata.json, publish)
+    encode ─QUALITY─► statistics and duplicates (steps/find_duplicates, as image jobs)
+    pieces ─► plan + assemble shards;  everything ─► finalize (label_map.pbtxt, statistics, metadata.json, publish)
 
 Only small row dicts are grouped (never image bytes). Rows are accounted exactly: every row read is
 either inside a written Example (counted by the encoder) or discarded, and metadata.json checks that.
+
+Issue 29: each written image feeds the bundle's statistics (tfrecorder.rows.detection_statistics:
+images, boxes per image, boxes per class, image sizes, box areas and aspects) and its content digest
+goes to the duplicate buckets, through the same WrittenRows collector and grouping step as image jobs
+(`written_image`, shared with the dataset graph). An UNASSIGNED image keeps that split until it is
+encoded, and is then given the split of its image bytes' digest (splits.split_of_digest): byte-identical
+images land in one split whatever their URIs; the vocabulary takes UNASSIGNED images' labels as
+possibly TRAIN ones, as the count step of image jobs does.
 """
 from __future__ import annotations
 
@@ -24,10 +33,14 @@ from beam_pipelines.steps.count_table import VocabularyFn
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import EncodeAndWritePieces
 from beam_pipelines.steps.progress_counters import RowsDone
+from beam_pipelines.steps.collect_statistics import QUALITY, WrittenRows
 from beam_pipelines.steps.fetch_images import reader_for
+from beam_pipelines.steps.find_duplicates import quality_steps
 from beam_pipelines.steps.finalize_job import finalize_label_mapped_job
 from tfrecorder.format import detection_keys
 from tfrecorder.rows import detection_encoder
+from tfrecorder.rows.detection_statistics import IMAGE, STATISTICS_SCHEMA, DetectionStatistics, EncodedImage
+from tfrecorder.rows.duplicate_groups import content_digest
 from tfrecorder.core import splits
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.errors import RowError
@@ -74,7 +87,7 @@ class SplitImages(beam.DoFn):
         rows = list(rows)
         try:
             split = detection_encoder.merge_image_rows(uri, (row.get(SPLIT_COLUMN) for row, _ in rows),
-                                               self.config.split_ratios)
+                                                       self.config.split_ratios, self.config.content_splits)
         except RowError as exc:
             self._rows_done.add(len(rows))
             for row, _box in rows:
@@ -85,10 +98,34 @@ class SplitImages(beam.DoFn):
 
 def train_labels(image) -> Any:
     split, _uri, rows = image
-    if split == splits.TRAIN:
+    if split in (splits.TRAIN, splits.UNASSIGNED):  # UNASSIGNED: split from its bytes when encoded, maybe TRAIN
         labels = {box.label for _row, box in rows if box is not None}
         if labels:
             yield {"label": labels}
+
+
+def written_image(dofn: EncodeAndWritePieces, split: str, resolved_uri: str, image: EncodedImage,
+                  example: bytes, pending) -> str:
+    """An image a detection or dataset encoder wrote (issue 29): its split (an UNASSIGNED image's chosen
+    from its bytes' digest) and, when the job computes statistics, its statistics row and digest added
+    to the bundle's WrittenRows (`dofn._written`, emptied at the bundle's end as image jobs' is)."""
+    digest = content_digest(image.data)
+    if split == splits.UNASSIGNED:
+        split = splits.split_of_digest(digest, dofn.config.split_ratios)
+    if dofn.config.statistics:
+        if dofn._written is None:
+            dofn._written = WrittenRows(STATISTICS_SCHEMA, near_duplicates=dofn._hashes_images(),
+                                        statistics=DetectionStatistics)
+        phash = pending.perceptual_hash(resolved_uri) if pending is not None and dofn._hashes_images() else None
+        dofn._written.add_row(split, image.row, [(IMAGE, resolved_uri, image.info, image.data)], example, phash,
+                              digest=digest)
+    return split
+
+
+def end_of_batch(dofn: EncodeAndWritePieces):
+    """The QUALITY outputs a batch's end releases (digests by bucket, once enough are held)."""
+    if dofn._written is not None:
+        yield from dofn._written.end_batch()
 
 
 class EncodeImages(EncodeAndWritePieces):
@@ -116,10 +153,12 @@ class EncodeImages(EncodeAndWritePieces):
                 yield beam.pvalue.TaggedOutput(DISCARD, discard)
             if data is not None:
                 rows_written += inside
+                split = written_image(self, split, encoder.resolve(uri), encoder.written, data, pending)
                 yield from self._write(split, data, 0)
             self._rows_done.add(len(rows))
         if pending:
             pending.wait()
+        yield from end_of_batch(self)
         if rows_written:
             yield beam.pvalue.TaggedOutput(ROWS_WRITTEN, rows_written)
 
@@ -146,11 +185,15 @@ class EncodeImageBuckets(EncodeImages):
 
     def _encode_bucket(self, key, images, vocabularies) -> dict:
         discards = DiscardPartWriter(self.config.discards_dir, self.config.columns)
-        pieces, rows_written = [], 0
+        pieces, rows_written, quality = [], 0, []
+        self._written = None  # one collector per bucket: its statistics depend on the bucket only
         for start in range(0, len(images), self.config.batch_size):
             outputs = list(EncodeImages.process(self, images[start:start + self.config.batch_size], vocabularies))
             outputs.extend(writer.close() for writer in self.writers.values())
             self.writers = {}
+            if start + self.config.batch_size >= len(images) and self._written is not None:
+                outputs.extend(self._written.finish())  # the bucket's digests and statistics, committed with it
+                self._written = None
             for output in outputs:
                 if not isinstance(output, beam.pvalue.TaggedOutput):
                     pieces.append(output)
@@ -158,10 +201,12 @@ class EncodeImageBuckets(EncodeImages):
                     discards.write(*output.value)
                 elif output.tag == ROWS_WRITTEN:
                     rows_written += output.value
+                elif output.tag == QUALITY:
+                    quality.append(output.value)
         closed = discards.close()
         rows = sum(len(image_rows) for _split, _uri, image_rows in images)
         return part_commits.commit(self.config, key, rows, pieces, closed if closed.rows else None,
-                                   rows_written=rows_written)
+                                   rows_written=rows_written, quality=quality if self.config.statistics else None)
 
 
 def _count(pcoll, label: str):
@@ -197,7 +242,7 @@ def build_detection_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PC
             | "BucketImages" >> beam.Map(lambda image: (image_bucket(image[1], buckets), image))
             | "GroupByBucket" >> beam.GroupByKey()
             | "EncodeBuckets" >> beam.ParDo(EncodeImageBuckets(config), vocabulary_side).with_outputs(
-                DISCARD_PARTS, ROWS_WRITTEN, main="pieces")
+                DISCARD_PARTS, ROWS_WRITTEN, QUALITY, main="pieces")
         )
         committed = encoded[DISCARD_PARTS]
     else:
@@ -206,20 +251,22 @@ def build_detection_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PC
             | "SpreadImages" >> beam.Reshuffle()
             | "BatchImages" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
             | "EncodeAndWrite" >> beam.ParDo(EncodeImages(config), vocabulary_side).with_outputs(
-                DISCARD, ROWS_WRITTEN, main="pieces")
+                DISCARD, ROWS_WRITTEN, QUALITY, main="pieces")
         )
         found["Encode"] = encoded[DISCARD]
     rows_written = encoded[ROWS_WRITTEN] | "RowsWritten" >> beam.CombineGlobally(sum).without_defaults()
+    quality, _dropped = quality_steps(config, encoded[QUALITY])
     return write_outputs(pipeline, config, encoded.pieces, found, finalize_detection_job, vocabulary_side,
                          AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0),
-                         committed_discards=committed)
+                         committed_discards=committed, **quality)
 
 
-def finalize_detection_job(_, config: JobConfig, shards, vocabularies, rows_in, rows_written, discard_reasons, pieces):
-    """Write label_map.pbtxt and metadata.json, clean temporary files, and publish the job directory;
-    safe to re-run."""
+def finalize_detection_job(_, config: JobConfig, shards, vocabularies, rows_in, rows_written, discard_reasons, pieces,
+                           statistics=None, duplicates=None):
+    """Write label_map.pbtxt, statistics.json/.pb, duplicates.csv and metadata.json, clean temporary
+    files, and publish the job directory; safe to re-run."""
     vocabulary = list(vocabularies.get("label", []))
     yield finalize_label_mapped_job(
         config, shards, vocabulary, rows_in, rows_written, discard_reasons,
         detection_keys.detection_metadata(vocabulary, _box_units(config)), detection_keys.feature_spec(),
-        detection_keys.label_map_pbtxt(vocabulary))
+        detection_keys.label_map_pbtxt(vocabulary), statistics, duplicates)

@@ -14,7 +14,7 @@ most FLUSH_ENTRIES digests wait.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
@@ -35,10 +35,12 @@ FLUSH_ENTRIES = 32_768  # digests (and band keys) held before they leave by buck
 class WrittenRows:
     """Collects one encoder's written rows: statistics for the bundle, digests by bucket (`flush`)."""
 
-    def __init__(self, schema: Schema, near_duplicates: bool = False) -> None:
+    def __init__(self, schema: Schema, near_duplicates: bool = False,
+                 statistics: Callable[[Schema], DatasetStatistics] = DatasetStatistics) -> None:
         self.schema = schema
         self.near_duplicates = near_duplicates  # hash each row's first image perceptually (NEAR_KEYS)
-        self.statistics = DatasetStatistics(schema)
+        self._statistics_of = statistics  # the accumulator's class (detection jobs: DetectionStatistics)
+        self.statistics = statistics(schema)
         self._rows: dict[str, list] = {}
         self._images: dict[str, dict[str, list]] = {}
         self._entries: list[tuple] = []
@@ -109,7 +111,7 @@ class WrittenRows:
     def take_statistics(self) -> Optional[beam.pvalue.TaggedOutput]:
         """The bundle's statistics ((STATISTICS_KEY, statistics) on QUALITY), and a fresh accumulator for
         the next bundle (digests still held are dropped: call `flush` first when the bundle succeeded)."""
-        found, self.statistics = self.statistics, DatasetStatistics(self.schema)
+        found, self.statistics = self.statistics, self._statistics_of(self.schema)
         self._entries, self._near, self._blocks, self._held = [], [], {}, 0
         return beam.pvalue.TaggedOutput(QUALITY, (STATISTICS_KEY, found)) if found.rows else None
 

@@ -10,6 +10,7 @@ from tfrecorder.format.file_names import LABEL_MAP_FILE
 from tfrecorder.format.lineage import lineage_entry, merged_images
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
+from tfrecorder.rows.detection_statistics import DetectionStatistics
 from tfrecorder.rows.table_stats import TableStats
 from beam_pipelines.steps.carry_shards import job_vocabularies
 from beam_pipelines.steps.data_quality import write_quality_files
@@ -60,14 +61,21 @@ def finalize_with_stats(_, config: JobConfig, shards, stats: TableStats, discard
 
 
 def finalize_label_mapped_job(config: JobConfig, shards, label_names: list, rows_in: int, rows_written: int,
-                              discard_reasons, fields: dict, features: dict, label_map: str) -> str:
+                              discard_reasons, fields: dict, features: dict, label_map: str,
+                              statistics=None, duplicates=None) -> str:
     """finalize_job for a detection or dataset job (OD API records): metadata.json gets `fields` and
-    the OD API feature spec, `label_map.pbtxt` is written beside the shards; then the job is published.
+    the OD API feature spec, `label_map.pbtxt` is written beside the shards, statistics.json/.pb and
+    duplicates.csv when computed (issue 29: `statistics` a DetectionStatistics, `duplicates` the
+    duplicate buckets); then the job is published.
     Safe to run again after any part of it ran: once the job is published it only cleans up."""
     if not job_directory.is_published(config.final_dir):
+        if statistics is None and duplicates is not None:  # every image was discarded: statistics of nothing
+            statistics = DetectionStatistics()
+        quality = write_quality_files(config, {"label": list(label_names)}, statistics, duplicates)
         metadata = JobMetadata.build(config, shards, {"label": list(label_names)}, rows_in, discard_reasons, {},
                                      rows_written=rows_written)
-        metadata = metadata.updated(**fields, input_schema=metadata.document["schema"], schema={}, features=features)
+        metadata = metadata.updated(**fields, **quality, input_schema=metadata.document["schema"], schema={},
+                                    features=features)
         storage.write_bytes(storage.join(config.temp_dir, LABEL_MAP_FILE), label_map.encode("utf-8"))
         for scratch in config.scratch_dirs:
             storage.delete_tree(scratch)

@@ -101,7 +101,8 @@ class JoinBuckets(beam.DoFn):
                 groups[key].append(packed)
         for key in sorted(groups):
             rows = [dataset_records.unpack(packed) for packed in groups.pop(key)]
-            joined, discards = dataset_records.join_image(key, rows, labels, self.config.split_ratios)
+            joined, discards = dataset_records.join_image(key, rows, labels, self.config.split_ratios,
+                                                              self.config.content_splits)
             self._rows_done.add(len(discards))
             for discard in discards:
                 yield beam.pvalue.TaggedOutput(DISCARD, discard)

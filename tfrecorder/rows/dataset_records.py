@@ -133,9 +133,11 @@ class JoinedImage:
         return str(self.image["image_uri"])
 
 
-def join_image(key: str, records: Iterable[Row], labels: Mapping[int, str],
-               split_ratios: Sequence[float]) -> tuple[Optional[JoinedImage], list[tuple[Row, str]]]:
-    """The image of one key with its objects, and the (row, reason) discards of its group."""
+def join_image(key: str, records: Iterable[Row], labels: Mapping[int, str], split_ratios: Sequence[float],
+               by_content: bool = False) -> tuple[Optional[JoinedImage], list[tuple[Row, str]]]:
+    """The image of one key with its objects, and the (row, reason) discards of its group. An UNASSIGNED
+    image's split is chosen from its URI; with `by_content` (issue 29) it stays UNASSIGNED, for the
+    encode step to choose from its image bytes."""
     records = list(records)
     images = [r for r in records if r.get(RECORD) == IMAGE]
     objects = [r for r in records if r.get(RECORD) == OBJECT]
@@ -146,7 +148,7 @@ def join_image(key: str, records: Iterable[Row], labels: Mapping[int, str],
         return None, [(for_discard(r), reason) for r in images + objects]
     image = images[0]
     try:
-        split = _split_of(image, split_ratios)
+        split = _split_of(image, split_ratios, by_content)
     except RowError as exc:
         return None, [(for_discard(r), str(exc)) for r in images + objects]
     ids_by_name = {name: i for i, name in labels.items()}
@@ -171,9 +173,11 @@ def _object_order(row: Row) -> tuple:
     return (0, key, "") if isinstance(key, int) else (1, 0, str(key))
 
 
-def _split_of(image: Row, split_ratios: Sequence[float]) -> str:
+def _split_of(image: Row, split_ratios: Sequence[float], by_content: bool = False) -> str:
     raw = image.get("split")
     name = splits.normalize_split(raw)
     if name is None:
         raise RowError(f"unknown split: {raw!r} (expected TRAIN, VALIDATION, TEST or UNASSIGNED)")
-    return splits.assign_split(str(image["image_uri"]), split_ratios) if name == splits.UNASSIGNED else name
+    if name == splits.UNASSIGNED and not by_content:
+        return splits.assign_split(str(image["image_uri"]), split_ratios)
+    return name

@@ -277,7 +277,11 @@ def _listed(values: pa.Array, role: types.ColumnType, column: str) -> pa.Array:
 
 
 def merge_all(parts: Iterable[DatasetStatistics], schema: Schema) -> DatasetStatistics:
-    merged = DatasetStatistics(schema)
+    """The parts merged into a new DatasetStatistics of their own class and schema (a detection job's
+    are tfrecorder.rows.detection_statistics'), or an empty one of `schema` when there are none."""
+    merged = None
     for part in parts:
+        if merged is None:
+            merged = type(part)(part.schema)
         merged.merge(part)
-    return merged
+    return merged if merged is not None else DatasetStatistics(schema)

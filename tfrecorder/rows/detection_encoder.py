@@ -22,6 +22,7 @@ from tfrecorder.io import decode_check, image_probe
 from tfrecorder.format.detection_keys import (CLASS_LABEL, CLASS_TEXT, ENCODED, FILENAME, FORMAT, HEIGHT, SOURCE_ID, URI,
                                               WIDTH, XMAX, XMIN, YMAX, YMIN, source_id)
 from tfrecorder.format.example_encoder import Feature, encode_example
+from tfrecorder.rows.detection_statistics import EncodedImage, image_row
 from tfrecorder.rows.row_encoding import DecodeLookup, ImageReader, probe_read_image, resolve_uri
 from tfrecorder.rows.value_coercion import is_missing
 from tfrecorder.core.schema import IMAGE_COLUMN, LABEL_COLUMN, SPLIT_COLUMN, Schema
@@ -115,10 +116,13 @@ def check_box_row(row: Mapping[str, Any], box_units: str = "relative") -> Option
     return Box(str(label).strip(), xmin, ymin, xmax, ymax)
 
 
-def merge_image_rows(uri: str, raw_splits: Iterable[Any], split_ratios: Sequence[float]) -> str:
+def merge_image_rows(uri: str, raw_splits: Iterable[Any], split_ratios: Sequence[float],
+                     by_content: bool = False) -> str:
     """The split of an image from its rows' split cells; RowError if they disagree or are unknown.
 
-    UNASSIGNED images are assigned by hashing the image URI, exactly like classification rows.
+    UNASSIGNED images are assigned by hashing the image URI; with `by_content` (issue 29) they stay
+    UNASSIGNED here, and the encode step assigns them from their image bytes (splits.split_of_digest),
+    so that byte-identical images land in one split.
     """
     names = set()
     for raw in raw_splits:
@@ -129,7 +133,9 @@ def merge_image_rows(uri: str, raw_splits: Iterable[Any], split_ratios: Sequence
     if len(names) > 1:
         raise RowError(f"{CONFLICTING_SPLITS}: rows of {uri} say {', '.join(sorted(names))}")
     split = names.pop()
-    return splits.assign_split(uri, split_ratios) if split == splits.UNASSIGNED else split
+    if split == splits.UNASSIGNED and not by_content:
+        return splits.assign_split(uri, split_ratios)
+    return split
 
 
 def image_name(uri: str) -> str:
@@ -150,6 +156,7 @@ class DetectionEncoder:
         self.validate = validate
         self.max_image_pixels = max_image_pixels
         self.image_kinds: set = set()  # what RowEncoder collects for metadata "images"; none for detection
+        self.written: Optional[EncodedImage] = None  # the last image encoded (statistics, duplicates: issue 29)
 
     def resolve(self, uri: str) -> str:
         return resolve_uri(uri, self.base_dir)
@@ -166,6 +173,7 @@ class DetectionEncoder:
         not among the TRAIN labels) discards that row only. An image none of whose rows survive is
         not written.
         """
+        self.written = None
         try:
             resolved = self.resolve(uri)
             data = read_image(resolved)
@@ -201,6 +209,8 @@ class DetectionEncoder:
             CLASS_TEXT: Feature("bytes", [b.label.encode("utf-8") for b in kept]),
             CLASS_LABEL: Feature("int64", [self.label_ids[b.label] for b in kept]),
         }
+        self.written = EncodedImage(data, info, image_row([b.label for b in kept],
+                                                          [(b.xmin, b.ymin, b.xmax, b.ymax) for b in kept], *original))
         return encode_example(features), inside, discards
 
     def _fit(self, box: Box, height: int, width: int) -> Box:

@@ -22,6 +22,7 @@ from tfrecorder.format.example_encoder import Feature, encode_example
 from tfrecorder.io import decode_check, image_probe
 from tfrecorder.rows import instance_masks
 from tfrecorder.rows.dataset_records import PIXELS, RELATIVE, JoinedImage, Row, for_discard
+from tfrecorder.rows.detection_statistics import EncodedImage, image_row
 from tfrecorder.rows.detection_encoder import TOLERANCE, image_name
 from tfrecorder.rows.row_encoding import DecodeLookup, ImageReader, probe_read_image, resolve_uri
 
@@ -69,6 +70,7 @@ class InstanceEncoder:
         self.validate = validate
         self.max_image_pixels = max_image_pixels
         self.image_kinds: set = set()  # what the encoding step collects for metadata "images"; none here
+        self.written: Optional[EncodedImage] = None  # the last image encoded (statistics, duplicates: issue 29)
 
     def resolve(self, uri: str) -> str:
         return resolve_uri(uri, self.base_dir)
@@ -77,6 +79,7 @@ class InstanceEncoder:
                decoded: Optional[DecodeLookup] = None) -> tuple[Optional[bytes], int, list[tuple[Row, str]]]:
         """(Example bytes or None, records inside it, [(row, reason)] discarded)."""
         everything = [joined.image] + [row for row, _id, _name in joined.objects]
+        self.written = None
         try:
             resolved = self.resolve(joined.uri)
             data = read_image(resolved)
@@ -124,6 +127,7 @@ class InstanceEncoder:
         if semantic is not None:
             features[keys.SEGMENTATION] = Feature("bytes", (instance_masks.encode_png(_resized(semantic, size)),))
             features[keys.SEGMENTATION_FORMAT] = Feature("bytes", (instance_masks.MASK_FORMAT.encode(),))
+        self.written = EncodedImage(data, info, image_row([k[2] for k in kept], [k[3] for k in kept], height, width))
         return encode_example(features), 1 + len(kept), discards
 
     def _read_mask(self, uri: str, read_file: FileReader, height: int, width: int, what: str) -> np.ndarray:

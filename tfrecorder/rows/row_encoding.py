@@ -46,10 +46,10 @@ def empty_image_uri(value: Any, column: str) -> Optional[str]:
 
 
 def content_splits(schema: Schema, grouped_by_image: bool = False) -> bool:
-    """Whether a job's UNASSIGNED rows get their split from their image bytes (issue 29): rows of images,
-    one Example per row; not detection or COCO/VOC/YOLO jobs (`grouped_by_image`), whose rows are
-    joined per image URI before encoding and keep the URI's split."""
-    return bool(schema.image_columns) and not grouped_by_image
+    """Whether a job's UNASSIGNED rows get their split from their image bytes (issue 29): every job of
+    images — rows of images, and detection or COCO/VOC/YOLO jobs (`grouped_by_image`), whose images
+    are given it when encoded (beam_pipelines.graphs.detection_graph.written_image)."""
+    return bool(schema.image_columns)
 
 
 def unassigned(row: Mapping[str, Any], schema: Schema) -> bool:

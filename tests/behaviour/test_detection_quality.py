@@ -1,0 +1,129 @@
+"""Issue 29 for object-detection jobs (box tables, COCO datasets): statistics.json/.pb, duplicates.csv,
+leak counts, duplicates="fail", and UNASSIGNED byte-identical images in one split."""
+import csv
+import json
+import os
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+import tfrecorder
+from support.datasets import scenes, write_coco
+from support.detection_records import read_od_records
+from support.replay import REPLAY, snapshot
+from tfrecorder.format.statistics_files import DUPLICATES_FILE, STATISTICS_FILE, STATISTICS_PROTO_FILE
+
+GROUPS, COPIES = 12, 3
+
+
+def _boxes_of_copies(tmp_path, split=None):
+    """GROUPS distinct PNGs, each under COPIES names (byte-identical); each image has two boxes, and
+    groups of odd number a third, "rare" one. `split`: a function of (group, copy) → split cell."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for group in range(GROUPS):
+        first = tmp_path / f"g{group:02d}-0.png"
+        Image.fromarray(rng.integers(0, 255, (12, 16, 3), dtype=np.uint8)).save(first)
+        for copy in range(COPIES):
+            path = tmp_path / f"g{group:02d}-{copy}.png"
+            if copy:
+                shutil.copy(first, path)
+            cell = split(group, copy) if split else None
+            rows.append((cell, str(path), "cat", 0.0, 0.0, 0.5, 0.5))
+            rows.append((cell, str(path), "dog", 0.5, 0.25, 1.0, 1.0))
+            if group % 2:
+                rows.append((cell, str(path), "rare", 0.1, 0.1, 0.2, 0.6))
+    frame = pd.DataFrame(rows, columns=["split", "image_uri", "label", "xmin", "ymin", "xmax", "ymax"])
+    return frame if split else frame.drop(columns=["split"])
+
+
+def _duplicate_rows(job):
+    with open(os.path.join(job, DUPLICATES_FILE)) as stream:
+        return list(csv.DictReader(stream))
+
+
+def test_a_detection_job_writes_statistics_and_reports_leaking_copies(tmp_path):
+    # copy 2 of every group is in TEST, the others in TRAIN: every group leaks; "rare" never in TEST
+    frame = _boxes_of_copies(tmp_path, lambda group, copy: "TEST" if copy == 2 else "TRAIN")
+    frame = frame[~((frame["split"] == "TEST") & (frame["label"] == "rare"))]
+    result = tfrecorder.convert(frame, tmp_path / "out", progress=False)
+    job = result.tfrecord_dir
+    statistics = json.loads(open(os.path.join(job, STATISTICS_FILE)).read())
+    assert statistics["task"] == "object_detection"
+    train, test = statistics["splits"]["TRAIN"], statistics["splits"]["TEST"]
+    assert (train["images"], train["boxes"]) == (2 * GROUPS, 2 * (2 * GROUPS) + 2 * GROUPS // 2)
+    assert (test["images"], test["boxes"]) == (GROUPS, 2 * GROUPS)
+    labels = train["features"]["label"]["labels"]
+    assert {e["value"]: e["count"] for e in labels["counts"]} == {"cat": 2 * GROUPS, "dog": 2 * GROUPS, "rare": GROUPS}
+    assert test["features"]["label"]["labels"]["missing_classes"] == ["rare"]
+    per_image = train["features"]["label"]["list_lengths"]
+    assert (per_image["min"], per_image["max"]) == (2, 3)
+    image = train["features"]["image"]["image"]
+    assert (image["width"]["min"], image["height"]["max"]) == (16, 12)
+    assert image["formats"] == [{"value": "png", "count": 2 * GROUPS}]
+    area = train["features"]["box_area"]["numeric"]
+    assert area["min"] == pytest.approx(0.05) and area["max"] == pytest.approx(0.375)
+    aspect = train["features"]["box_aspect"]["numeric"]  # cat: 8x6 px, dog: 8x9, rare: 1.6x6
+    assert aspect["max"] == pytest.approx(8 / 6) and aspect["min"] == pytest.approx(1.6 / 6)
+    assert os.path.getsize(os.path.join(job, STATISTICS_PROTO_FILE)) > 0
+    counts = result.metadata["duplicates"]
+    assert (counts["groups"], counts["rows"], counts["leaking_groups"]) == (GROUPS, GROUPS * COPIES, GROUPS)
+    assert "train/test leakage" in repr(result)
+    rows = _duplicate_rows(job)
+    assert len(rows) == GROUPS * COPIES and all(row["leak"] == "yes" for row in rows)
+    assert {row["row"] for row in rows if row["kept"] == "yes"} == {str(tmp_path / f"g{g:02d}-0.png")
+                                                                   for g in range(GROUPS)}
+    html = tfrecorder.report(job).html
+    assert f"train {2 * GROUPS} ({train['boxes']} boxes)" in html and "Labels: label" in html
+    with pytest.raises(ValueError, match="train/test leakage"):
+        tfrecorder.convert(frame, tmp_path / "failed", progress=False, duplicates="fail")
+    assert not [name for name in os.listdir(tmp_path / "failed") if not name.startswith(".")]
+
+
+def test_unassigned_copies_of_a_detection_table_land_in_one_split_identically_under_replay(tmp_path, tf):
+    frame = _boxes_of_copies(tmp_path)  # no split column: every image UNASSIGNED
+    plain = tfrecorder.convert(frame, tmp_path / "plain", progress=False, max_shard_bytes=2000)
+    replayed = tfrecorder.convert(frame, tmp_path / "replayed", progress=False, max_shard_bytes=2000,
+                                  beam_options=REPLAY)
+    assert snapshot(replayed.tfrecord_dir) == snapshot(plain.tfrecord_dir)
+    for name in (STATISTICS_FILE, DUPLICATES_FILE):
+        assert open(os.path.join(replayed.tfrecord_dir, name)).read() == open(os.path.join(plain.tfrecord_dir, name)).read()
+    counts = plain.metadata["duplicates"]
+    assert counts["groups"] == GROUPS and counts["leaking_groups"] == 0 and "leakage" not in repr(plain)
+    records = read_od_records(tf, plain.tfrecord_dir)
+    assert len(records) == GROUPS * COPIES
+    split_of_group = {}
+    for uri, record in records.items():
+        split_of_group.setdefault(os.path.basename(uri)[:3], set()).add(record["split"])
+    assert all(len(found) == 1 for found in split_of_group.values())
+    assert len(set().union(*split_of_group.values())) > 1  # the groups themselves spread over splits
+    metadata = plain.metadata
+    assert sum(info["records"] for info in metadata["splits"].values()) == GROUPS * COPIES
+    statistics = json.loads(open(os.path.join(plain.tfrecord_dir, STATISTICS_FILE)).read())
+    assert {split: info["images"] for split, info in statistics["splits"].items()} == \
+        {split: info["records"] for split, info in metadata["splits"].items()}
+
+
+def test_a_coco_dataset_writes_statistics_and_groups_copies_in_one_split(tmp_path):
+    items = scenes(6)
+    copies = [dataclass_copy(scene, f"copy-{scene.name}") for scene in items[:2]]
+    path = write_coco(tmp_path / "coco", items + copies)
+    result = tfrecorder.convert(str(path), tmp_path / "out", progress=False, split="unassigned")
+    job = result.tfrecord_dir
+    statistics = json.loads(open(os.path.join(job, STATISTICS_FILE)).read())
+    boxes = sum(len(scene.objects) for scene in items + copies)
+    assert sum(info["boxes"] for info in statistics["splits"].values()) == boxes
+    assert sum(info["images"] for info in statistics["splits"].values()) == len(items) + 2
+    counts = result.metadata["duplicates"]
+    assert (counts["groups"], counts["rows"], counts["leaking_groups"]) == (2, 4, 0)
+    for group in {row["group"] for row in _duplicate_rows(job)}:
+        assert len({row["split"] for row in _duplicate_rows(job) if row["group"] == group}) == 1
+
+
+def dataclass_copy(scene, name):
+    import dataclasses
+
+    return dataclasses.replace(scene, name=name)
