@@ -22,10 +22,9 @@ import functools
 import apache_beam as beam
 from apache_beam.pvalue import AsSingleton
 
-from beam_pipelines.graphs.detection_graph import end_of_batch, written_image
+from beam_pipelines.graphs.detection_graph import dropping_images, end_of_batch, written_image
 from beam_pipelines.graphs.job_outputs import write_outputs
 from beam_pipelines.steps.collect_statistics import QUALITY
-from beam_pipelines.steps.find_duplicates import quality_steps
 from beam_pipelines.steps import read_rows
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import EncodeAndWritePieces, read_image
@@ -129,8 +128,8 @@ def build_dataset_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCol
     )
     rows_written = encoded[ROWS_WRITTEN] | "RowsWritten" >> beam.CombineGlobally(sum).without_defaults()
     found = {"Read": malformed, "Join": joined[DISCARD], "Encode": encoded[DISCARD]}
-    quality, _dropped = quality_steps(config, encoded[QUALITY])
-    return write_outputs(pipeline, config, encoded.pieces, found, finalize_dataset_job, labels,
+    pieces, quality = dropping_images(config, encoded.pieces, encoded[QUALITY], found)
+    return write_outputs(pipeline, config, pieces, found, finalize_dataset_job, labels,
                          AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0), **quality)
 
 

@@ -30,11 +30,12 @@ from beam_pipelines.steps.discard_files import DiscardPartWriter
 from beam_pipelines.steps.part_commits import DISCARD_PARTS, ROWS_WRITTEN
 from beam_pipelines.graphs.job_outputs import write_outputs
 from beam_pipelines.steps.count_table import VocabularyFn
-from beam_pipelines.steps.discard_files import DISCARD
+from beam_pipelines.steps.discard_files import DISCARD, cell
 from beam_pipelines.steps.encode_rows import EncodeAndWritePieces
 from beam_pipelines.steps.progress_counters import RowsDone
 from beam_pipelines.steps.collect_statistics import QUALITY, WrittenRows
 from beam_pipelines.steps.fetch_images import reader_for
+from beam_pipelines.steps.drop_duplicates import drop_duplicates
 from beam_pipelines.steps.find_duplicates import quality_steps
 from beam_pipelines.steps.finalize_job import finalize_label_mapped_job
 from tfrecorder.format import detection_keys
@@ -118,8 +119,17 @@ def written_image(dofn: EncodeAndWritePieces, split: str, resolved_uri: str, ima
                                         statistics=DetectionStatistics)
         phash = pending.perceptual_hash(resolved_uri) if pending is not None and dofn._hashes_images() else None
         dofn._written.add_row(split, image.row, [(IMAGE, resolved_uri, image.info, image.data)], example, phash,
-                              digest=digest)
+                              digest=digest, place=image_place(dofn, split, image) if dofn._drops else None)
     return split
+
+
+def image_place(dofn: EncodeAndWritePieces, split: str, image: EncodedImage) -> tuple:
+    """Where the image's record is about to be written (duplicates="drop"): its piece's file name and
+    record number, no unknown labels, and the cells of every source row inside it — a tuple of rows
+    (beam_pipelines.steps.drop_duplicates discards each of them when the image is dropped)."""
+    writer = dofn._writer(split)
+    rows = tuple(tuple(cell(row.get(column)) for column in dofn.config.columns) for row in image.inside)
+    return writer.path.rsplit("/", 1)[-1], writer.records, 0, rows
 
 
 def end_of_batch(dofn: EncodeAndWritePieces):
@@ -255,10 +265,21 @@ def build_detection_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PC
         )
         found["Encode"] = encoded[DISCARD]
     rows_written = encoded[ROWS_WRITTEN] | "RowsWritten" >> beam.CombineGlobally(sum).without_defaults()
-    quality, _dropped = quality_steps(config, encoded[QUALITY])
-    return write_outputs(pipeline, config, encoded.pieces, found, finalize_detection_job, vocabulary_side,
+    pieces, quality = dropping_images(config, encoded.pieces, encoded[QUALITY], found)
+    return write_outputs(pipeline, config, pieces, found, finalize_detection_job, vocabulary_side,
                          AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0),
                          committed_discards=committed, **quality)
+
+
+def dropping_images(config: JobConfig, pieces: beam.PCollection, quality: beam.PCollection,
+                    found: dict) -> tuple[beam.PCollection, dict]:
+    """The statistics and duplicates steps (finalize's keyword side inputs); with duplicates="drop" the
+    pieces without the dropped images (found["Dropped"]: each of their rows discarded as `duplicate of
+    <kept image>`), else `pieces` as they are. As image_graph's, for images."""
+    finalize_inputs, dropped = quality_steps(config, quality)
+    if dropped is not None:
+        pieces, found["Dropped"] = drop_duplicates(config, pieces, dropped)
+    return pieces, finalize_inputs
 
 
 def finalize_detection_job(_, config: JobConfig, shards, vocabularies, rows_in, rows_written, discard_reasons, pieces,

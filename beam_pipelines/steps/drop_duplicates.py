@@ -101,7 +101,9 @@ class DropFromPieces(beam.DoFn):
             dropped.setdefault(int(record), (int(unknown), cells, reason))
         yield without_records(piece, {record: found[0] for record, found in dropped.items()}, self.config.pieces_dir)
         for _record, (_unknown, cells, reason) in sorted(dropped.items()):
-            yield beam.pvalue.TaggedOutput(DISCARD, (dict(zip(self.config.columns, cells)), reason))
+            # a detection image's record holds several source rows: its cells are a tuple of rows
+            for row in cells if cells and isinstance(cells[0], tuple) else (cells,):
+                yield beam.pvalue.TaggedOutput(DISCARD, (dict(zip(self.config.columns, row)), reason))
 
 
 def drop_duplicates(config: JobConfig, pieces: beam.PCollection,

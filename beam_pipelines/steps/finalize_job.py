@@ -11,6 +11,7 @@ from tfrecorder.format.lineage import lineage_entry, merged_images
 from tfrecorder.format.metadata_file import JobMetadata
 from tfrecorder.io import storage
 from tfrecorder.rows.detection_statistics import DetectionStatistics
+from tfrecorder.rows.duplicate_groups import DROPPED_REASON
 from tfrecorder.rows.table_stats import TableStats
 from beam_pipelines.steps.carry_shards import job_vocabularies
 from beam_pipelines.steps.data_quality import write_quality_files
@@ -72,6 +73,8 @@ def finalize_label_mapped_job(config: JobConfig, shards, label_names: list, rows
         if statistics is None and duplicates is not None:  # every image was discarded: statistics of nothing
             statistics = DetectionStatistics()
         quality = write_quality_files(config, {"label": list(label_names)}, statistics, duplicates)
+        if config.duplicates == "drop":  # the rows of dropped images were inside Examples when counted
+            rows_written -= discard_reasons.get(DROPPED_REASON, 0)
         metadata = JobMetadata.build(config, shards, {"label": list(label_names)}, rows_in, discard_reasons, {},
                                      rows_written=rows_written)
         metadata = metadata.updated(**fields, **quality, input_schema=metadata.document["schema"], schema={},

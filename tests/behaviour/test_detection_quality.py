@@ -127,3 +127,39 @@ def dataclass_copy(scene, name):
     import dataclasses
 
     return dataclasses.replace(scene, name=name)
+
+
+def test_drop_keeps_one_image_per_group_with_its_boxes_identically_under_replay(tmp_path, tf):
+    frame = _boxes_of_copies(tmp_path, lambda group, copy: "TEST" if copy == 2 else "TRAIN")  # every group leaks
+    options = {"duplicates": "drop", "max_shard_bytes": 2000, "progress": False}  # several pieces
+    plain = tfrecorder.convert(frame, tmp_path / "plain", **options)
+    replayed = tfrecorder.convert(frame, tmp_path / "replayed", beam_options=REPLAY, **options)
+    assert snapshot(replayed.tfrecord_dir) == snapshot(plain.tfrecord_dir)
+    metadata = plain.metadata
+    kept = {str(tmp_path / f"g{g:02d}-0.png") for g in range(GROUPS)}
+    records = read_od_records(tf, plain.tfrecord_dir)
+    assert set(records) == kept and metadata["splits"]["TRAIN"]["records"] == GROUPS and "TEST" not in metadata["splits"]
+    assert all(len(record["image/object/class/text"]) == (3 if int(uri[-8:-6]) % 2 else 2)
+               for uri, record in records.items())
+    dropped_rows = len(frame) - len(frame[frame["image_uri"].isin(kept)])
+    assert metadata["discard_reasons"] == {"duplicate of": dropped_rows}
+    assert metadata["rows_written"] + metadata["discarded"] == metadata["rows_in"] == len(frame)
+    assert metadata["duplicates"]["dropped"] == GROUPS * (COPIES - 1)  # images
+    assert "leakage" not in repr(plain)
+    with open(os.path.join(plain.tfrecord_dir, "discarded.csv")) as stream:
+        discarded = list(csv.DictReader(stream))
+    assert len(discarded) == dropped_rows
+    assert all(row["reason"] == f"duplicate of {row['image_uri'][:-6]}-0.png" for row in discarded)
+    assert tfrecorder.verify(plain.tfrecord_dir).ok
+
+
+def test_drop_in_a_coco_dataset_discards_the_copy_and_its_objects(tmp_path, tf):
+    items = scenes(4)
+    copy = dataclass_copy(items[1], "zz-copy")  # sorts after its original: the original is kept
+    path = write_coco(tmp_path / "coco", items + [copy])
+    result = tfrecorder.convert(str(path), tmp_path / "out", progress=False, duplicates="drop")
+    metadata = result.metadata
+    assert metadata["records_written"] == len(items)
+    assert metadata["discard_reasons"] == {"duplicate of": 1 + len(copy.objects)}  # the image and its objects
+    assert metadata["rows_written"] + metadata["discarded"] == metadata["rows_in"]
+    assert not any("zz-copy" in uri for uri in read_od_records(tf, result.tfrecord_dir))

@@ -184,12 +184,13 @@ class DetectionEncoder:
         except (RowError, InvalidImage) as exc:
             return None, 0, [(row, str(exc)) for row, _box in rows]
         kept: list[Box] = []
-        inside, discards = 0, []
+        inside, discards, kept_rows = 0, [], []
         for row, box in rows:
             try:
                 if box is not None:
                     kept.append(self._fit(box, *original))
                 inside += 1
+                kept_rows.append(row)
             except RowError as exc:
                 discards.append((row, str(exc)))
         if inside == 0:
@@ -210,7 +211,8 @@ class DetectionEncoder:
             CLASS_LABEL: Feature("int64", [self.label_ids[b.label] for b in kept]),
         }
         self.written = EncodedImage(data, info, image_row([b.label for b in kept],
-                                                          [(b.xmin, b.ymin, b.xmax, b.ymax) for b in kept], *original))
+                                                          [(b.xmin, b.ymin, b.xmax, b.ymax) for b in kept], *original),
+                                    tuple(kept_rows))
         return encode_example(features), inside, discards
 
     def _fit(self, box: Box, height: int, width: int) -> Box:

@@ -37,12 +37,14 @@ Box = Sequence[float]  # (xmin, ymin, xmax, ymax), relative to the image (0-1)
 
 @dataclasses.dataclass(frozen=True)
 class EncodedImage:
-    """What a detection encoder wrote for one image: the image bytes in the Example, their ImageInfo, and
-    the image's statistics row (`image_row`)."""
+    """What a detection encoder wrote for one image: the image bytes in the Example, their ImageInfo,
+    the image's statistics row (`image_row`) and the source rows inside the Example (as discarded.csv
+    would list them: what duplicates="drop" discards when it drops the image)."""
 
     data: bytes
     info: Any
     row: dict
+    inside: tuple = ()
 
 
 def image_row(labels: Iterable[str], boxes: Iterable[Box], height: int, width: int) -> dict[str, list]:

@@ -127,7 +127,8 @@ class InstanceEncoder:
         if semantic is not None:
             features[keys.SEGMENTATION] = Feature("bytes", (instance_masks.encode_png(_resized(semantic, size)),))
             features[keys.SEGMENTATION_FORMAT] = Feature("bytes", (instance_masks.MASK_FORMAT.encode(),))
-        self.written = EncodedImage(data, info, image_row([k[2] for k in kept], [k[3] for k in kept], height, width))
+        self.written = EncodedImage(data, info, image_row([k[2] for k in kept], [k[3] for k in kept], height, width),
+                                    tuple(for_discard(row) for row in [joined.image] + [k[0] for k in kept]))
         return encode_example(features), 1 + len(kept), discards
 
     def _read_mask(self, uri: str, read_file: FileReader, height: int, width: int, what: str) -> np.ndarray:
