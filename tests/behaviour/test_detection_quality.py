@@ -163,3 +163,24 @@ def test_drop_in_a_coco_dataset_discards_the_copy_and_its_objects(tmp_path, tf):
     assert metadata["discard_reasons"] == {"duplicate of": 1 + len(copy.objects)}  # the image and its objects
     assert metadata["rows_written"] + metadata["discarded"] == metadata["rows_in"]
     assert not any("zz-copy" in uri for uri in read_od_records(tf, result.tfrecord_dir))
+
+
+def test_a_resumed_detection_drop_job_publishes_what_an_uninterrupted_one_does(tmp_path):
+    """Committed buckets of images hold their images' places with their digests and statistics: a
+    continued job publishes the same statistics, duplicates.csv, records and discards."""
+    from pathlib import Path
+
+    from support.resume_runs import convert_code, detection_csv, incomplete, job_contents, manifests, run_killed
+
+    source = detection_csv(tmp_path / "boxes", images=120, files=12)  # every file under 10 names
+    options = {"num_shards": 2, "duplicates": "drop"}
+    reference = tfrecorder.convert(str(source), str(tmp_path / "reference"), progress=False,
+                                   beam_options={"direct_num_workers": 1}, **options)
+    assert reference.metadata["duplicates"]["dropped"] > 0
+    output = tmp_path / "out"
+    run_killed(convert_code(source, output, **options), lambda: manifests(output) >= 2)
+    assert incomplete(output)
+    result = tfrecorder.convert(str(source), str(output), progress=False, beam_options={"direct_num_workers": 1},
+                                **options)
+    assert result["resumed"] is True
+    assert job_contents(Path(result["tfrecord_dir"])) == job_contents(Path(reference["tfrecord_dir"]))
