@@ -13,6 +13,8 @@
    medians over `--repeats` interleaved runs, in one process (imports excluded), of wall-clock time and of
    CPU time (every thread of the process: the steadier figure on a shared machine).
 3. Cost on a `--rows`-row tabular DataFrame (numbers, strings, a label): statistics=False vs True.
+4. Cost of an object-detection job (a box table of the `--images` photos of 2, two boxes each):
+   statistics=False vs statistics + exact duplicates (the default).
 
 Wall-clock ratios need a quiet machine; the load average is printed before and after.
 """
@@ -105,17 +107,22 @@ def near_duplicate_quality(photos: int, distinct: int, validate: str) -> dict:
             "near groups": result.metadata["duplicates"]["near"]["groups"], "conversion seconds": round(seconds, 1)}
 
 
-def image_cost(images: int, repeats: int) -> dict:
-    import pandas as pd
-
+def _cost_images(images: int) -> list[str]:
+    """`images` photo-like JPEGs (500x375), written once and reused."""
     folder = OUT / "cost-images"
     if not folder.is_dir() or len(os.listdir(folder)) != images:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         for i in range(images):
             (folder / f"{i:05d}.jpg").write_bytes(encoded(photo(200_000 + i, (500, 375)), "JPEG", 87))
-    frame = pd.DataFrame({"image_uri": sorted(str(p) for p in folder.iterdir()),
-                          "label": [("cat", "dog", "fox")[i % 3] for i in range(images)]})
+    return sorted(str(p) for p in folder.iterdir())
+
+
+def image_cost(images: int, repeats: int) -> dict:
+    import pandas as pd
+
+    uris = _cost_images(images)
+    frame = pd.DataFrame({"image_uri": uris, "label": [("cat", "dog", "fox")[i % 3] for i in range(images)]})
     variants = {"plain": {"statistics": False}, "statistics+exact": {}, "all": {"near_duplicate_distance": 7}}
     times: dict[str, list] = {name: [] for name in variants}
     _convert(frame, OUT / "warm", **variants["plain"])  # TensorFlow and Beam warmed up, untimed
@@ -147,6 +154,24 @@ def tabular_cost(rows: int, repeats: int) -> dict:
             "statistics / plain": _ratios(times, "statistics", "plain")}
 
 
+def detection_cost(images: int, repeats: int) -> dict:
+    import pandas as pd
+
+    uris = _cost_images(images)
+    rows = [(uri, label, 0.1 + box / 4, 0.2, 0.4 + box / 4, 0.8) for i, uri in enumerate(uris)
+            for box, label in enumerate((("cat", "dog", "fox")[i % 3], "person"))]
+    frame = pd.DataFrame(rows, columns=["image_uri", "label", "xmin", "ymin", "xmax", "ymax"])
+    times: dict[str, list] = {"plain": [], "statistics+exact": []}
+    _convert(frame, OUT / "warm-detection", statistics=False)  # warmed up, untimed
+    for repeat in range(repeats):
+        for name in (["plain", "statistics+exact"] if repeat % 2 == 0 else ["statistics+exact", "plain"]):
+            os.sync()
+            times[name].append(_timed(frame, OUT / f"detection-{name}", statistics=(name != "plain")))
+    return {"images": images, "boxes": len(rows),
+            "median wall seconds": {k: round(statistics.median(t[0] for t in v), 2) for k, v in times.items()},
+            "statistics+exact / plain": _ratios(times, "statistics+exact", "plain")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--photos", type=int, default=200)
@@ -154,7 +179,7 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--skip", nargs="*", default=[], choices=["quality", "images", "tabular"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["quality", "images", "tabular", "detection"])
     args = parser.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     print(f"load average before: {os.getloadavg()}")
@@ -165,6 +190,8 @@ def main() -> None:
         print("image conversion cost:", image_cost(args.images, args.repeats), flush=True)
     if "tabular" not in args.skip:
         print("tabular conversion cost:", tabular_cost(args.rows, args.repeats), flush=True)
+    if "detection" not in args.skip:
+        print("detection conversion cost:", detection_cost(args.images, args.repeats), flush=True)
     print(f"load average after: {os.getloadavg()}")
 
 
