@@ -17,13 +17,17 @@ from typing import Any, Mapping, Optional, Union
 
 from tfrecorder.core import types
 from tfrecorder.core.splits import SPLITS
+from tfrecorder.errors import InvalidImage
+from tfrecorder.format import detection_keys
 from tfrecorder.format.feature_spec import image_feature_prefix
 from tfrecorder.format.finished_job import JobInfo
 from tfrecorder.format.job_directory import job_file
 from tfrecorder.format.statistics_files import DUPLICATES_FILE, read_statistics
 from tfrecorder.format.typed_values import record_values
 from tfrecorder.io import storage
+from tfrecorder.io.image_probe import probe_image
 from tfrecorder.rows.dataset_statistics import DatasetStatistics
+from tfrecorder.rows.detection_statistics import IMAGE, DetectionStatistics, image_row
 from tfrecorder.rows.duplicate_groups import leak_warning
 from tfrecorder.statistics_charts import SPLIT_COLOURS, bar_chart, grouped_bars, histogram
 from tfrecorder.views import thumbnail_uri
@@ -90,6 +94,8 @@ def report(job_dir: Union[str, Any]) -> JobReport:
 
 def recompute_statistics(job: JobInfo) -> dict[str, Any]:
     """statistics.json's document from a job's records (for jobs written before it existed)."""
+    if job.metadata.get("task") == detection_keys.TASK:
+        return recompute_detection_statistics(job)
     schema = job.schema
     stats = DatasetStatistics(schema)
     features = job.features
@@ -107,6 +113,38 @@ def recompute_statistics(job: JobInfo) -> dict[str, Any]:
                     images.setdefault(column, []).append(fact)
             stats.add_rows(split, rows, images)
     return stats.to_json(job.metadata.get("vocabularies", {}))
+
+
+def recompute_detection_statistics(job: JobInfo) -> dict[str, Any]:
+    """statistics.json's document of a detection job (box table, COCO/VOC/YOLO) from its records: each
+    record's image and boxes as tfrecorder.rows.detection_statistics describes them (box aspects from
+    the written image's size)."""
+    stats = DetectionStatistics()
+    boxes = (detection_keys.XMIN, detection_keys.YMIN, detection_keys.XMAX, detection_keys.YMAX)
+    for split in job.splits:
+        records = job.iter_records(split)
+        while True:
+            chunk = list(itertools.islice(records, RECOMPUTE_BATCH))
+            if not chunk:
+                break
+            rows, facts = [], []
+            for record in chunk:
+                values = record_values(record, job.features)
+                data, height, width = values[detection_keys.ENCODED], int(values[detection_keys.HEIGHT]), \
+                    int(values[detection_keys.WIDTH])
+                labels = [_text(label) for label in values.get(detection_keys.CLASS_TEXT, [])]
+                rows.append(image_row(labels, list(zip(*(list(values.get(key, [])) for key in boxes))), height, width))
+                facts.append((_text(values[detection_keys.FORMAT]), height, width, _channels(data), len(data)))
+            stats.add_rows(split, rows, {IMAGE: facts})
+    return stats.to_json({"label": job.metadata.get("vocabularies", {}).get("label", [])})
+
+
+def _channels(data: bytes) -> int:
+    """The channel count TensorFlow decodes an image to, from its header (0 when it cannot be read)."""
+    try:
+        return probe_image(data).channels
+    except (InvalidImage, ValueError, OSError):
+        return 0
 
 
 def _row_of(values: Mapping[str, Any], schema, job: JobInfo) -> tuple[dict, dict]:

@@ -65,3 +65,21 @@ def test_a_job_that_dropped_duplicates_says_so_without_a_leak_warning():
     shown = duplicates_html(counts, [])
     assert "3 rows dropped" in shown and "tfr-warn" not in shown
     assert "tfr-warn" in duplicates_html({k: v for k, v in counts.items() if k != "dropped"}, [])
+
+
+def test_a_detection_job_without_statistics_gets_them_recomputed_from_its_records(detection_job, tmp_path):
+    import shutil
+
+    job = str(tmp_path / "old")
+    shutil.copytree(detection_job["tfrecord_dir"], job)
+    with open(os.path.join(job, STATISTICS_FILE)) as stream:
+        written = json.load(stream)
+    for name in (STATISTICS_FILE, "statistics.pb", DUPLICATES_FILE):
+        os.remove(os.path.join(job, name))
+    found = tfrecorder.report(job)
+    assert found.recomputed and "images written: train 2 (3 boxes)" in found.html
+    for split, info in written["splits"].items():  # boxes are float32 in the records: compare the rest
+        again = found.statistics["splits"][split]
+        assert (again["images"], again["boxes"]) == (info["images"], info["boxes"])
+        for feature in ("image", "label"):
+            assert again["features"][feature] == info["features"][feature]
