@@ -153,11 +153,16 @@ def test_drop_keeps_one_image_per_group_with_its_boxes_identically_under_replay(
     assert tfrecorder.verify(plain.tfrecord_dir).ok
 
 
-def test_drop_in_a_coco_dataset_discards_the_copy_and_its_objects(tmp_path, tf):
+def test_drop_in_a_coco_dataset_discards_the_copy_and_its_objects_identically_under_replay(tmp_path, tf):
     items = scenes(4)
     copy = dataclass_copy(items[1], "zz-copy")  # sorts after its original: the original is kept
     path = write_coco(tmp_path / "coco", items + [copy])
     result = tfrecorder.convert(str(path), tmp_path / "out", progress=False, duplicates="drop")
+    replayed = tfrecorder.convert(str(path), tmp_path / "replayed", progress=False, duplicates="drop",
+                                  beam_options=REPLAY)
+    assert snapshot(replayed.tfrecord_dir) == snapshot(result.tfrecord_dir)
+    for name in (STATISTICS_FILE, DUPLICATES_FILE):
+        assert open(os.path.join(replayed.tfrecord_dir, name)).read() == open(os.path.join(result.tfrecord_dir, name)).read()
     metadata = result.metadata
     assert metadata["records_written"] == len(items)
     assert metadata["discard_reasons"] == {"duplicate of": 1 + len(copy.objects)}  # the image and its objects
