@@ -42,5 +42,8 @@ def test_each_plan_becomes_its_shard_in_the_temp_dir(tmp_path, compression):
             found.extend(read_records(gzip.GzipFile(fileobj=raw) if compression else raw))
     assert sorted(found) == sorted(records) and sum(s["records"] for s in summaries) == 7
     assert ("index_file" in summaries[0]) == (compression is None)  # index files only for uncompressed shards
+    whole = {r.piece.path for plan in plan_shards(pieces, 2, 1 << 20) for r in plan.ranges if r.whole}
+    assert whole and all(os.path.exists(piece.path) == (piece.path not in whole) for piece in pieces)  # held whole: removed
+    assert all(os.path.exists(piece.offsets_path) for piece in pieces)  # sidecars stay until finalize
     again = [summary for plan in plan_shards(pieces, 2, 1 << 20) for summary in assemble.process(plan)]
-    assert again == summaries and sorted(os.listdir(config.pieces_dir))  # a rerun: same shards, pieces kept
+    assert again == summaries  # a rerun (retried bundle, resumed job): the shards in place are kept
