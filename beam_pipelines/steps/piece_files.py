@@ -228,16 +228,11 @@ def remove_assembled_pieces(plan: ShardPlan, pieces_dir: str) -> int:
     shard reads them. Only files under `pieces_dir` (an append's re-assembled parent shards stay);
     missing is fine (a repeat). Returns how many were removed."""
     prefix = pieces_dir.rstrip("/") + "/"
-    removed = 0
-    for piece_range in plan.ranges:
-        path = piece_range.piece.path
-        if piece_range.whole and path.startswith(prefix) and not storage.is_remote(path):
-            try:
-                os.remove(path)
-                removed += 1
-            except FileNotFoundError:
-                pass
-    return removed
+    paths = [piece_range.piece.path for piece_range in plan.ranges if piece_range.whole
+             and piece_range.piece.path.startswith(prefix) and not storage.is_remote(piece_range.piece.path)]
+    present = [path for path in paths if os.path.exists(path)]
+    storage.delete_files(present)
+    return len(present)
 
 
 def shard_keys_from_pieces(plan: ShardPlan) -> Optional[bytes]:
