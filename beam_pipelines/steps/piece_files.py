@@ -13,9 +13,10 @@ bundles are planned, and the whole pieces directory (orphans of failed attempts 
 when the job is finalized. Assembly only ever (re)creates its destination, so running it twice gives
 the same shard. One exception, local jobs: once a shard is in place under its final name, the piece
 files it holds whole (no other shard reads them) are removed at once (`remove_assembled_pieces`),
-while their pages are likely still unwritten in the page cache: removing 1.6 GB of pieces at the
-job's end cost ~3 s (the kernel wrote them out first), right after their shard ~0.1 s. Their offsets
-and keys sidecars stay until finalize. A repeated assembly that finds its shard in place and a piece
+while their pages are likely still unwritten in the page cache and no disk blocks are allocated for
+them yet (freeing written-out blocks is what costs, more so on a file system that discards them): on
+the development machine removing 940 pieces of 1.6 GB at the end took 1–3.7 s, right after each
+shard ~0.1 s. Their offsets and keys sidecars stay until finalize. A repeated assembly that finds its shard in place and a piece
 of it gone keeps the shard (`assemble_shard`): it was made from the same plan (plans depend only on
 the committed pieces) and only ever appears whole, through a temporary name and one rename.
 """
