@@ -370,7 +370,8 @@ def delete_tree(prefix: str) -> None:
 
 
 def _unlink_files_in_parallel(directory: str) -> None:
-    if not os.path.isdir(directory) or os.path.islink(directory):
+    if (not hasattr(os, "fwalk") or os.unlink not in os.supports_dir_fd  # Windows: rmtree alone
+            or not os.path.isdir(directory) or os.path.islink(directory)):
         return
     pool: Optional[ThreadPoolExecutor] = None
     try:
