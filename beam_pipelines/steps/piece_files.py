@@ -16,9 +16,10 @@ files it holds whole (no other shard reads them) are removed at once (`remove_as
 while their pages are likely still unwritten in the page cache and no disk blocks are allocated for
 them yet (freeing written-out blocks is what costs, more so on a file system that discards them): on
 the development machine removing 940 pieces of 1.6 GB at the end took 1–3.7 s, right after each
-shard ~0.1 s. Their offsets and keys sidecars stay until finalize. A repeated assembly that finds its shard in place and a piece
-of it gone keeps the shard (`assemble_shard`): it was made from the same plan (plans depend only on
-the committed pieces) and only ever appears whole, through a temporary name and one rename.
+shard ~0.1 s. Their offsets and keys sidecars stay until finalize. A repeated assembly that finds
+its shard in place and a piece of it gone keeps the shard (`assemble_shard`): it was made from the
+same plan (plans depend only on the committed pieces) and only ever appears whole, through a
+temporary name and one rename.
 """
 from __future__ import annotations
 
