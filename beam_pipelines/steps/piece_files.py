@@ -8,10 +8,18 @@ self-delimiting, so a shard made of record ranges is just the concatenation of t
 Every record's place is known at assembly: the sidecar slice [first, last] of a range gives each
 record's (offset, length) in its piece, shifted by where the range lands in the shard.
 
-Retry safety: a piece is never renamed, changed or deleted once written; only pieces emitted by
-committed bundles are planned, and the whole pieces directory (orphans of failed attempts included)
-is removed when the job is finalized. Assembly only ever (re)creates its destination, so running it
-twice gives the same shard.
+Retry safety: a piece is never renamed or changed once written; only pieces emitted by committed
+bundles are planned, and the whole pieces directory (orphans of failed attempts included) is removed
+when the job is finalized. Assembly only ever (re)creates its destination, so running it twice gives
+the same shard. One exception, local jobs: once a shard is in place under its final name, the piece
+files it holds whole (no other shard reads them) are removed at once (`remove_assembled_pieces`),
+while their pages are likely still unwritten in the page cache and no disk blocks are allocated for
+them yet (freeing written-out blocks is what costs, more so on a file system that discards them): on
+the development machine removing 940 pieces of 1.6 GB at the end took 1–3.7 s, right after each
+shard ~0.1 s. Their offsets and keys sidecars stay until finalize. A repeated assembly that finds
+its shard in place and a piece of it gone keeps the shard (`assemble_shard`): it was made from the
+same plan (plans depend only on the committed pieces) and only ever appears whole, through a
+temporary name and one rename.
 """
 from __future__ import annotations
 
@@ -179,6 +187,22 @@ def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) 
     """
     name = plan.file_name(compression)
     destination = storage.join(directory, name)
+    if not _assembled_before(plan, destination):
+        _create_shard(plan, directory, name, destination, compression)
+    summary = {
+        "split": plan.split,
+        "index": plan.index,
+        "file": name,
+        "records": plan.records,
+        "bytes": storage.size(destination),
+    }
+    if compression is None:  # issue 15: index/<shard>.index, from the offsets sidecars (no record bytes read)
+        summary["index_file"] = record_index.write_index(directory, name, _index_entries(plan))
+    return summary
+
+
+def _create_shard(plan: ShardPlan, directory: str, name: str, destination: str, compression: Optional[str]) -> None:
+    """Write the shard whole: locally through a temporary name and one atomic rename."""
     staging = destination if storage.is_remote(destination) else storage.join(directory, temporary_file_name(name))
     try:
         if len(plan.ranges) == 1 and plan.ranges[0].whole and compression is None:
@@ -190,16 +214,27 @@ def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) 
     finally:
         if staging != destination and os.path.exists(staging):
             os.remove(staging)
-    summary = {
-        "split": plan.split,
-        "index": plan.index,
-        "file": name,
-        "records": plan.records,
-        "bytes": storage.size(destination),
-    }
-    if compression is None:  # issue 15: index/<shard>.index, from the offsets sidecars (no record bytes read)
-        summary["index_file"] = record_index.write_index(directory, name, _index_entries(plan))
-    return summary
+
+
+def _assembled_before(plan: ShardPlan, destination: str) -> bool:
+    """A local shard already in place whose pieces were removed (remove_assembled_pieces): a repeated
+    assembly (a retried bundle, a job resumed after a kill during assembly) keeps it. While every piece
+    is there the shard is made again, as it always was."""
+    if storage.is_remote(destination) or not os.path.exists(destination):
+        return False
+    return any(not os.path.exists(piece_range.piece.path) for piece_range in plan.ranges)
+
+
+def remove_assembled_pieces(plan: ShardPlan, pieces_dir: str) -> int:
+    """Remove the piece files (not their sidecars) a local shard, now in place, holds whole: no other
+    shard reads them. Only files under `pieces_dir` (an append's re-assembled parent shards stay);
+    missing is fine (a repeat). Returns how many were removed."""
+    prefix = pieces_dir.rstrip("/") + "/"
+    paths = [piece_range.piece.path for piece_range in plan.ranges if piece_range.whole
+             and piece_range.piece.path.startswith(prefix) and not storage.is_remote(piece_range.piece.path)]
+    present = [path for path in paths if os.path.exists(path)]
+    storage.delete_files(present)
+    return len(present)
 
 
 def shard_keys_from_pieces(plan: ShardPlan) -> Optional[bytes]:

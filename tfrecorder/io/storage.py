@@ -348,12 +348,51 @@ def _in_parallel(action, items: list, remote: bool = True) -> None:
             pass
 
 
+LOCAL_UNLINKS = 16  # files of a local directory removed at once (delete_tree)
+
+
 def delete_tree(prefix: str) -> None:
-    """Remove a directory (local) or every object under a prefix (remote, in parallel); missing is fine."""
+    """Remove a directory (local) or every object under a prefix (remote, in parallel); missing is fine.
+
+    Locally each directory's files are unlinked on LOCAL_UNLINKS threads first: on a file system that
+    discards freed blocks (ext4 mounted with `discard`) an unlink of a file written out earlier waits
+    ~1 ms, and a job's scratch directory holds thousands (a 20,000-image job's piece sidecars: ~3 s one
+    after another, ~4 times less at once). os.fwalk opens each directory without following a symbolic
+    link and unlinks by its descriptor, as shutil.rmtree does; rmtree then removes what is left."""
     if is_remote(prefix):
         delete_files(list_files(prefix))
-    else:
-        shutil.rmtree(prefix, ignore_errors=True)
+        return
+    try:
+        _unlink_files_in_parallel(prefix)
+    except OSError:
+        pass  # whatever is left goes below, as before
+    shutil.rmtree(prefix, ignore_errors=True)
+
+
+def _unlink_files_in_parallel(directory: str) -> None:
+    if (not hasattr(os, "fwalk") or os.unlink not in os.supports_dir_fd  # Windows: rmtree alone
+            or not os.path.isdir(directory) or os.path.islink(directory)):
+        return
+    pool: Optional[ThreadPoolExecutor] = None
+    try:
+        for _, _, names, directory_fd in os.fwalk(directory, follow_symlinks=False):
+            if len(names) < 2 * LOCAL_UNLINKS:
+                for name in names:
+                    _unlink_at(name, directory_fd)
+                continue
+            pool = pool or ThreadPoolExecutor(LOCAL_UNLINKS, thread_name_prefix="tfrecorder-unlink")
+            for _ in pool.map(lambda name, fd=directory_fd: _unlink_at(name, fd), names):
+                pass  # all done before fwalk closes the directory's descriptor
+    finally:
+        if pool is not None:
+            pool.shutdown()
+
+
+def _unlink_at(name: str, directory_fd: int) -> None:
+    try:
+        os.unlink(name, dir_fd=directory_fd)
+    except OSError:
+        pass  # gone already, or not removable: rmtree meets it next
 
 
 def delete_files(paths: Iterable[str]) -> None:
@@ -362,9 +401,15 @@ def delete_files(paths: Iterable[str]) -> None:
     other_remote = [p for p in paths if is_remote(p) and not gcs.is_gcs(p)]
     if other_remote:
         _filesystems().delete(other_remote)
-    for path in paths:
-        if not is_remote(path) and os.path.exists(path):
-            os.remove(path)
+    local = [path for path in paths if not is_remote(path)]
+    _in_parallel(_remove_local, local, remote=len(local) >= 2 * LOCAL_UNLINKS)  # many: at once (delete_tree)
+
+
+def _remove_local(path: str) -> None:
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
 
 
 def check_writable_dir(path: str) -> None:

@@ -26,6 +26,28 @@ def test_local_files_round_trip(tmp_path):
     assert storage.list_files(str(tmp_path)) == [path]
 
 
+def test_a_local_tree_of_many_files_is_removed_without_following_links(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "kept.txt").write_bytes(b"x")
+    (outside / "deep" / "kept.txt").write_bytes(b"y")
+    tree = tmp_path / "tree"
+    for folder in ("", "sub", "sub/many"):
+        (tree / folder).mkdir(exist_ok=True)
+    for i in range(3 * storage.LOCAL_UNLINKS):  # enough files in one directory to unlink them in parallel
+        (tree / "sub" / "many" / f"{i}.part").write_bytes(b"z" * i)
+        (tree / f"{i}.offsets").write_bytes(b"o")
+    os.symlink(outside, tree / "sub" / "many" / "to-a-directory")
+    os.symlink(outside / "kept.txt", tree / "to-a-file")
+    storage.delete_tree(str(tree))
+    assert not tree.exists() and (outside / "kept.txt").read_bytes() == b"x"
+    assert (outside / "deep" / "kept.txt").read_bytes() == b"y"
+    storage.delete_tree(str(tmp_path / "outside" / "kept.txt" / "not-a-directory"))  # missing is fine
+    os.symlink(outside, tmp_path / "link")
+    storage.delete_tree(str(tmp_path / "link"))  # a link to a directory: nothing below it is removed
+    assert (outside / "kept.txt").exists() and (outside / "deep" / "kept.txt").exists()
+
+
 @pytest.mark.parametrize("size", [0, 1, 80_000, (1 << 20) + 7])
 def test_local_reads_return_every_byte(tmp_path, size):
     data = os.urandom(size)

@@ -31,6 +31,7 @@ def test_each_plan_becomes_its_shard_in_the_temp_dir(tmp_path, compression):
     assemble = AssembleShard(config)
     summaries = [summary for plan in plan_shards(pieces, config.num_shards, config.max_shard_bytes)
                  for summary in assemble.process(plan)]
+    assemble.finish_bundle()  # the pieces' removals end with the bundle
     suffix = ".tfrecord.gz" if compression else ".tfrecord"
     assert [(s["split"], s["index"], s["file"]) for s in summaries] == [
         ("TRAIN", 0, f"train-00000-of-00002{suffix}"), ("TRAIN", 1, f"train-00001-of-00002{suffix}")]
@@ -42,5 +43,33 @@ def test_each_plan_becomes_its_shard_in_the_temp_dir(tmp_path, compression):
             found.extend(read_records(gzip.GzipFile(fileobj=raw) if compression else raw))
     assert sorted(found) == sorted(records) and sum(s["records"] for s in summaries) == 7
     assert ("index_file" in summaries[0]) == (compression is None)  # index files only for uncompressed shards
+    whole = {r.piece.path for plan in plan_shards(pieces, 2, 1 << 20) for r in plan.ranges if r.whole}
+    assert whole and all(os.path.exists(piece.path) == (piece.path not in whole) for piece in pieces)  # held whole: removed
+    assert all(os.path.exists(piece.offsets_path) for piece in pieces)  # sidecars stay until finalize
     again = [summary for plan in plan_shards(pieces, 2, 1 << 20) for summary in assemble.process(plan)]
-    assert again == summaries and sorted(os.listdir(config.pieces_dir))  # a rerun: same shards, pieces kept
+    assemble.finish_bundle()
+    assemble.teardown()
+    assert again == summaries  # a rerun (retried bundle, resumed job): the shards in place are kept
+
+
+def test_a_failed_removal_of_pieces_fails_the_bundle_and_a_retry_keeps_the_shard(tmp_path):
+    config = job_config(temp_dir=str(tmp_path / "job"), num_shards=0)
+    writer = PieceWriter(config.pieces_dir, "TRAIN")
+    writer.write(b"only record")
+    piece = writer.close()
+    [plan] = plan_shards([piece], 0, 1 << 20)
+    assemble = AssembleShard(config)
+    os.chmod(config.pieces_dir, 0o500)  # the piece cannot be removed (root ignores this: then it is)
+    try:
+        [summary] = assemble.process(plan)
+        try:
+            assemble.finish_bundle()
+            failed = False
+        except PermissionError:
+            failed = True
+    finally:
+        os.chmod(config.pieces_dir, 0o700)
+    assert failed == os.path.exists(piece.path)
+    [again] = AssembleShard(config).process(plan)  # the retry
+    assert again == summary
+    assert list(read_records(open(tmp_path / "job" / summary["file"], "rb"))) == [b"only record"]

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from beam_pipelines.steps.piece_files import PieceWriter, assemble_shard, byte_range
+from beam_pipelines.steps.piece_files import PieceWriter, assemble_shard, byte_range, remove_assembled_pieces
 from tfrecorder.io import storage
 from beam_pipelines.steps.shard_planning import plan_shards
 from tfrecorder.format.framing import read_records
@@ -74,6 +74,42 @@ def test_a_whole_single_piece_shard_is_linked_not_moved(tmp_path):
     summary = assemble_shard(plan, str(tmp_path), None)
     assert os.path.exists(piece.path) and summary["bytes"] == piece.bytes
     assert records_of(str(tmp_path / summary["file"])) == data(3)
+
+
+def test_pieces_held_whole_by_an_assembled_shard_are_removed_and_a_repeat_keeps_the_shard(tmp_path):
+    pieces_dir = str(tmp_path / "job" / "_pieces")
+    pieces = [write_piece(pieces_dir, "TRAIN", data(n)) for n in (5, 1, 8)]
+    plans = plan_shards(pieces, 4, 1 << 20)  # 4, 4, 3, 3 records: only the 1-record piece is whole in one shard
+    out = str(tmp_path / "job")
+    first = [assemble_shard(plan, out, None) for plan in plans]
+    shards = {path: open(path, "rb").read() for path in storage.list_files(out) if "_pieces" not in path}
+    removed = [remove_assembled_pieces(plan, pieces_dir) for plan in plans]
+    [single] = [p for p in pieces if p.records == 1]
+    assert sum(removed) == 1 and not os.path.exists(single.path)
+    assert all(os.path.exists(p.path) for p in pieces if p is not single)  # cut between two shards: kept
+    assert os.path.exists(single.offsets_path)  # sidecars stay until finalize (index files, keys)
+    again = [assemble_shard(plan, out, None) for plan in plans]  # a retried or resumed assembly
+    assert again == first
+    assert {path: open(path, "rb").read() for path in storage.list_files(out) if "_pieces" not in path} == shards
+    assert [remove_assembled_pieces(plan, pieces_dir) for plan in plans] == [0, 0, 0, 0]  # missing is fine
+
+
+def test_whole_pieces_are_removed_only_under_the_pieces_directory(tmp_path):
+    inside = write_piece(str(tmp_path / "job" / "_pieces"), "TRAIN", data(3))
+    outside = write_piece(str(tmp_path / "parent"), "TRAIN", data(2))  # an append's re-assembled parent shard
+    [plan] = plan_shards([inside, outside], 0, 1 << 20)
+    assemble_shard(plan, str(tmp_path / "job"), None)
+    assert remove_assembled_pieces(plan, str(tmp_path / "job" / "_pieces")) == 1
+    assert not os.path.exists(inside.path) and os.path.exists(outside.path)
+
+
+def test_a_shard_is_made_again_while_all_its_pieces_are_there(tmp_path):
+    pieces = [write_piece(str(tmp_path / "pieces"), "TRAIN", data(4)), write_piece(str(tmp_path / "pieces"), "TRAIN", data(2))]
+    [plan] = plan_shards(pieces, 0, 1 << 20)
+    summary = assemble_shard(plan, str(tmp_path), None)
+    (tmp_path / summary["file"]).write_bytes(b"stale")  # not from this plan: every piece is still there
+    assert assemble_shard(plan, str(tmp_path), None) == summary
+    assert len(records_of(str(tmp_path / summary["file"]))) == 6
 
 
 def test_assembly_on_gcs_copies_ranges_and_whole_pieces(gcs, tmp_path):
