@@ -70,7 +70,8 @@ _FLIPS = np.int64(1) << np.arange(BAND_BITS, dtype=np.int64)
 
 
 def bucketed(entries: Sequence[Entry]) -> dict[int, NearBlock]:
-    """Every entry's band keys (as `band_keys` gives them, computed with numpy) as one NearBlock per bucket."""
+    """Every entry's band keys (as `band_keys` gives them, computed with numpy) as one NearBlock per bucket:
+    one sort for all buckets (keys by bucket, then image), each block a slice of it."""
     if not entries:
         return {}
     hashes = np.fromiter((entry[0] for entry in entries), dtype=np.uint64, count=len(entries))
@@ -82,16 +83,35 @@ def bucketed(entries: Sequence[Entry]) -> dict[int, NearBlock]:
     owners = np.broadcast_to(np.arange(len(entries), dtype=np.int64)[:, None, None], keys.shape).ravel()
     keys, homes = keys.ravel(), homes.ravel()
     buckets = keys % BUCKETS
-    order = np.argsort(buckets, kind="stable")
+    order = np.lexsort((owners, buckets))  # by bucket, then image (stable: each image's keys in their order)
+    keys, homes, owners, buckets = keys[order], homes[order], owners[order], buckets[order]
+    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])  # each bucket's first key
+    first = np.r_[True, (buckets[1:] != buckets[:-1]) | (owners[1:] != owners[:-1])]  # an image's first key there
+    unique = np.cumsum(first) - 1  # each key's image, counted over all buckets
+    positions = (unique - np.repeat(unique[starts], np.diff(np.r_[starts, len(keys)]))).astype(np.int32)
+    images = owners[first].tolist()
+    image_starts = unique[starts].tolist() + [len(images)]
+    bounds = starts.tolist() + [len(keys)]
+    keys32 = keys.astype(np.int32)
     out = {}
-    for chosen in np.split(order, np.flatnonzero(np.diff(buckets[order])) + 1):
-        if not chosen.size:
-            continue
-        images, positions = np.unique(owners[chosen], return_inverse=True)
-        out[int(buckets[chosen[0]])] = NearBlock(keys[chosen].astype(np.int32).tobytes(), homes[chosen].tobytes(),
-                                                 positions.astype(np.int32).tobytes(),
-                                                 tuple(entries[i] for i in images.tolist()))
+    for index, bucket in enumerate(buckets[starts].tolist()):
+        low, high = bounds[index], bounds[index + 1]
+        out[bucket] = NearBlock(keys32[low:high].tobytes(), homes[low:high].tobytes(), positions[low:high].tobytes(),
+                                tuple(entries[i] for i in images[image_starts[index]:image_starts[index + 1]]))
     return out
+
+
+def joined(blocks: Sequence[NearBlock]) -> NearBlock:
+    """One bucket's blocks of several flushes (a part's batches) as one block: one element to group
+    instead of one per batch. The blocks hold distinct images (each image is in one flush)."""
+    if len(blocks) == 1:
+        return blocks[0]
+    positions, offset = [], 0
+    for block in blocks:
+        positions.append((np.frombuffer(block.positions, dtype=np.int32) + offset).tobytes())
+        offset += len(block.entries)
+    return NearBlock(b"".join(block.keys for block in blocks), b"".join(block.homes for block in blocks),
+                     b"".join(positions), tuple(entry for block in blocks for entry in block.entries))
 
 
 def near_pairs(keyed: Iterable[tuple], max_distance: int) -> list[tuple[Entry, Entry]]:

@@ -41,3 +41,24 @@ def test_chains_join_into_one_group_per_bucket():
     entries = [(base, b"a", "TRAIN", "a"), (_flip(base, [0]), b"b", "TRAIN", "b"), (_flip(base, [0, 1]), b"c", "TRAIN", "c")]
     groups = _groups(entries)
     assert any(group.members == (("TRAIN", "a"), ("TRAIN", "b"), ("TRAIN", "c")) for group in groups)
+
+
+def test_blocks_hold_every_band_key_once_and_join_across_flushes():
+    """bucketed files each image's 68 band keys (band_keys) in their buckets, each image once per block;
+    joined blocks of two flushes iterate as the block of both at once."""
+    from tfrecorder.rows.near_duplicates import joined
+
+    rng = random.Random(9)
+    entries = [(rng.getrandbits(64), bytes([i]) * 8, "TRAIN", f"{i}.jpg") for i in range(150)]
+    expected = sorted((key, home, entry[3]) for entry in entries for key, home in band_keys(entry[0]))
+    blocks = bucketed(entries)
+    found = []
+    for bucket, block in blocks.items():
+        assert len(set(block.entries)) == len(block.entries)
+        found.extend((key, home, entry[3]) for key, home, entry in block if key % BUCKETS == bucket)
+        assert all(key % BUCKETS == bucket for key, _home, _entry in block)
+    assert sorted(found) == expected
+    first, second = bucketed(entries[:60]), bucketed(entries[60:])
+    for bucket in set(first) | set(second):
+        parts = [found[bucket] for found in (first, second) if bucket in found]
+        assert sorted(joined(parts), key=repr) == sorted(blocks[bucket], key=repr)
