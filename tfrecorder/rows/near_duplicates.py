@@ -114,6 +114,32 @@ def joined(blocks: Sequence[NearBlock]) -> NearBlock:
                      b"".join(positions), tuple(entry for block in blocks for entry in block.entries))
 
 
+def candidate_keys(blocks: Iterable[NearBlock]) -> Iterator[tuple[int, bool, Entry]]:
+    """The (key, is_home, entry) of a bucket's blocks that can take part in a pair: those whose key is
+    some image's home and is held at least twice (a pair needs a home and another key equal to it).
+    The same pairs as iterating every block, found in numpy first: most probes meet no home, and the
+    per-key Python work of `near_pairs` is spent on the few that do."""
+    blocks = list(blocks)
+    if not blocks:
+        return
+    keys = np.concatenate([np.frombuffer(block.keys, dtype=np.int32) for block in blocks])
+    homes = np.concatenate([np.frombuffer(block.homes, dtype=np.bool_) for block in blocks])
+    values, counts = np.unique(keys, return_counts=True)
+    wanted = np.intersect1d(values[counts > 1], keys[homes], assume_unique=False)
+    if not wanted.size:
+        return
+    start = 0
+    for block in blocks:
+        count = len(block.keys) // 4
+        chosen = np.flatnonzero(np.isin(keys[start:start + count], wanted))
+        if chosen.size:
+            positions = np.frombuffer(block.positions, dtype=np.int32)[chosen].tolist()
+            for key, home, position in zip(keys[start:start + count][chosen].tolist(),
+                                           homes[start:start + count][chosen].tolist(), positions):
+                yield key, home, block.entries[position]
+        start += count
+
+
 def near_pairs(keyed: Iterable[tuple], max_distance: int) -> list[tuple[Entry, Entry]]:
     """The confirmed pairs of one bucket: images within `max_distance` bits and not byte-identical, each
     pair once (ordered by digest), each digest as its smallest row id."""
