@@ -85,10 +85,12 @@ def pixels_hash(pixels: np.ndarray) -> Optional[int]:
     for no pixels or unknown channels."""
     if pixels.ndim != 3 or pixels.shape[2] not in (1, 2, 3, 4) or not pixels.shape[0] or not pixels.shape[1]:
         return None
-    height, width, channels = pixels.shape
-    if channels < 3:
+    if pixels.shape[2] < 3:
         return _hash_of_grey(pixels[:, :, 0].astype(np.float32))
-    return _hash_of_grey(np.dot(pixels.reshape(-1, channels)[:, :3].astype(np.float32), _LUMA).reshape(height, width))
+    grey = pixels[:, :, 0] * _LUMA[0]  # ufuncs, not BLAS: a BLAS call this size wakes its own threads
+    grey += pixels[:, :, 1] * _LUMA[1]
+    grey += pixels[:, :, 2] * _LUMA[2]
+    return _hash_of_grey(grey)
 
 
 def pillow_hash(data: bytes) -> Optional[int]:
