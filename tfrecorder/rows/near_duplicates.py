@@ -5,8 +5,9 @@ filed under every band's value ("home") and under each value one bit away ("prob
 7 bits of each other share a band differing in at most one bit (pigeonhole over 4 bands), so one's
 probe or home meets the other's home: every pair within MAX_GUARANTEED bits is a candidate, and a
 candidate counts when its Hamming distance is within the job's threshold. The pipeline sends these
-keys to BUCKETS buckets (beam_pipelines.steps.find_duplicates groups them there), so a bucket holds
-about rows × 68 / BUCKETS small entries and never all rows. Images with identical bytes are exact
+keys to BUCKETS buckets by band and the top bits of the value (beam_pipelines.steps.find_duplicates
+groups them there), so a bucket holds about rows × 68 / BUCKETS keys (of about rows × 36 / BUCKETS
+images) and never all rows. Images with identical bytes are exact
 duplicates already: each digest takes part once, under its smallest row id.
 
 Confirmed pairs (each once, whichever buckets found it) are joined into groups by connected components
@@ -31,6 +32,17 @@ NEAR = "near"
 DEFAULT_DISTANCE = 7
 
 Entry = tuple  # (phash, digest, split, row id)
+
+
+BUCKET_SHIFT = 8  # a band's BUCKETS / BANDS = 256 buckets, by the top 8 of its 16 bits
+assert BANDS << (BAND_BITS - BUCKET_SHIFT) == BUCKETS
+
+
+def bucket_of_key(key):
+    """A band key's bucket: its band and the top bits of its value (`key >> BUCKET_SHIFT`). A probe that
+    flips one of the low bits stays in its home's bucket, so an image's 68 keys fill 36 buckets, not up
+    to 68: its entry travels about half as many times (the pairs found are the same, keys being equal)."""
+    return key >> BUCKET_SHIFT
 
 
 def band_keys(phash: int) -> Iterator[tuple[int, bool]]:
@@ -82,7 +94,7 @@ def bucketed(entries: Sequence[Entry]) -> dict[int, NearBlock]:
     homes[:, :, 0] = True
     owners = np.broadcast_to(np.arange(len(entries), dtype=np.int64)[:, None, None], keys.shape).ravel()
     keys, homes = keys.ravel(), homes.ravel()
-    buckets = keys % BUCKETS
+    buckets = bucket_of_key(keys)
     order = np.lexsort((owners, buckets))  # by bucket, then image (stable: each image's keys in their order)
     keys, homes, owners, buckets = keys[order], homes[order], owners[order], buckets[order]
     starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])  # each bucket's first key

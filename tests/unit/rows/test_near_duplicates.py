@@ -46,7 +46,7 @@ def test_chains_join_into_one_group_per_bucket():
 def test_blocks_hold_every_band_key_once_and_join_across_flushes():
     """bucketed files each image's 68 band keys (band_keys) in their buckets, each image once per block;
     joined blocks of two flushes iterate as the block of both at once."""
-    from tfrecorder.rows.near_duplicates import joined
+    from tfrecorder.rows.near_duplicates import bucket_of_key, joined
 
     rng = random.Random(9)
     entries = [(rng.getrandbits(64), bytes([i]) * 8, "TRAIN", f"{i}.jpg") for i in range(150)]
@@ -55,9 +55,10 @@ def test_blocks_hold_every_band_key_once_and_join_across_flushes():
     found = []
     for bucket, block in blocks.items():
         assert len(set(block.entries)) == len(block.entries)
-        found.extend((key, home, entry[3]) for key, home, entry in block if key % BUCKETS == bucket)
-        assert all(key % BUCKETS == bucket for key, _home, _entry in block)
+        found.extend((key, home, entry[3]) for key, home, entry in block)
+        assert all(bucket_of_key(key) == bucket for key, _home, _entry in block)
     assert sorted(found) == expected
+    assert sum(len(block.entries) for block in blocks.values()) == 150 * 36  # 1 + 8 buckets a band
     first, second = bucketed(entries[:60]), bucketed(entries[60:])
     for bucket in set(first) | set(second):
         parts = [found[bucket] for found in (first, second) if bucket in found]
