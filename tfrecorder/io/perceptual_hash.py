@@ -1,8 +1,8 @@
 """A 64-bit perceptual hash (pHash) of an image, from a small decode (issue 29: near-duplicate images).
 
 The image is decoded small by TensorFlow — at 1/8 scale (`reduction`: less for small images), a JPEG
-straight from its DCT coefficients (`tf.io.decode_jpeg(ratio=...)`), other formats decoded whole and
-box-reduced — then shrunk to 32×32 grey; in the default validation mode that decode is the verdict's
+straight from its DCT coefficients (`tf.io.decode_jpeg(ratio=...)`), other formats decoded whole —
+and its grey is area-averaged to 32×32; in the default validation mode that decode is the verdict's
 own (tfrecorder.io.decode_check), so an image is decoded once, and the same bytes get the same hash in
 every mode (Pillow's decode is the fallback only where TensorFlow does not load or refuses the bytes,
 in header mode). The hash is the sign, against their median, of
@@ -28,6 +28,7 @@ LOW = 8  # LOW×LOW lowest frequencies → 64 bits
 _K = np.arange(SIDE)
 _DCT = np.cos(np.pi * (2 * _K[None, :] + 1) * _K[:, None] / (2 * SIDE)).astype(np.float32)
 _LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32)  # ITU-R 601-2, as Pillow's convert("L")
+ROWS = 256  # rows of a large image made grey at a time
 _POPCOUNT = np.array([bin(value).count("1") for value in range(256)], dtype=np.uint8)
 
 
@@ -80,17 +81,26 @@ def pixels_hash_of(kernels: tensorflow_kernels.Kernels, data: bytes, image_forma
 
 def pixels_hash(pixels: np.ndarray) -> Optional[int]:
     """The pHash of decoded pixels (height × width × channels uint8, any scale): grey (ITU-R 601 luma;
-    the first channel of grey images), area-averaged to SIDE×SIDE and DCT-transformed in one product
-    of small matrices (numpy only: few calls, little time holding the GIL in a decoding thread); None
-    for no pixels or unknown channels."""
+    the first channel of grey images), area-averaged to SIDE×SIDE and DCT-transformed as products of
+    small matrices, ROWS rows at a time (a large image never gets a float copy of its own); None for no
+    pixels or unknown channels."""
     if pixels.ndim != 3 or pixels.shape[2] not in (1, 2, 3, 4) or not pixels.shape[0] or not pixels.shape[1]:
         return None
+    height = pixels.shape[0]
+    columns = _rows(height)
+    low = np.zeros((LOW, pixels.shape[1]), dtype=np.float32)
+    for start in range(0, height, ROWS):
+        low += columns[:, start:start + ROWS] @ _grey(pixels[start:start + ROWS])
+    return _bits(low @ _rows(pixels.shape[1]).T)
+
+
+def _grey(pixels: np.ndarray) -> np.ndarray:
     if pixels.shape[2] < 3:
-        return _hash_of_grey(pixels[:, :, 0].astype(np.float32))
+        return pixels[:, :, 0].astype(np.float32)
     grey = pixels[:, :, 0] * _LUMA[0]  # ufuncs, not BLAS: a BLAS call this size wakes its own threads
     grey += pixels[:, :, 1] * _LUMA[1]
     grey += pixels[:, :, 2] * _LUMA[2]
-    return _hash_of_grey(grey)
+    return grey
 
 
 def pillow_hash(data: bytes) -> Optional[int]:
@@ -109,14 +119,19 @@ def pillow_hash(data: bytes) -> Optional[int]:
 
 
 def _hash_of_grey(grey: np.ndarray) -> int:
-    """The hash of a grey image (float32, any size): the signs, against their median, of the LOW×LOW
-    lowest DCT frequencies (but the constant one) of its SIDE×SIDE area average."""
-    low = (_rows(grey.shape[0]) @ grey @ _rows(grey.shape[1]).T).ravel()
+    """The hash of a grey image (float32, any size)."""
+    return _bits(_rows(grey.shape[0]) @ grey @ _rows(grey.shape[1]).T)
+
+
+def _bits(low: np.ndarray) -> int:
+    """The signs, against their median, of the LOW×LOW lowest DCT frequencies of the SIDE×SIDE area
+    average (`low`) but the constant one, as 64 bits."""
+    low = low.ravel()
     bits = low > np.partition(low[1:], LOW * LOW // 2 - 1)[LOW * LOW // 2 - 1]  # the median of the 63 others
     return int(np.packbits(bits).view(">u8")[0])
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=128)
 def _rows(size: int) -> np.ndarray:
     """LOW × size: the first LOW DCT basis rows over SIDE cells, times the area average of `size` pixels
     into SIDE cells (each cell the mean of the pixels it covers, fractions of a pixel at its edges)."""

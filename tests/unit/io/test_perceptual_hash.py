@@ -49,6 +49,10 @@ def test_pixels_of_any_scale_and_channels_hash():
     assert hamming(pixels_hash(rgb[::2, ::2]), base) <= 4  # area-averaged: the scale hardly matters
     assert pixels_hash(rgb[:10, :12]) is not None  # smaller than the 32×32 grid
     assert pixels_hash(np.zeros((0, 4, 3), np.uint8)) is None and pixels_hash(np.zeros((4, 4, 5), np.uint8)) is None
+    from tfrecorder.io import perceptual_hash as module
+
+    large = np.asarray(photo(5, (900, 700)))  # made grey ROWS rows at a time: the hash of the whole grey image
+    assert large.shape[0] > module.ROWS and pixels_hash(large) == module._hash_of_grey(module._grey(large))
 
 
 def test_pillows_hash_where_tensorflow_is_missing_is_close():
