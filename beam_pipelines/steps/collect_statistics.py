@@ -29,16 +29,20 @@ from tfrecorder.rows.duplicate_groups import BUCKETS, blocks_by_bucket, bucketed
 QUALITY = "quality"  # the encoders' tagged output of (key, value) for beam_pipelines.steps.find_duplicates
 STATISTICS_KEY = -1  # (STATISTICS_KEY, a bundle's DatasetStatistics)
 NEAR_OFFSET = BUCKETS  # (NEAR_OFFSET + LSH bucket, band keys); exact digests keep their bucket 0…BUCKETS-1
+NEAR_ENTRIES = -2  # (NEAR_ENTRIES, [(phash, digest, split, row id)]): a part's batch, bucketed with the part
 FLUSH_ENTRIES = 32_768  # digests (and band keys) held before they leave by bucket: ~3 MB, and ~1 element per 32 rows
 
 
 class WrittenRows:
     """Collects one encoder's written rows: statistics for the bundle, digests by bucket (`flush`)."""
 
-    def __init__(self, schema: Schema, near_duplicates: bool = False,
+    def __init__(self, schema: Schema, near_duplicates: bool = False, near_by_part: bool = False,
                  statistics: Callable[[Schema], DatasetStatistics] = DatasetStatistics) -> None:
         self.schema = schema
         self.near_duplicates = near_duplicates  # hash each row's first image perceptually (NEAR_KEYS)
+        # a resumable job's batches: hashes leave as they are (NEAR_ENTRIES), banded once for the whole part
+        # (merged_by_key) rather than into ~1,000 small per-bucket blocks per batch
+        self.near_by_part = near_by_part
         self._statistics_of = statistics  # the accumulator's class (detection jobs: DetectionStatistics)
         self.statistics = statistics(schema)
         self._rows: dict[str, list] = {}
@@ -105,6 +109,10 @@ class WrittenRows:
         for bucket, found in found_by_bucket.items():
             yield beam.pvalue.TaggedOutput(QUALITY, (bucket, found))
         near, self._near = self._near, []
+        if self.near_by_part:
+            if near:
+                yield beam.pvalue.TaggedOutput(QUALITY, (NEAR_ENTRIES, near))
+            return
         for bucket, found in near_duplicates.bucketed(near).items():
             yield beam.pvalue.TaggedOutput(QUALITY, (NEAR_OFFSET + bucket, found))
 
@@ -121,6 +129,22 @@ class WrittenRows:
         statistics = self.take_statistics()
         if statistics is not None:
             yield statistics
+
+
+def merged_by_key(pairs: Sequence[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    """Digest and band-key pairs of several flushes (a part's batches) with one pair per key: a bucket's
+    digest lists concatenated, its NearBlocks joined, the hashes of NEAR_ENTRIES banded — the grouping
+    step then gets one element per bucket per part instead of one per batch (Beam's cost is paid per
+    element). In key order."""
+    by_key: dict[int, list] = {}
+    near = [entry for key, value in pairs if key == NEAR_ENTRIES for entry in value]
+    for bucket, block in near_duplicates.bucketed(near).items():
+        by_key.setdefault(NEAR_OFFSET + bucket, []).append(block)
+    for key, value in pairs:
+        if key != NEAR_ENTRIES:
+            by_key.setdefault(key, []).append(value)
+    return [(key, near_duplicates.joined(values) if key >= NEAR_OFFSET else [item for value in values for item in value])
+            for key, values in sorted(by_key.items())]
 
 
 def part_label(part: Any, work_dir: str) -> str:

@@ -157,7 +157,8 @@ class EncodeAndWritePieces(beam.DoFn):
         """Encode and write one batch: yields rolled-over pieces and (DISCARD) discarded rows."""
         encoder = self._encoder_for(vocabularies)
         if self._written is None and self.config.statistics:
-            self._written = WrittenRows(self.schema, near_duplicates=self._hashes_images())
+            self._written = WrittenRows(self.schema, near_duplicates=self._hashes_images(),
+                                        near_by_part=self.pieces_per_batch)  # a part's batches: banded at commit
         written = self._written
         uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
         fetched = self._fetcher.fetch(uris)

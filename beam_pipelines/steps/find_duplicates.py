@@ -28,7 +28,7 @@ from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.dataset_statistics import merge_all
 from tfrecorder.rows.duplicate_groups import CSV_COLUMNS, EXACT, DuplicateCounts, DuplicateGroup, groups_in
-from tfrecorder.rows.near_duplicates import NEAR, groups_of_pairs, near_pairs
+from tfrecorder.rows.near_duplicates import NEAR, candidate_keys, groups_of_pairs, near_pairs
 
 LEAKS_NAMED = 5  # leaking groups carried to the end (for the error of duplicates="fail")
 
@@ -121,7 +121,7 @@ def quality_group(item: tuple[int, Iterable[Any]], config: JobConfig) -> Iterabl
     elif key < NEAR_OFFSET:
         yield from write_bucket((key, values), config)
     else:
-        for pair in near_pairs((keyed for block in values for keyed in block), config.near_duplicate_distance):
+        for pair in near_pairs(candidate_keys(values), config.near_duplicate_distance):
             yield beam.pvalue.TaggedOutput(PAIRS, (None, pair))
 
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 import apache_beam as beam
 
-from beam_pipelines.steps.collect_statistics import QUALITY, STATISTICS_KEY
+from beam_pipelines.steps.collect_statistics import QUALITY, STATISTICS_KEY, merged_by_key
 
 from beam_pipelines.steps.discard_files import DiscardPart
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, REASONED
@@ -99,9 +99,10 @@ def part_quality(pairs: Iterable[tuple], schema: Any) -> list[tuple]:
     """A part's QUALITY pairs as committed: its statistics (one per batch: batches are fixed by the part)
     merged into one in an order of their content (the digest of each one pickled), so that the forked
     encoding processes, however many and in whatever order they return batches, give the same sketch;
-    digest and band-key pairs as they were (their groups are sorted where they are written)."""
+    digest and band-key pairs one per bucket (collect_statistics.merged_by_key; their groups are sorted
+    where they are written)."""
     statistics = [value for key, value in pairs if key == STATISTICS_KEY]
-    kept = [(key, value) for key, value in pairs if key != STATISTICS_KEY]
+    kept = merged_by_key([(key, value) for key, value in pairs if key != STATISTICS_KEY])
     if statistics:
         statistics.sort(key=lambda found: hashlib.sha256(pickle.dumps(found, protocol=4)).digest())
         kept.append((STATISTICS_KEY, merge_all(statistics, schema)))

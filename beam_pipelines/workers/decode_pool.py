@@ -14,20 +14,16 @@ from typing import Optional
 from beam_pipelines.steps.fetch_images import Fetched
 from tfrecorder.io import decode_check, tensorflow_kernels
 from tfrecorder.io.image_headers import DEFAULT_MAX_IMAGE_PIXELS
-from tfrecorder.io.perceptual_hash import perceptual_hash, pixels_hash, reduction
 
 
 def decode_and_hash(data: bytes, max_pixels: int) -> tuple[decode_check.Verdict, Optional[int]]:
-    """TensorFlow's verdict and the image's perceptual hash (near-duplicate search, issue 29): a JPEG's
-    from the verdict's own 1/8-scale decode, other images' (and small JPEGs') from a small Pillow decode
-    (in this thread too); None for an image refused."""
-    pixels: list = []
-    verdict = decode_check.decode(data, None, max_pixels, jpeg_pixels=pixels)
+    """TensorFlow's verdict and the image's perceptual hash (near-duplicate search, issue 29), both from
+    one decode (decode_check.decode); None for an image refused."""
+    hashes: list = []
+    verdict = decode_check.decode(data, None, max_pixels, hashes=hashes)
     if not isinstance(verdict, decode_check.ImageInfo):
         return verdict, None
-    if pixels and reduction(verdict.width, verdict.height) == 8:  # TensorFlow decoded it at the hash's scale
-        return verdict, pixels_hash(*pixels[0])
-    return verdict, perceptual_hash(data)
+    return verdict, hashes[0] if hashes else None
 
 
 class Pending:

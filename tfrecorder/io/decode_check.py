@@ -10,7 +10,9 @@ exact).
 Two shortcuts keep it cheap without changing any verdict:
 - JPEG is decoded with `tf.io.decode_jpeg(ratio=8)`: libjpeg still entropy-decodes every block (where
   damage shows) but skips most of the pixel work (~0.9 ms instead of ~1.5 ms for a 500×375 photo);
-  the oracle fuzz checks it accepts and rejects exactly what the full decode does.
+  the oracle fuzz checks it accepts and rejects exactly what the full decode does. With near-duplicate
+  search the ratio is the perceptual hash's scale (8, 4, 2 or 1), fuzzed the same way, and the hash is
+  computed from that decode's pixels.
 - A header declaring more than `max_pixels` pixels (tfrecorder.io.image_headers reads it as TensorFlow's
   decoders do) is refused before decoding ("image too large"), so a decompression bomb never allocates
   its pixels; header mode refuses it the same way (images.checked_header, the one size guard).
@@ -31,6 +33,7 @@ from tfrecorder.io import tensorflow_kernels
 from tfrecorder.io.image_headers import DEFAULT_MAX_IMAGE_PIXELS
 from tfrecorder.errors import InvalidImage
 from tfrecorder.io.image_probe import ImageInfo, checked_header, probe_image
+from tfrecorder.io.perceptual_hash import pixels_hash_of
 
 DECODE = "decode"  # every written image decodes with TensorFlow (the default)
 HEADER = "header"  # cheap structural checks only (the fast opt-in)
@@ -51,24 +54,30 @@ def rejection_reason(data: bytes, message: str, max_pixels: int = DEFAULT_MAX_IM
 
 
 def decode(data: bytes, kernels: Optional[tensorflow_kernels.Kernels] = None,
-           max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS, jpeg_pixels: Optional[list] = None) -> Verdict:
+           max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS, hashes: Optional[list] = None) -> Verdict:
     """Decode `data` with TensorFlow's kernels (`kernels`: this process's, by default): the ImageInfo
     `tf.io.decode_image` yields, or the discard reason. Nothing is decoded unless the header passes the
-    size guard (`max_pixels`). With a `jpeg_pixels` list, a JPEG's 1/8-scale decode also appends its
-    (shape, pixels) there (the same op: the verdict is the same), for the near-duplicate hash."""
+    size guard (`max_pixels`). With a `hashes` list, the decode also appends the image's perceptual hash
+    there, computed from its own pixels (near-duplicate search): a JPEG is then decoded at the hash's
+    scale (1/8 down to 1/1, perceptual_hash.reduction) instead of 1/8 — every such ratio accepts and
+    refuses exactly what the full decode does (tests/unit/io/test_decode_check.py), so the verdict is
+    the same; other formats' `decode_image` hands its pixels over."""
     try:
         header = checked_header(data, max_pixels)
     except InvalidImage as exc:
         return str(exc)
     kernels = kernels or tensorflow_kernels.kernels()
     try:
-        if header.format == "jpeg":  # the 1/8-scale decode; the size is the frame header's
-            if jpeg_pixels is not None:
-                shape, pixels = kernels.decode_jpeg_ratio_8_pixels(data)
-                jpeg_pixels.append((shape, pixels))
+        if hashes is not None:  # one decode for the verdict and the near-duplicate hash
+            shape, phash = pixels_hash_of(kernels, data, header.format, header.width, header.height)
+            hashes.append(phash)
+            if header.format == "jpeg":  # the size is the frame header's
                 return ImageInfo("jpeg", header.height, header.width, shape[-1])
+            height, width, channels = shape
+        elif header.format == "jpeg":  # the 1/8-scale decode; the size is the frame header's
             return ImageInfo("jpeg", header.height, header.width, kernels.decode_jpeg_ratio_8(data)[-1])
-        height, width, channels = kernels.decode_image(data)
+        else:
+            height, width, channels = kernels.decode_image(data)
     except tensorflow_kernels.DecodeFailed as exc:
         return rejection_reason(data, str(exc) or "decode failed", max_pixels)
     return ImageInfo(header.format, height, width, channels)

@@ -6,7 +6,10 @@ the kernels themselves live in the wheel's two native libraries (libtensorflow_f
 libtensorflow_cc), which load in ~0.4 s. Their C API (c_api.h / c_api_eager.h, TensorFlow's stable ABI)
 runs an op eagerly: `DecodeImage` with expand_animations=False is the op `tf.io.decode_image(data,
 expand_animations=False)` runs, and `DecodeJpeg` with ratio=8 the one `tf.io.decode_jpeg(data,
-ratio=8)` runs, with every other attribute at its default, as those Python calls leave them.
+ratio=8)` runs (ratio 4, 2 or 1 for near-duplicate hashes, decode_check), with every other attribute at
+its default, as those Python calls leave them. The `*_pixels` calls also hand the decoded pixels, as a
+numpy view valid during the call, to a function whose result they return (the perceptual hash is
+computed from them: no second decode, no copy of a large image).
 
 ctypes releases the GIL for every foreign call, so threads decode in parallel (beam_pipelines.workers.decode_pool).
 The context is CPU-only (CPU_ONLY_CONFIG): on a machine with GPUs, a default context would initialise
@@ -29,7 +32,9 @@ import logging
 import os
 import sys
 import threading
-from typing import Optional, Protocol
+from typing import Callable, Optional, Protocol, TypeVar
+
+import numpy as np
 
 from tfrecorder.core.tensorflow_import import import_tensorflow, info_level_unless_set, stderr_without_start_up_lines
 from tfrecorder.errors import TensorFlowUnavailable
@@ -52,6 +57,7 @@ _DEALLOCATOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c
 _KEEP = _DEALLOCATOR(lambda data, length, argument: None)  # the tensor's memory is Python's to free
 
 Shape = tuple[int, ...]
+T = TypeVar("T")
 
 
 class DecodeFailed(Exception):
@@ -65,9 +71,13 @@ class Kernels(Protocol):
     def decode_jpeg_ratio_8(self, data: bytes) -> Shape:
         """The shape `tf.io.decode_jpeg(data, ratio=8)` yields (DecodeFailed if none)."""
 
-    def decode_jpeg_ratio_8_pixels(self, data: bytes) -> tuple[Shape, bytes]:
-        """`decode_jpeg_ratio_8`, with the decoded pixels (height × width × channels uint8, row-major):
-        the same op, whose output the perceptual hash of near-duplicate search reuses."""
+    def decode_jpeg_pixels(self, data: bytes, ratio: int, use: Callable[[np.ndarray], T]) -> tuple[Shape, T]:
+        """The shape `tf.io.decode_jpeg(data, ratio=ratio)` yields, and `use` of its pixels (a height ×
+        width × channels uint8 array, valid only during the call): the perceptual hash of near-duplicate
+        search is computed from the verdict's own decode (DecodeFailed if none)."""
+
+    def decode_image_pixels(self, data: bytes, use: Callable[[np.ndarray], T]) -> tuple[Shape, T]:
+        """`decode_image`, with `use` of its pixels as `decode_jpeg_pixels` gives them."""
 
 
 class NativeKernels:
@@ -112,12 +122,17 @@ class NativeKernels:
     def decode_jpeg_ratio_8(self, data: bytes) -> Shape:
         return self._run(b"DecodeJpeg", data, ratio=8)
 
-    def decode_jpeg_ratio_8_pixels(self, data: bytes) -> tuple[Shape, bytes]:
-        pixels: list = []
-        return self._run(b"DecodeJpeg", data, ratio=8, pixels=pixels), pixels[0]
+    def decode_jpeg_pixels(self, data: bytes, ratio: int, use: Callable[[np.ndarray], T]) -> tuple[Shape, T]:
+        used: list = []
+        return self._run(b"DecodeJpeg", data, ratio=ratio, use=use, used=used), used[0]
+
+    def decode_image_pixels(self, data: bytes, use: Callable[[np.ndarray], T]) -> tuple[Shape, T]:
+        used: list = []
+        return self._run(b"DecodeImage", data, expand_animations=False, use=use, used=used), used[0]
 
     def _run(self, op_name: bytes, data: bytes, ratio: Optional[int] = None,
-             expand_animations: Optional[bool] = None, pixels: Optional[list] = None) -> Shape:
+             expand_animations: Optional[bool] = None, use: Optional[Callable] = None,
+             used: Optional[list] = None) -> Shape:
         api = self._api
         status = api.TF_NewStatus()
         tensor = handle = op = output = None
@@ -139,15 +154,18 @@ class NativeKernels:
             api.TFE_Execute(op, outputs, ctypes.byref(count), status)
             _raise_unless_ok(api, status, DecodeFailed)
             output = outputs[0]
-            if pixels is not None:  # the output tensor's bytes, copied before the handle is deleted
+            shape = tuple(api.TFE_TensorHandleDim(output, axis, status)
+                          for axis in range(api.TFE_TensorHandleNumDims(output, status)))
+            if use is not None and used is not None:  # `use` sees the output tensor's memory before it is freed
                 resolved = api.TFE_TensorHandleResolve(output, status)
                 _raise_unless_ok(api, status, RuntimeError)
                 try:
-                    pixels.append(ctypes.string_at(api.TF_TensorData(resolved), api.TF_TensorByteSize(resolved)))
+                    size = api.TF_TensorByteSize(resolved)
+                    buffer = (ctypes.c_uint8 * size).from_address(api.TF_TensorData(resolved)) if size else b""
+                    used.append(use(np.frombuffer(buffer, dtype=np.uint8).reshape(shape)))
                 finally:
                     api.TF_DeleteTensor(resolved)
-            return tuple(api.TFE_TensorHandleDim(output, axis, status)
-                         for axis in range(api.TFE_TensorHandleNumDims(output, status)))
+            return shape
         finally:
             for delete, thing in ((api.TFE_DeleteTensorHandle, output), (api.TFE_DeleteOp, op),
                                   (api.TFE_DeleteTensorHandle, handle), (api.TF_DeleteTensor, tensor)):
@@ -165,19 +183,23 @@ class PythonKernels:
     def decode_jpeg_ratio_8(self, data: bytes) -> Shape:
         return self._run(lambda tf: tf.io.decode_jpeg(data, ratio=8))
 
-    def decode_jpeg_ratio_8_pixels(self, data: bytes) -> tuple[Shape, bytes]:
-        pixels: list = []
-        return self._run(lambda tf: tf.io.decode_jpeg(data, ratio=8), pixels), pixels[0]
+    def decode_jpeg_pixels(self, data: bytes, ratio: int, use: Callable[[np.ndarray], T]) -> tuple[Shape, T]:
+        used: list = []
+        return self._run(lambda tf: tf.io.decode_jpeg(data, ratio=ratio), use, used), used[0]
+
+    def decode_image_pixels(self, data: bytes, use: Callable[[np.ndarray], T]) -> tuple[Shape, T]:
+        used: list = []
+        return self._run(lambda tf: tf.io.decode_image(data, expand_animations=False), use, used), used[0]
 
     @staticmethod
-    def _run(decode, pixels: Optional[list] = None) -> Shape:
+    def _run(decode, use: Optional[Callable] = None, used: Optional[list] = None) -> Shape:
         tf = import_tensorflow()
         try:
             decoded = decode(tf)
         except tf.errors.OpError as exc:
             raise DecodeFailed(_first_line(exc.message or type(exc).__name__)) from None
-        if pixels is not None:
-            pixels.append(decoded.numpy().tobytes())
+        if use is not None and used is not None:
+            used.append(use(decoded.numpy()))
         return tuple(int(size) for size in decoded.shape)
 
 

@@ -5,8 +5,9 @@ filed under every band's value ("home") and under each value one bit away ("prob
 7 bits of each other share a band differing in at most one bit (pigeonhole over 4 bands), so one's
 probe or home meets the other's home: every pair within MAX_GUARANTEED bits is a candidate, and a
 candidate counts when its Hamming distance is within the job's threshold. The pipeline sends these
-keys to BUCKETS buckets (beam_pipelines.steps.find_duplicates groups them there), so a bucket holds
-about rows × 68 / BUCKETS small entries and never all rows. Images with identical bytes are exact
+keys to BUCKETS buckets by band and the top bits of the value (beam_pipelines.steps.find_duplicates
+groups them there), so a bucket holds about rows × 68 / BUCKETS keys (of about rows × 36 / BUCKETS
+images) and never all rows. Images with identical bytes are exact
 duplicates already: each digest takes part once, under its smallest row id.
 
 Confirmed pairs (each once, whichever buckets found it) are joined into groups by connected components
@@ -36,6 +37,17 @@ Entry = tuple  # (phash, digest, split, row id[, place]): place with duplicates=
 def _order(entry: Entry) -> tuple:
     """Which entry of a digest stands for it (the smallest): the one its exact group keeps."""
     return member_order(entry[2], entry[3], *entry[4:5])
+
+
+BUCKET_SHIFT = 8  # a band's BUCKETS / BANDS = 256 buckets, by the top 8 of its 16 bits
+assert BANDS << (BAND_BITS - BUCKET_SHIFT) == BUCKETS
+
+
+def bucket_of_key(key):
+    """A band key's bucket: its band and the top bits of its value (`key >> BUCKET_SHIFT`). A probe that
+    flips one of the low bits stays in its home's bucket, so an image's 68 keys fill 36 buckets, not up
+    to 68: its entry travels about half as many times (the pairs found are the same, keys being equal)."""
+    return key >> BUCKET_SHIFT
 
 
 def band_keys(phash: int) -> Iterator[tuple[int, bool]]:
@@ -75,7 +87,8 @@ _FLIPS = np.int64(1) << np.arange(BAND_BITS, dtype=np.int64)
 
 
 def bucketed(entries: Sequence[Entry]) -> dict[int, NearBlock]:
-    """Every entry's band keys (as `band_keys` gives them, computed with numpy) as one NearBlock per bucket."""
+    """Every entry's band keys (as `band_keys` gives them, computed with numpy) as one NearBlock per bucket:
+    one sort for all buckets (keys by bucket, then image), each block a slice of it."""
     if not entries:
         return {}
     hashes = np.fromiter((entry[0] for entry in entries), dtype=np.uint64, count=len(entries))
@@ -86,17 +99,62 @@ def bucketed(entries: Sequence[Entry]) -> dict[int, NearBlock]:
     homes[:, :, 0] = True
     owners = np.broadcast_to(np.arange(len(entries), dtype=np.int64)[:, None, None], keys.shape).ravel()
     keys, homes = keys.ravel(), homes.ravel()
-    buckets = keys % BUCKETS
-    order = np.argsort(buckets, kind="stable")
+    buckets = bucket_of_key(keys)
+    order = np.lexsort((owners, buckets))  # by bucket, then image (stable: each image's keys in their order)
+    keys, homes, owners, buckets = keys[order], homes[order], owners[order], buckets[order]
+    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])  # each bucket's first key
+    first = np.r_[True, (buckets[1:] != buckets[:-1]) | (owners[1:] != owners[:-1])]  # an image's first key there
+    unique = np.cumsum(first) - 1  # each key's image, counted over all buckets
+    positions = (unique - np.repeat(unique[starts], np.diff(np.r_[starts, len(keys)]))).astype(np.int32)
+    images = owners[first].tolist()
+    image_starts = unique[starts].tolist() + [len(images)]
+    bounds = starts.tolist() + [len(keys)]
+    keys32 = keys.astype(np.int32)
     out = {}
-    for chosen in np.split(order, np.flatnonzero(np.diff(buckets[order])) + 1):
-        if not chosen.size:
-            continue
-        images, positions = np.unique(owners[chosen], return_inverse=True)
-        out[int(buckets[chosen[0]])] = NearBlock(keys[chosen].astype(np.int32).tobytes(), homes[chosen].tobytes(),
-                                                 positions.astype(np.int32).tobytes(),
-                                                 tuple(entries[i] for i in images.tolist()))
+    for index, bucket in enumerate(buckets[starts].tolist()):
+        low, high = bounds[index], bounds[index + 1]
+        out[bucket] = NearBlock(keys32[low:high].tobytes(), homes[low:high].tobytes(), positions[low:high].tobytes(),
+                                tuple(entries[i] for i in images[image_starts[index]:image_starts[index + 1]]))
     return out
+
+
+def joined(blocks: Sequence[NearBlock]) -> NearBlock:
+    """One bucket's blocks of several flushes (a part's batches) as one block: one element to group
+    instead of one per batch. The blocks hold distinct images (each image is in one flush)."""
+    if len(blocks) == 1:
+        return blocks[0]
+    positions, offset = [], 0
+    for block in blocks:
+        positions.append((np.frombuffer(block.positions, dtype=np.int32) + offset).tobytes())
+        offset += len(block.entries)
+    return NearBlock(b"".join(block.keys for block in blocks), b"".join(block.homes for block in blocks),
+                     b"".join(positions), tuple(entry for block in blocks for entry in block.entries))
+
+
+def candidate_keys(blocks: Iterable[NearBlock]) -> Iterator[tuple[int, bool, Entry]]:
+    """The (key, is_home, entry) of a bucket's blocks that can take part in a pair: those whose key is
+    some image's home and is held at least twice (a pair needs a home and another key equal to it).
+    The same pairs as iterating every block, found in numpy first: most probes meet no home, and the
+    per-key Python work of `near_pairs` is spent on the few that do."""
+    blocks = list(blocks)
+    if not blocks:
+        return
+    keys = np.concatenate([np.frombuffer(block.keys, dtype=np.int32) for block in blocks])
+    homes = np.concatenate([np.frombuffer(block.homes, dtype=np.bool_) for block in blocks])
+    values, counts = np.unique(keys, return_counts=True)
+    wanted = np.intersect1d(values[counts > 1], keys[homes], assume_unique=False)
+    if not wanted.size:
+        return
+    start = 0
+    for block in blocks:
+        count = len(block.keys) // 4
+        chosen = np.flatnonzero(np.isin(keys[start:start + count], wanted))
+        if chosen.size:
+            positions = np.frombuffer(block.positions, dtype=np.int32)[chosen].tolist()
+            for key, home, position in zip(keys[start:start + count][chosen].tolist(),
+                                           homes[start:start + count][chosen].tolist(), positions):
+                yield key, home, block.entries[position]
+        start += count
 
 
 def near_pairs(keyed: Iterable[tuple], max_distance: int) -> list[tuple[Entry, Entry]]:

@@ -48,10 +48,10 @@ def oracle(tf, data: bytes):
         return None
 
 
-def oracle_ratio_8(tf, data: bytes):
-    """The shape of libjpeg's 1/8-scale decode, or None when it refuses the bytes."""
+def oracle_ratio_8(tf, data: bytes, ratio: int = 8):
+    """The shape of libjpeg's 1/8-scale (1/`ratio`) decode, or None when it refuses the bytes."""
     try:
-        return tuple(tf.io.decode_jpeg(data, ratio=8).shape)
+        return tuple(tf.io.decode_jpeg(data, ratio=ratio).shape)
     except Exception:  # noqa: BLE001 - any decoder error means "not decodable"
         return None
 
@@ -121,6 +121,36 @@ def test_ratio_8_jpeg_decode_refuses_exactly_what_the_full_decode_refuses(tf):
     for data in jpegs:
         if data[:3] == b"\xff\xd8\xff":
             assert tf_decodes(tf, data) == (oracle_ratio_8(tf, data) is not None)
+
+
+def test_every_jpeg_ratio_refuses_exactly_what_the_full_decode_refuses(tf):
+    """With near-duplicate search a JPEG's verdict comes from its decode at the perceptual hash's scale
+    (ratio 8, 4, 2 or 1): each ratio checked against the full decode, on the mutated JPEGs above and on
+    a photo large enough for every scale."""
+    from support.natural_images import encoded, photo
+
+    rng = random.Random(4)
+    sources = [SOURCES["baseline.jpg"], SOURCES["progressive.jpg"], encoded(photo(3, (520, 400)), "JPEG")]
+    jpegs = [random_mutation(rng, source) for _ in range(100) for source in sources]
+    accepted = refused = 0
+    for data in jpegs:
+        if data[:3] != b"\xff\xd8\xff":
+            continue
+        decodes = tf_decodes(tf, data)
+        accepted, refused = accepted + decodes, refused + (not decodes)
+        for ratio in (1, 2, 4):
+            assert decodes == (oracle_ratio_8(tf, data, ratio) is not None), ratio
+    assert accepted > 20 and refused > 20  # both sides exercised
+
+
+def test_the_verdict_is_the_same_when_the_decode_also_hashes(tf):
+    """decode(hashes=[...]) (near-duplicate search: a JPEG decoded at the hash's scale, other formats'
+    pixels handed over) gives exactly the verdict of the plain decode, on every mutated file."""
+    for name, data in mutated_files(seed=5, per_source=30):
+        hashes: list = []
+        verdict = decode_check.decode(data, hashes=hashes)
+        assert verdict == decode_check.decode(data), name
+        assert len(hashes) == (1 if isinstance(verdict, ImageInfo) else 0), name
 
 
 def test_default_convert_writes_exactly_the_images_tensorflow_decodes(tf, tmp_path):

@@ -121,17 +121,34 @@ def test_kernels_give_tensorflows_shapes_and_refusals(tf, kernels):
 
 @pytest.mark.parametrize("kernels", [tensorflow_kernels.kernels(), tensorflow_kernels.PythonKernels()],
                          ids=["c-api", "python"])
-def test_the_jpeg_decode_with_pixels_is_tensorflows_decode(tf, kernels):
-    """decode_jpeg_ratio_8_pixels (near-duplicate hashes reuse it) gives tf.io.decode_jpeg(ratio=8)'s pixels."""
+def test_the_decodes_with_pixels_are_tensorflows_decodes(tf, kernels):
+    """decode_jpeg_pixels at every ratio and decode_image_pixels (near-duplicate hashes are computed from
+    them) hand tf.io.decode_jpeg(ratio=...)'s and tf.io.decode_image's pixels to `use`."""
+    import numpy as np
+
     for name, (data, image_format, _channels) in sorted(imagegen.odd_images().items()):
-        if image_format != "jpeg":
+        if len(data) > 4_000_000:
             continue
-        expected = tf.io.decode_jpeg(data, ratio=8)
-        shape, pixels = kernels.decode_jpeg_ratio_8_pixels(data)
-        assert shape == tuple(expected.shape) == kernels.decode_jpeg_ratio_8(data), name
-        assert pixels == expected.numpy().tobytes(), name
+        if image_format == "jpeg":
+            for ratio in (1, 2, 4, 8):
+                expected = tf.io.decode_jpeg(data, ratio=ratio)
+                shape, pixels = kernels.decode_jpeg_pixels(data, ratio, np.array)
+                assert shape == tuple(expected.shape) == pixels.shape, (name, ratio)
+                assert np.array_equal(pixels, expected.numpy()), (name, ratio)
+        try:
+            expected = tf.io.decode_image(data, expand_animations=False).numpy()
+        except Exception:  # noqa: BLE001 - any decoder error means "not decodable"
+            expected = None
+        try:
+            shape, pixels = kernels.decode_image_pixels(data, np.array)
+        except tensorflow_kernels.DecodeFailed:
+            assert expected is None, name
+            continue
+        assert np.array_equal(pixels, expected) and shape == expected.shape, name
     with pytest.raises(tensorflow_kernels.DecodeFailed):
-        kernels.decode_jpeg_ratio_8_pixels(b"\xff\xd8\xff broken")
+        kernels.decode_jpeg_pixels(b"\xff\xd8\xff broken", 4, np.array)
+    with pytest.raises(tensorflow_kernels.DecodeFailed):
+        kernels.decode_image_pixels(b"\x89PNG\r\n\x1a\n broken", np.array)
 
 
 def test_the_c_api_runs_here():

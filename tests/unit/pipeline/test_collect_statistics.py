@@ -71,3 +71,27 @@ def test_near_duplicate_band_keys_leave_with_an_offset():
     keys = [o.value[0] for o in written.finish()]
     near = [key for key in keys if key >= NEAR_OFFSET]
     assert len(near) > 1 and STATISTICS_KEY in keys and len(keys) - len(near) == 2
+
+
+def test_a_parts_batches_send_hashes_banded_once_for_the_part():
+    """A resumable job's batches (near_by_part) send their hashes as they are; merged_by_key bands them
+    for the whole part and joins every bucket's values: one pair per key, as one flush of all would give."""
+    from beam_pipelines.steps.collect_statistics import NEAR_ENTRIES, merged_by_key
+    from support.natural_images import encoded, photo
+
+    images = [encoded(photo(seed), "JPEG") for seed in range(4)]
+    by_part, whole = WrittenRows(SCHEMA, near_duplicates=True, near_by_part=True), WrittenRows(SCHEMA, near_duplicates=True)
+    pairs = []
+    for index, data in enumerate(images):
+        for written in (by_part, whole):
+            written.add_row("TRAIN", {"image_uri": f"{index}.jpg", "label": "x"},
+                            [("image_uri", f"{index}.jpg", ImageInfo("jpeg", 240, 320, 3), data)], b"")
+        if index % 2:  # a part of two batches
+            pairs.extend(output.value for output in by_part.finish() if output.value[0] != STATISTICS_KEY)
+    assert sum(key == NEAR_ENTRIES for key, _value in pairs) == 2
+    merged = merged_by_key(pairs)
+    expected = sorted((output.value for output in whole.finish() if output.value[0] != STATISTICS_KEY),
+                      key=lambda pair: pair[0])
+    assert [key for key, _value in merged] == [key for key, _value in expected]
+    for (key, value), (_key, wanted) in zip(merged, expected):
+        assert sorted(value, key=repr) == sorted(wanted, key=repr), key

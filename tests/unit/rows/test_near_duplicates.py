@@ -53,3 +53,51 @@ def test_with_places_a_digest_stands_by_the_row_its_exact_group_keeps_and_the_ot
     groups = _groups(entries)
     assert groups and all(group.members == (("TRAIN", "a.jpg"), ("TEST", "m.jpg")) for group in groups)
     assert [list(group.dropped()) for group in groups][0] == [(("p2", 0, 0, ("m.jpg",)), "duplicate of a.jpg")]
+
+
+def test_blocks_hold_every_band_key_once_and_join_across_flushes():
+    """bucketed files each image's 68 band keys (band_keys) in their buckets, each image once per block;
+    joined blocks of two flushes iterate as the block of both at once."""
+    from tfrecorder.rows.near_duplicates import bucket_of_key, joined
+
+    rng = random.Random(9)
+    entries = [(rng.getrandbits(64), bytes([i]) * 8, "TRAIN", f"{i}.jpg") for i in range(150)]
+    expected = sorted((key, home, entry[3]) for entry in entries for key, home in band_keys(entry[0]))
+    blocks = bucketed(entries)
+    found = []
+    for bucket, block in blocks.items():
+        assert len(set(block.entries)) == len(block.entries)
+        found.extend((key, home, entry[3]) for key, home, entry in block)
+        assert all(bucket_of_key(key) == bucket for key, _home, _entry in block)
+    assert sorted(found) == expected
+    assert sum(len(block.entries) for block in blocks.values()) == 150 * 36  # 1 + 8 buckets a band
+    first, second = bucketed(entries[:60]), bucketed(entries[60:])
+    for bucket in set(first) | set(second):
+        parts = [found[bucket] for found in (first, second) if bucket in found]
+        assert sorted(joined(parts), key=repr) == sorted(blocks[bucket], key=repr)
+
+
+def test_only_keys_that_can_pair_are_iterated_and_the_pairs_are_the_same():
+    """candidate_keys drops band keys no home shares: near_pairs finds the same pairs from far fewer."""
+    from tfrecorder.rows.near_duplicates import candidate_keys, near_pairs
+
+    rng = random.Random(12)
+    entries = []
+    for i in range(400):
+        base = rng.getrandbits(64)
+        entries.append((base, bytes([i % 256, i // 256]) * 4, "TRAIN", f"{i}.jpg"))
+        if i % 10 == 0:  # a near copy (3 bits away) and a byte-identical copy under another row id
+            entries.append((_flip(base, rng.sample(range(64), 3)), b"n" + bytes([i % 256, i // 256]) * 4, "TEST", f"{i}-n.jpg"))
+            entries.append((base, bytes([i % 256, i // 256]) * 4, "TEST", f"{i}-copy.jpg"))
+    halves = bucketed(entries[:200]), bucketed(entries[200:])
+    kept = total = 0
+    found = []
+    for bucket in set(halves[0]) | set(halves[1]):
+        blocks = [half[bucket] for half in halves if bucket in half]
+        everything = [keyed for block in blocks for keyed in block]
+        candidates = list(candidate_keys(blocks))
+        kept, total = kept + len(candidates), total + len(everything)
+        assert near_pairs(candidates, MAX_GUARANTEED) == near_pairs(everything, MAX_GUARANTEED)
+        found.extend(near_pairs(candidates, MAX_GUARANTEED))
+    assert len({(left[1], right[1]) for left, right in found}) == 40 and kept < total / 5
+    assert list(candidate_keys([])) == []
