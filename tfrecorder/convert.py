@@ -252,9 +252,9 @@ def convert(
     images_remote = _images_remote(table, resolved_schema)
     concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)
     by_content = content_splits(resolved_schema, is_detection or is_dataset)  # UNASSIGNED rows split by image bytes
-    if options.duplicates == "drop" and not by_content:  # issue 29: built for the image graph's rows
-        raise ValueError("duplicates='drop' is supported for tables of images (one Example per row) only, not "
-                         "for image-free, detection or COCO/VOC/YOLO tables yet; use duplicates='report' and "
+    if options.duplicates == "drop" and (is_detection or is_dataset):  # issue 29: one Example per row only
+        raise ValueError("duplicates='drop' is supported for tables of one Example per row (images or image-free) "
+                         "only, not for detection or COCO/VOC/YOLO tables yet; use duplicates='report' and "
                          "the rows duplicates.csv lists")
     _check_in_driver(table, resolved_schema, options.split_ratios, require_train=_base is None,
                      content_splits=by_content)
