@@ -98,16 +98,17 @@ class EncodePart(beam.DoFn):
                 rows = item.take(pa.array([row for row, _ in encoded.discards])).to_pylist()
                 for values, (_row, reason) in zip(rows, encoded.discards):
                     yield beam.pvalue.TaggedOutput(DISCARD, (values, reason))
+            kept = np.flatnonzero(prepared.codes != columnar_encoder.DISCARDED)  # each record's row in the batch
             for code, split in enumerate(columnar_encoder.SPLITS):
                 chosen = np.flatnonzero(encoded.codes == code)
                 if len(chosen):
-                    taken = pa.array(chosen)
-                    records = encoded.records.take(taken)
+                    records = encoded.records.take(pa.array(chosen))
                     unknown = encoded.unknown_labels[chosen]
                     closed = list(self._write(split, records, unknown))  # self._segments: where they went
                     if self._written is not None:
                         places = (source, *_places(self._segments, unknown)) if self._drops else None
-                        self._written.add_records(split, item.take(taken), records, part_name, offset + chosen,
+                        rows = kept[chosen]
+                        self._written.add_records(split, item.take(pa.array(rows)), records, part_name, offset + rows,
                                                   places)
                     yield from closed
             if self._written is not None:
