@@ -92,8 +92,9 @@ def _examples(job):
 
 
 def test_drop_refuses_tables_it_cannot_drop_from_before_work_starts(tmp_path):
-    frame = pd.DataFrame({"x": [1.0, 1.0, 2.0], "split": ["TRAIN"] * 3})
-    with pytest.raises(ValueError, match="duplicates='drop' is supported for tables of images"):
+    frame = pd.DataFrame({"image_uri": [str(tmp_path / "a.png")] * 2, "label": ["car", "bus"], "xmin": [0.1, 0.2],
+                          "ymin": [0.1, 0.2], "xmax": [0.5, 0.6], "ymax": [0.5, 0.6], "split": ["TRAIN"] * 2})
+    with pytest.raises(ValueError, match="duplicates='drop' is supported for tables of one Example per row"):
         tfrecorder.convert(frame, tmp_path / "out", progress=False, duplicates="drop")
     assert not os.path.exists(tmp_path / "out") or not os.listdir(tmp_path / "out")
 
