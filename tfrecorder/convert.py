@@ -203,8 +203,9 @@ def convert(
     Every job also writes statistics.json / statistics.pb (per split and feature) and duplicates.csv
     (rows with identical images, or identical values for image-free rows); a duplicate group spanning
     TRAIN and VALIDATION/TEST is a leak, counted in metadata.json. `duplicates="fail"` fails the job on a
-    leak, before anything is published (docs/statistics.md); `duplicates="drop"` (tables of images) keeps
-    one row per group (the one duplicates.csv marks kept) and discards the others as `duplicate of <uri>`;
+    leak, before anything is published (docs/statistics.md); `duplicates="drop"` (one Example per row) keeps
+    one row per group (the one duplicates.csv marks kept) and discards the others as `duplicate of <uri>`
+    (image-free rows: `duplicate of <part> row <i>`, duplicates.csv's name of the kept row);
     `tfrecorder.report(job_dir)` shows it all. UNASSIGNED rows of images get their split from their image
     bytes, so byte-identical images always share a split.
     `near_duplicate_distance=7` also groups near-duplicate images (re-encoded, resized, slightly cropped
