@@ -44,8 +44,9 @@ DROPPED_REASON = "duplicate of"  # discard reason of a dropped row: "duplicate o
 
 def member_order(split: str, row: str, place: Place = None) -> tuple:
     """How a group's members sort (the first is kept): by row id, then split; rows of one id (a URI
-    listed twice) by their cells, then place (only then is the choice not a function of the table)."""
-    return (row, split) if place is None else (row, split, tuple(place[3] or ()), place[0], place[1])
+    listed twice) by their cells (image-free rows: their part's key and row number), then place (only
+    then is the choice not a function of the table)."""
+    return (row, split) if place is None else (row, split, tuple(place[3] or ()), *place[4:], place[0], place[1])
 
 
 def content_digest(*parts: bytes) -> bytes:
