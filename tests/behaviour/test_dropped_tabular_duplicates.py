@@ -131,3 +131,23 @@ def test_a_resumed_image_free_drop_job_publishes_what_an_uninterrupted_one_does(
                                 **options)
     assert result["resumed"] is True
     assert job_contents(Path(result["tfrecord_dir"])) == job_contents(Path(reference["tfrecord_dir"]))
+
+
+def test_a_csv_too_wide_for_the_columnar_encoder_drops_through_the_row_path(tmp_path, monkeypatch):
+    """Records too wide to pay for batches are read row by row (the image graph's path): there a row is
+    named by its values (duplicates.csv's JSON) and carries its cells with its place."""
+    import json
+
+    from tfrecorder.sources import csv_slicing
+
+    monkeypatch.setattr(csv_slicing, "RANGE_BYTES", 200)
+    lines = ["split,n,text"] + [f"{('TRAIN', 'TEST')[i // 10 % 2]},{i % 10},word {i % 10}" for i in range(30)]
+    (tmp_path / "wide.csv").write_text("\n".join(lines) + "\n")
+    result = tfrecorder.convert(str(tmp_path / "wide.csv"), tmp_path / "out", progress=False, duplicates="drop",
+                                beam_options=REPLAY)
+    assert {split: info["records"] for split, info in result.metadata["splits"].items()} == {"TEST": 10}
+    dropped = _read(os.path.join(result.tfrecord_dir, "discarded.csv"))
+    assert len(dropped) == 20 == result.metadata["duplicates"]["dropped"]
+    for row in dropped:  # the two TRAIN copies of each TEST row (the smaller JSON: "TEST" < "TRAIN")
+        kept = json.loads(row["reason"][len("duplicate of "):])
+        assert row["split"] == "TRAIN" and kept == {"split": "TEST", "n": row["n"], "text": row["text"]}
