@@ -6,7 +6,7 @@ before shards are planned, and sent to discarded.csv as `duplicate of <kept row>
         ─► a piece with no dropped record: unchanged; else a new piece of its other records (offsets and
            keys sidecars with it) ─► shard planning, as any piece
         ─► DISCARD (row cells, "duplicate of <row id>") ─► discard_files
-        ─► image-free rows: REREAD (part key, (row number, reason)) ─┐
+        ─► image-free rows: REREAD (part key, [(row number, reason)]) ┐
     source parts ─► key by part key ─────────────────────────────────┴► CoGroupByKey ─► ReadDroppedRows:
            each part holding a dropped row read again, its dropped rows' cells ─► DISCARD
 
@@ -45,7 +45,7 @@ from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 
 _CHUNK = 8 * 1024 * 1024
-REREAD = "reread"  # tagged output: (source part key, (row number, reason)) of a dropped image-free row
+REREAD = "reread"  # tagged output: (source part key, [(row number, reason)]) of a piece's dropped image-free rows
 
 
 def piece_name(piece: Piece) -> str:
@@ -115,11 +115,14 @@ class DropFromPieces(beam.DoFn):
         for record, unknown, cells, reason, *source in sorted(lists, key=_order):  # a row dropped twice: once
             dropped.setdefault(int(record), (int(unknown), cells, reason, *source))
         yield without_records(piece, {record: found[0] for record, found in dropped.items()}, self.config.pieces_dir)
+        reread: dict[str, list] = {}  # image-free rows: their cells are read from their part (one element a part)
         for _record, (_unknown, cells, reason, *source) in sorted(dropped.items()):
-            if cells is None:  # an image-free row: its cells are read from its part
-                yield beam.pvalue.TaggedOutput(REREAD, (source[0], (int(source[1]), reason)))
+            if cells is None:
+                reread.setdefault(source[0], []).append((int(source[1]), reason))
             else:
                 yield beam.pvalue.TaggedOutput(DISCARD, (dict(zip(self.config.columns, cells)), reason))
+        for key in sorted(reread):
+            yield beam.pvalue.TaggedOutput(REREAD, (key, reread[key]))
 
 
 def _order(found: tuple) -> tuple:
@@ -147,15 +150,15 @@ def rows_of_part(config: JobConfig, part: Any, wanted: Mapping[int, str]) -> Ite
 
 
 class ReadDroppedRows(beam.DoFn):
-    """One source part with the dropped rows in it (a CoGroupByKey's {"parts": [part], "rows": [(row,
-    reason)]}): those rows' cells, read from the part, on the main output as discards."""
+    """One source part with the dropped rows in it (a CoGroupByKey's {"parts": [part], "rows": [[(row,
+    reason)], ...]}: a list per piece holding some): those rows' cells, read from the part, as discards."""
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config
 
     def process(self, item: tuple[str, Mapping[str, Iterable[Any]]]):
         key, joined = item
-        wanted = dict(sorted(joined["rows"]))  # a row reported by a replayed bundle: once
+        wanted = dict(sorted(row for rows in joined["rows"] for row in rows))  # a row reported twice: once
         if not wanted:
             return
         parts = list(joined["parts"])
