@@ -12,7 +12,10 @@
    vs statistics + exact duplicates (the default options) vs everything (near_duplicate_distance=7); ratios of
    medians over `--repeats` interleaved runs, in one process (imports excluded), of wall-clock time and of
    CPU time (every thread of the process: the steadier figure on a shared machine).
-3. Cost on a `--rows`-row tabular DataFrame (numbers, strings, a label): statistics=False vs True.
+3. Cost on a `--rows`-row tabular DataFrame (numbers, strings, a label): statistics=False vs True, and
+   duplicates="drop" vs "report" (the default) on it (no duplicates: the cost of carrying each row's place)
+   and on a copy whose last `--copies` fraction of rows repeats its first rows (pieces rewritten, dropped
+   rows read back from their parts).
 4. Cost of an object-detection job (a box table of the `--images` photos of 2, two boxes each):
    statistics=False vs statistics + exact duplicates (the default).
 
@@ -137,7 +140,7 @@ def image_cost(images: int, repeats: int) -> dict:
             "all / statistics+exact": _ratios(times, "all", "statistics+exact")}
 
 
-def tabular_cost(rows: int, repeats: int) -> dict:
+def tabular_cost(rows: int, repeats: int, copies: float = 0.1) -> dict:
     import numpy as np
     import pandas as pd
 
@@ -145,13 +148,21 @@ def tabular_cost(rows: int, repeats: int) -> dict:
     frame = pd.DataFrame({"x": rng.normal(size=rows), "n": rng.integers(0, 1000, rows),
                           "s": [f"item-{v}" for v in rng.integers(0, 50_000, rows)],
                           "label": rng.choice(["a", "b", "c", "d"], rows)})
-    times: dict[str, list] = {"plain": [], "statistics": []}
+    copied = int(rows * copies)
+    repeated = pd.concat([frame.iloc[:rows - copied], frame.iloc[:copied]], ignore_index=True)
+    runs = {"plain": (frame, {"statistics": False}), "statistics": (frame, {}),
+            "drop": (frame, {"duplicates": "drop"}),
+            "copies report": (repeated, {}), "copies drop": (repeated, {"duplicates": "drop"})}
+    times: dict[str, list] = {name: [] for name in runs}
     for repeat in range(repeats):
-        for name in (["plain", "statistics"] if repeat % 2 == 0 else ["statistics", "plain"]):
-            times[name].append(_timed(frame, OUT / f"tabular-{name}", statistics=(name == "statistics")))
-    return {"rows": rows,
+        for name in (list(runs) if repeat % 2 == 0 else list(runs)[::-1]):
+            source, options = runs[name]
+            times[name].append(_timed(source, OUT / f"tabular-{name.replace(' ', '-')}", **options))
+    return {"rows": rows, "copies": copied,
             "median wall seconds": {k: round(statistics.median(t[0] for t in v), 2) for k, v in times.items()},
-            "statistics / plain": _ratios(times, "statistics", "plain")}
+            "statistics / plain": _ratios(times, "statistics", "plain"),
+            "drop / report (no duplicates)": _ratios(times, "drop", "statistics"),
+            "drop / report (copies)": _ratios(times, "copies drop", "copies report")}
 
 
 def detection_cost(images: int, repeats: int) -> dict:
@@ -179,6 +190,7 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--copies", type=float, default=0.1, help="tabular: fraction of rows that repeat others")
     parser.add_argument("--skip", nargs="*", default=[], choices=["quality", "images", "tabular", "detection"])
     args = parser.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -189,7 +201,7 @@ def main() -> None:
     if "images" not in args.skip:
         print("image conversion cost:", image_cost(args.images, args.repeats), flush=True)
     if "tabular" not in args.skip:
-        print("tabular conversion cost:", tabular_cost(args.rows, args.repeats), flush=True)
+        print("tabular conversion cost:", tabular_cost(args.rows, args.repeats, args.copies), flush=True)
     if "detection" not in args.skip:
         print("detection conversion cost:", detection_cost(args.images, args.repeats), flush=True)
     print(f"load average after: {os.getloadavg()}")

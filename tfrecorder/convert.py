@@ -203,9 +203,10 @@ def convert(
     Every job also writes statistics.json / statistics.pb (per split and feature) and duplicates.csv
     (rows with identical images, or identical values for image-free rows); a duplicate group spanning
     TRAIN and VALIDATION/TEST is a leak, counted in metadata.json. `duplicates="fail"` fails the job on a
-    leak, before anything is published (docs/statistics.md); `duplicates="drop"` (tables of images,
-    detection jobs too) keeps one row (detection: image) per group (the one duplicates.csv marks kept)
-    and discards the others as `duplicate of <uri>`;
+    leak, before anything is published (docs/statistics.md); `duplicates="drop"` keeps one row (detection
+    and COCO/VOC/YOLO tables: one image with its boxes) per group (the one duplicates.csv marks kept) and
+    discards the others as `duplicate of <uri>` (image-free rows: `duplicate of <part> row <i>`,
+    duplicates.csv's name of the kept row);
     `tfrecorder.report(job_dir)` shows it all. UNASSIGNED rows of images get their split from their image
     bytes, so byte-identical images always share a split.
     `near_duplicate_distance=7` also groups near-duplicate images (re-encoded, resized, slightly cropped
@@ -253,10 +254,6 @@ def convert(
     images_remote = _images_remote(table, resolved_schema)
     concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)
     by_content = content_splits(resolved_schema, is_detection or is_dataset)  # UNASSIGNED rows split by image bytes
-    if options.duplicates == "drop" and not by_content:  # issue 29: rows of images, detection images
-        raise ValueError("duplicates='drop' is supported for tables of images (rows of images, detection and "
-                         "COCO/VOC/YOLO tables) only, not for image-free tables yet; use duplicates='report' "
-                         "and the rows duplicates.csv lists")
     _check_in_driver(table, resolved_schema, options.split_ratios, require_train=_base is None,
                      content_splits=by_content)
     resume = check_resume(resume)

@@ -2,6 +2,8 @@
 
     source parts ─► read batches ─► prepare + encode (tfrecorder.rows.columnar_encoder) + write pieces ─► (common tail)
          └► read batches ─► table stats per batch ─(side input: vocabulary, checked)┘
+    quality (collect_statistics, find_duplicates; duplicates="drop": drop_duplicates rewrites the pieces
+         holding a dropped row, and reads the dropped rows' cells back from their source parts)
 
 A part (a CSV byte slice or a Parquet row group) is one element: the worker reads it batch by batch
 (BATCH_ROWS rows: memory does not grow with the table), so Beam's per-element cost is paid per part,
@@ -19,7 +21,8 @@ from beam_pipelines.steps.carry_shards import job_vocabularies
 from beam_pipelines.steps.collect_statistics import QUALITY
 from beam_pipelines.steps.count_table import count_table
 from beam_pipelines.steps.discard_files import DISCARD
-from beam_pipelines.steps.find_duplicates import quality_outputs
+from beam_pipelines.steps.drop_duplicates import drop_duplicates
+from beam_pipelines.steps.find_duplicates import quality_steps
 from beam_pipelines.steps.encode_columns import EncodePart
 from beam_pipelines.steps.part_commits import DISCARD_PARTS
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, reads_batches
@@ -43,5 +46,9 @@ def encode_table(pipeline: beam.Pipeline, config: JobConfig) -> tuple:
         DISCARD, MALFORMED, RECORDS, DISCARD_PARTS, QUALITY, main="pieces")
     malformed = encoded[MALFORMED] | "NumberLines" >> beam.Map(
         read_rows.number_malformed, AsDict(encoded[RECORDS]), len(config.columns))
-    quality = quality_outputs(config, encoded[QUALITY])
-    return encoded.pieces, {"Read": malformed, "Encode": encoded[DISCARD]}, stats, encoded[DISCARD_PARTS], quality
+    found = {"Read": malformed, "Encode": encoded[DISCARD]}
+    quality, dropped = quality_steps(config, encoded[QUALITY])
+    pieces = encoded.pieces
+    if dropped is not None:  # duplicates="drop" (issue 29)
+        pieces, found["Dropped"] = drop_duplicates(config, pieces, dropped, parts.branch("Dropped"))
+    return pieces, found, stats, encoded[DISCARD_PARTS], quality

@@ -48,7 +48,8 @@ class WrittenRows:
         self._rows: dict[str, list] = {}
         self._images: dict[str, dict[str, list]] = {}
         self._entries: list[tuple] = []
-        self._blocks: dict[tuple[str, str], tuple[list, list]] = {}  # image-free rows: (digests, row numbers)
+        # image-free rows by (part label, split, part key: duplicates="drop"): (digests, row numbers, places, pieces)
+        self._blocks: dict[tuple[str, str, str], tuple[list, list, list, list]] = {}
         self._held = 0  # block rows held
         self._near: list[tuple] = []
 
@@ -79,13 +80,20 @@ class WrittenRows:
             row_id = json.dumps({k: str(v) for k, v in row.items()}, sort_keys=True)[:200]
         self._entries.append((digest, split, row_id, *extra))
 
-    def add_records(self, split: str, batch: pa.RecordBatch, records: pa.Array, part: str, rows: np.ndarray) -> None:
+    def add_records(self, split: str, batch: pa.RecordBatch, records: pa.Array, part: str, rows: np.ndarray,
+                    places: Optional[tuple[str, Sequence[str], np.ndarray]] = None) -> None:
         """Image-free rows written to `split`, column-wise: `batch` their values, `records` their Examples,
-        `rows` their numbers in the source part `part` (their digests kept as DigestBlocks)."""
+        `rows` their numbers in the source part `part` (their digests kept as DigestBlocks); with
+        duplicates="drop" `places` is (the source part's key, piece file names, int64 (rows, 3) of piece
+        index into those names, record number in the piece, unknown labels)."""
         self.statistics.add_batch(split, batch)
-        held = self._blocks.setdefault((part, split), ([], []))
+        held = self._blocks.setdefault((part, split, "" if places is None else places[0]), ([], [], [], []))
         held[0].extend(record_digests(_record_bytes(records)))
         held[1].append(np.asarray(rows, dtype=np.int64))
+        if places is not None:
+            _source, names, found = places
+            indices = np.array([_index_of(held[3], name) for name in names], dtype=np.int64)
+            held[2].append(np.column_stack([indices[found[:, 0]], found[:, 1:]]) if len(found) else found)
         self._held += len(records)
 
     def end_batch(self) -> Iterator[beam.pvalue.TaggedOutput]:
@@ -102,8 +110,10 @@ class WrittenRows:
         """Every digest and band key held, by bucket (at a flush, and when the bundle ends)."""
         entries, self._entries = self._entries, []
         found_by_bucket = bucketed(entries)
-        for (part, split), (digests, rows) in self._blocks.items():
-            for bucket, block in blocks_by_bucket(part, split, digests, np.concatenate(rows)).items():
+        for (part, split, source), (digests, rows, places, pieces) in self._blocks.items():
+            located = np.concatenate(places) if places else None
+            for bucket, block in blocks_by_bucket(part, split, digests, np.concatenate(rows), located,
+                                                  tuple(pieces), source).items():
                 found_by_bucket.setdefault(bucket, []).append(block)
         self._blocks, self._held = {}, 0
         for bucket, found in found_by_bucket.items():
@@ -145,6 +155,13 @@ def merged_by_key(pairs: Sequence[tuple[int, Any]]) -> list[tuple[int, Any]]:
             by_key.setdefault(key, []).append(value)
     return [(key, near_duplicates.joined(values) if key >= NEAR_OFFSET else [item for value in values for item in value])
             for key, values in sorted(by_key.items())]
+
+
+def _index_of(names: list[str], name: str) -> int:
+    """`name`'s index in `names`, appended when new (a block's piece names: a few per part)."""
+    if name not in names:
+        names.append(name)
+    return names.index(name)
 
 
 def part_label(part: Any, work_dir: str) -> str:

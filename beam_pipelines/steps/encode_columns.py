@@ -18,6 +18,7 @@ from beam_pipelines.steps.collect_statistics import QUALITY, WrittenRows, part_l
 from beam_pipelines.steps.piece_files import PieceWriter
 from beam_pipelines.steps.progress_counters import RowsDone
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, read_batches
+from tfrecorder.format import resume_files
 from tfrecorder.rows import columnar_encoder
 from tfrecorder.format.framing import frame_records
 
@@ -35,6 +36,7 @@ class EncodePart(beam.DoFn):
         self._encoder = None
         self._rows_done = RowsDone(self.config)
         self._written = WrittenRows(self.schema) if self.config.statistics else None
+        self._drops = self._written is not None and self.config.duplicates == "drop"  # rows carry their places
 
     def start_bundle(self) -> None:
         self.writers: dict[str, PieceWriter] = {}
@@ -84,6 +86,7 @@ class EncodePart(beam.DoFn):
     def _encode(self, part):
         self._rows = 0
         part_name, offset = part_label(part, self.config.work_dir), 0
+        source = resume_files.part_key(part) if self._drops else ""
         for item in read_batches(self.config, part):
             if not isinstance(item, pa.RecordBatch):
                 yield beam.pvalue.TaggedOutput(RECORDS if item[0] == RECORDS else MALFORMED,
@@ -95,14 +98,19 @@ class EncodePart(beam.DoFn):
                 rows = item.take(pa.array([row for row, _ in encoded.discards])).to_pylist()
                 for values, (_row, reason) in zip(rows, encoded.discards):
                     yield beam.pvalue.TaggedOutput(DISCARD, (values, reason))
+            kept = np.flatnonzero(prepared.codes != columnar_encoder.DISCARDED)  # each record's row in the batch
             for code, split in enumerate(columnar_encoder.SPLITS):
                 chosen = np.flatnonzero(encoded.codes == code)
                 if len(chosen):
-                    taken = pa.array(chosen)
-                    records = encoded.records.take(taken)
+                    records = encoded.records.take(pa.array(chosen))
+                    unknown = encoded.unknown_labels[chosen]
+                    closed = list(self._write(split, records, unknown))  # self._segments: where they went
                     if self._written is not None:
-                        self._written.add_records(split, item.take(taken), records, part_name, offset + chosen)
-                    yield from self._write(split, records, encoded.unknown_labels[chosen])
+                        places = (source, *_places(self._segments, unknown)) if self._drops else None
+                        rows = kept[chosen]
+                        self._written.add_records(split, item.take(pa.array(rows)), records, part_name, offset + rows,
+                                                  places)
+                    yield from closed
             if self._written is not None:
                 yield from self._written.end_batch()
             offset += item.num_rows
@@ -114,6 +122,7 @@ class EncodePart(beam.DoFn):
         that crosses it, as the row graph does) and go on in a new one."""
         framed, ends = frame_records(records)
         start, count = 0, len(ends)
+        self._segments = []  # (piece file name, its first record here, records) per piece written to
         while start < count:
             writer = self.writers.get(split)
             if writer is None:
@@ -121,6 +130,7 @@ class EncodePart(beam.DoFn):
             base = int(ends[start - 1]) if start else 0
             cap = base + self.config.max_shard_bytes - writer.bytes
             stop = min(int(np.searchsorted(ends, cap, side="left")) + 1, count)
+            self._segments.append((writer.path.rsplit("/", 1)[-1], writer.records, stop - start))
             writer.write_framed(framed[base:int(ends[stop - 1])], ends[start:stop] - base,
                                 int(unknown[start:stop].sum()))
             if writer.bytes >= self.config.max_shard_bytes:
@@ -133,3 +143,15 @@ class EncodePart(beam.DoFn):
         self.writers = {}
         for output in (self._written.finish() if self._written is not None else ()):
             yield beam.pvalue.TaggedOutput(output.tag, in_global_window(output.value))
+
+
+def _places(segments: list[tuple[str, int, int]], unknown: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Where a run of records went (duplicates="drop"): the pieces' file names, and per record an int64
+    row (index into those names, record number in its piece, unknown labels), built column-wise."""
+    names = [name for name, _first, _count in segments]
+    counts = np.array([count for _name, _first, count in segments], dtype=np.int64)
+    firsts = np.array([first for _name, first, _count in segments], dtype=np.int64)
+    pieces = np.repeat(np.arange(len(segments), dtype=np.int64), counts)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    records = np.repeat(firsts, counts) + np.arange(int(counts.sum()), dtype=np.int64) - starts
+    return names, np.column_stack([pieces, records, np.asarray(unknown, dtype=np.int64)])

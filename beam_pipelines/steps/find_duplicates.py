@@ -54,7 +54,8 @@ def write_bucket(item: tuple[int, Iterable[list]], config: JobConfig) -> Iterabl
     yield from write_groups(bucket, groups_in(entry for batch in batches for entry in batch), config, EXACT)
 
 
-DROPPED = "dropped"  # tagged output (duplicates="drop"): (piece file name, [(record, unknown, cells, reason)])
+DROPPED = "dropped"  # tagged output (duplicates="drop"): (piece file name, [(record, unknown, cells, reason)]);
+# an image-free row's cells are None, followed by (source part key, row number in the part)
 
 
 def dropped_by_piece(groups: Iterable[DuplicateGroup]) -> Iterable[beam.pvalue.TaggedOutput]:
@@ -62,8 +63,8 @@ def dropped_by_piece(groups: Iterable[DuplicateGroup]) -> Iterable[beam.pvalue.T
     element per piece they are in (beam_pipelines.steps.drop_duplicates joins them to their piece)."""
     by_piece: dict[str, list] = {}
     for group in groups:
-        for (piece, record, unknown, cells), reason in group.dropped():
-            by_piece.setdefault(piece, []).append((record, unknown, cells, reason))
+        for (piece, record, unknown, cells, *source), reason in group.dropped():
+            by_piece.setdefault(piece, []).append((record, unknown, cells, reason, *source))
     for piece in sorted(by_piece):
         yield beam.pvalue.TaggedOutput(DROPPED, (piece, by_piece[piece]))
 

@@ -91,13 +91,6 @@ def _examples(job):
                 yield {"image_uri": example.features.feature["image_uri"].bytes_list.value[0].decode()}
 
 
-def test_drop_refuses_tables_it_cannot_drop_from_before_work_starts(tmp_path):
-    frame = pd.DataFrame({"x": [1.0, 1.0, 2.0], "split": ["TRAIN"] * 3})
-    with pytest.raises(ValueError, match="duplicates='drop' is supported for tables of images"):
-        tfrecorder.convert(frame, tmp_path / "out", progress=False, duplicates="drop")
-    assert not os.path.exists(tmp_path / "out") or not os.listdir(tmp_path / "out")
-
-
 def test_a_resumed_drop_job_publishes_what_an_uninterrupted_one_does(tmp_path):
     """Committed parts hold their rows' places with their digests (their quality file): a continued job
     drops the same records from the same committed pieces."""

@@ -15,12 +15,18 @@ was written to, its unknown-label count and its cells for discarded.csv): a grou
 the places of every member but the kept one (beam_pipelines.steps.drop_duplicates removes them from
 their pieces). Members are then ordered by (row id, split, cells, place), so two rows of one id (a
 URI listed twice) are both members and the same one is kept in every grouping that sees them.
+
+Image-free rows (DigestBlocks) carry their places column-wise: per row three int64s (index into the
+block's piece names, record number, unknown labels) and, per block, its source part's key. Their
+Place has no cells (None) but (part key, row number in the part): the drop step reads the dropped rows'
+cells back from their source part (beam_pipelines.steps.drop_duplicates), so nothing per row but 24
+bytes travels with the digests.
 """
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -31,14 +37,16 @@ EXACT = "exact"
 CSV_COLUMNS = ("group", "kind", "split", "row", "kept", "leak")
 
 Entry = tuple  # (digest: bytes, split: str, row id: str[, place: Place])
-Place = tuple  # (piece file name, record number in the piece, unknown labels, row cells): duplicates="drop"
+Place = tuple  # (piece file name, record number in the piece, unknown labels, row cells): duplicates="drop";
+# image-free rows: (piece file name, record number, unknown labels, None, source part key, row number in the part)
 DROPPED_REASON = "duplicate of"  # discard reason of a dropped row: "duplicate of <row id of the kept row>"
 
 
 def member_order(split: str, row: str, place: Place = None) -> tuple:
     """How a group's members sort (the first is kept): by row id, then split; rows of one id (a URI
-    listed twice) by their cells, then place (only then is the choice not a function of the table)."""
-    return (row, split) if place is None else (row, split, tuple(place[3]), place[0], place[1])
+    listed twice) by their cells (image-free rows: their part's key and row number), then place (only
+    then is the choice not a function of the table)."""
+    return (row, split) if place is None else (row, split, tuple(place[3] or ()), *place[4:], place[0], place[1])
 
 
 def content_digest(*parts: bytes) -> bytes:
@@ -105,10 +113,19 @@ class DigestBlock:
     split: str
     digests: bytes
     rows: np.ndarray  # int64
+    places: Optional[np.ndarray] = None  # duplicates="drop": int64 (rows, 3): piece index, record, unknown labels
+    pieces: tuple[str, ...] = ()  # the piece file names `places` index
+    source: str = ""  # the source part's key (tfrecorder.format.resume_files.part_key): where cells are read back
 
     def entries(self, chosen: Iterable[int]) -> Iterator[Entry]:
         for index in chosen:
-            yield self.digests[16 * index:16 * index + 16], self.split, f"{self.part} row {int(self.rows[index])}"
+            row = int(self.rows[index])
+            entry = (self.digests[16 * index:16 * index + 16], self.split, f"{self.part} row {row}")
+            if self.places is None:
+                yield entry
+            else:
+                piece, record, unknown = (int(value) for value in self.places[index])
+                yield (*entry, (self.pieces[piece], record, unknown, None, self.source, row))
 
 
 def record_digests(records: Iterable) -> list[bytes]:
@@ -117,8 +134,10 @@ def record_digests(records: Iterable) -> list[bytes]:
     return [blake2b(record, digest_size=16).digest() for record in records]
 
 
-def blocks_by_bucket(part: str, split: str, digests: list[bytes], rows: np.ndarray) -> dict[int, DigestBlock]:
-    """One batch's image-free rows as a DigestBlock per bucket (buckets as `bucket_of` gives them)."""
+def blocks_by_bucket(part: str, split: str, digests: list[bytes], rows: np.ndarray, places: Optional[np.ndarray] = None,
+                     pieces: tuple[str, ...] = (), source: str = "") -> dict[int, DigestBlock]:
+    """One batch's image-free rows as a DigestBlock per bucket (buckets as `bucket_of` gives them), with
+    their places when given (duplicates="drop": see DigestBlock)."""
     joined = b"".join(digests)
     keys = np.frombuffer(joined, dtype=">u4").reshape(-1, 4)[:, 0].astype(np.int64) % BUCKETS
     order = np.argsort(keys, kind="stable")
@@ -127,7 +146,8 @@ def blocks_by_bucket(part: str, split: str, digests: list[bytes], rows: np.ndarr
     out = {}
     for chosen in np.split(order, bounds):
         if chosen.size:
-            out[int(keys[chosen[0]])] = DigestBlock(part, split, cells[chosen].tobytes(), rows[chosen])
+            out[int(keys[chosen[0]])] = DigestBlock(part, split, cells[chosen].tobytes(), rows[chosen],
+                                                    None if places is None else places[chosen], pieces, source)
     return out
 
 

@@ -95,3 +95,22 @@ def test_a_parts_batches_send_hashes_banded_once_for_the_part():
     assert [key for key, _value in merged] == [key for key, _value in expected]
     for (key, value), (_key, wanted) in zip(merged, expected):
         assert sorted(value, key=repr) == sorted(wanted, key=repr), key
+
+
+def test_image_free_rows_with_places_keep_their_pieces_across_batches():
+    """duplicates="drop": each batch's places index its own piece names; held together they index the
+    block's names (a piece a later batch goes on writing is named once)."""
+    written = WrittenRows(Schema({"n": types.IntegerInput}))
+    batch = pa.RecordBatch.from_pydict({"n": [1, 2]})
+    first = np.array([[0, 0, 0], [1, 0, 1]], dtype=np.int64)  # records 0 of pieces "a" and "b"
+    written.add_records("TRAIN", batch, pa.array([b"r1", b"r2"], type=pa.large_binary()), "p", np.array([0, 1]),
+                        ("k", ["a", "b"], first))
+    second = np.array([[0, 1, 0], [1, 0, 0]], dtype=np.int64)  # record 1 of "b", record 0 of "c"
+    written.add_records("TRAIN", batch, pa.array([b"r1", b"r3"], type=pa.large_binary()), "p", np.array([2, 3]),
+                        ("k", ["b", "c"], second))
+    blocks = [block for o in written.finish() if o.value[0] != STATISTICS_KEY for block in o.value[1]]
+    [group] = [g for block in blocks for g in groups_in([block])]
+    assert group.places == (("a", 0, 0, None, "k", 0), ("b", 1, 0, None, "k", 2))
+    located = {int(row): (block.pieces[int(p)], int(r)) for block in blocks
+               for row, (p, r, _u) in zip(block.rows, block.places)}
+    assert located == {0: ("a", 0), 1: ("b", 0), 2: ("b", 1), 3: ("c", 0)}

@@ -75,3 +75,45 @@ def test_drop_step_rewrites_pieces_with_drops_and_discards_their_rows(tmp_path):
     assert [o.value for o in out if isinstance(o, beam.pvalue.TaggedOutput) and o.tag == DISCARD] == [
         ({"image_uri": "b.png", "label": "cat"}, "duplicate of a.png"),
         ({"image_uri": "c.png", "label": "dog"}, "duplicate of a.png")]
+
+
+def _csv_config(tmp_path, monkeypatch):
+    """A CSV of rows n=0…29 (a malformed line after n=3, not numbered) read in batches of 4 rows."""
+    from beam_pipelines.steps import read_rows
+    from tfrecorder.sources import source_registry
+
+    monkeypatch.setattr(read_rows, "BATCH_ROWS", 4)
+    lines = ["split,n"] + [f"TRAIN,{n}" for n in range(4)] + ["TRAIN,4,extra"] + [f"TEST,{n}" for n in range(4, 30)]
+    (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
+    table = source_registry.open_table(str(tmp_path / "t.csv"))
+    schema = table.infer_schema()
+    source = table.row_source(schema, str(tmp_path / "work"))
+    config = job_config(source=source, schema=schema, columns=tuple(table.columns), temp_dir=str(tmp_path))
+    [part] = source.plan_parts([source.scan(unit) for unit in source.scan_units()])
+    return config, part
+
+
+def test_dropped_image_free_rows_are_read_back_from_their_part_numbered_as_the_encoder_numbers_them(
+        tmp_path, monkeypatch):
+    """An image-free row's place names its source part and row number (no cells): the piece is rewritten,
+    its row goes to REREAD, and ReadDroppedRows gives it its cells from the part (the malformed line is
+    not a row; a row two bundle attempts report is read once)."""
+    from beam_pipelines.steps.drop_duplicates import REREAD, ReadDroppedRows, rows_of_part
+    from tfrecorder.format.resume_files import part_key
+
+    config, part = _csv_config(tmp_path, monkeypatch)
+    holding = _piece(str(tmp_path), RECORDS)
+    key = part_key(part)
+    dropped = [[(1, 0, None, "duplicate of t.csv row 0", key, 4), (3, 0, None, "duplicate of t.csv row 0", key, 29)]]
+    out = list(DropFromPieces(config).process((piece_name(holding), {"pieces": [holding], "dropped": dropped})))
+    [rewritten] = [o for o in out if not isinstance(o, beam.pvalue.TaggedOutput)]
+    assert rewritten.records == len(RECORDS) - 2
+    reread = [o.value for o in out if isinstance(o, beam.pvalue.TaggedOutput)]
+    assert all(o.tag == REREAD for o in out if isinstance(o, beam.pvalue.TaggedOutput))
+    assert reread == [(key, [(4, "duplicate of t.csv row 0"), (29, "duplicate of t.csv row 0")])]  # one a part
+    rows = reread[0][1]
+    found = list(ReadDroppedRows(config).process((key, {"parts": [part], "rows": [rows, rows[:1]]})))
+    assert [(int(values["n"]), values["split"], reason) for values, reason in found] == [
+        (4, "TEST", "duplicate of t.csv row 0"), (29, "TEST", "duplicate of t.csv row 0")]
+    assert list(ReadDroppedRows(config).process((key, {"parts": [part], "rows": []}))) == []
+    assert [int(values["n"]) for values, _ in rows_of_part(config, part, {0: "a", 3: "b", 8: "c"})] == [0, 3, 8]

@@ -18,7 +18,7 @@ from tfrecorder.sources import dataframe_source, dataframe_staging
 MAX_SHARD_BYTES = 300
 
 
-def _encode(tmp_path, frame: pd.DataFrame, monkeypatch) -> tuple[list, list]:
+def _encode(tmp_path, frame: pd.DataFrame, monkeypatch, **options) -> tuple[list, list]:
     """Run EncodePart over the frame's staged row groups as one bundle; (process outputs, finish_bundle outputs)."""
     monkeypatch.setattr(dataframe_staging, "MAX_ROW_GROUP_ROWS", 40)
     table = dataframe_source.open_dataframe(frame)
@@ -27,7 +27,7 @@ def _encode(tmp_path, frame: pd.DataFrame, monkeypatch) -> tuple[list, list]:
                        columns=tuple(table.columns), base_dir="", final_dir="", temp_dir=str(tmp_path / "job"),
                        job_name="t", runner="DirectRunner", split_ratios=(0.8, 0.1, 0.1), num_shards=0,
                        max_shard_bytes=MAX_SHARD_BYTES, compression=None, image_size=None, validate="header",
-                       progress_dir=str(tmp_path / "progress"))
+                       progress_dir=str(tmp_path / "progress"), **options)
     (tmp_path / "progress").mkdir()
     encode = EncodePart(config)
     encode.setup()
@@ -74,3 +74,33 @@ def test_bad_rows_are_discarded_with_their_values(tmp_path, monkeypatch):
     discards = [out.value for out in processed if isinstance(out, TaggedOutput) and out.tag == DISCARD]
     assert [(values, reason.split(":")[0]) for values, reason in discards] == [
         ({"split": "HOLDOUT", "n": 7, "label": "dog"}, "unknown split")]
+
+
+def test_with_drop_each_rows_digest_carries_its_piece_and_record_even_across_a_roll_over(tmp_path, monkeypatch):
+    """duplicates="drop" (issue 29): a block row's place is the piece file and record number its Example
+    was written to (a batch's records spread over several pieces), with its unknown labels and its part;
+    its row number is its row's in the part, counting the rows discarded before it (row 7)."""
+    import hashlib
+
+    from tfrecorder.rows.duplicate_groups import DigestBlock
+
+    processed, finished = _encode(tmp_path, _frame(), monkeypatch, duplicates="drop")
+    pieces = {piece.path.rsplit("/", 1)[-1]: piece for piece in processed if isinstance(piece, Piece)}
+    records = {}
+    for name, piece in pieces.items():
+        with open(piece.path, "rb") as stream:
+            records[name] = list(read_records(stream))
+    blocks = [block for out in processed + finished if isinstance(out, TaggedOutput) and out.tag == QUALITY
+              for key, found in [getattr(out.value, "value", out.value)] if key != STATISTICS_KEY
+              for block in found if isinstance(block, DigestBlock)]
+    seen = set()
+    for block in blocks:
+        assert block.places is not None and block.source and len(block.places) == len(block.rows)
+        for i, (piece, record, unknown) in enumerate(block.places.tolist()):
+            data = records[block.pieces[piece]][record]
+            assert hashlib.blake2b(data, digest_size=16).digest() == block.digests[16 * i:16 * i + 16]
+            row = int(block.rows[i]) + 40 * int(block.part.rsplit(" ", 1)[-1])  # 40 rows a row group
+            assert int(parse_example(data)["n"][0]) == row and unknown == (row == 90)
+            seen.add(row)
+    assert seen == set(range(100)) - {7} and len({block.source for block in blocks}) == 3  # 3 row groups
+    assert len(pieces) > 3

@@ -62,3 +62,18 @@ def test_with_places_every_member_but_the_kept_one_is_dropped_even_rows_of_one_u
     assert groups_in(list(reversed(entries))) == [group]  # whatever order the entries came in
     assert list(groups_in([(same, "TRAIN", "a"), (same, "TRAIN", "b")])[0].dropped()) == []  # no places: nothing
     assert leak_warning({"leaking_groups": 1, "leaking_rows": 2, "dropped": 1}) == ""  # drop left no leak
+
+
+def test_image_free_blocks_with_places_drop_by_piece_record_and_source_row():
+    """duplicates="drop" for image-free rows: a block carries per row (piece index, record, unknown labels)
+    and its part's key; a member's place has no cells (None) but the part key and row number."""
+    import numpy as np
+
+    from tfrecorder.rows.duplicate_groups import blocks_by_bucket, record_digests
+
+    digests = record_digests([b"r1", b"r2", b"r1"])
+    places = np.array([[0, 5, 0], [1, 0, 0], [1, 1, 2]], dtype=np.int64)
+    blocks = blocks_by_bucket("t.csv bytes 0", "TRAIN", digests, np.array([7, 8, 9]), places, ("pa", "pb"), "key1")
+    [group] = groups_in([blocks[bucket_of(digests[0])]])
+    assert group.kept == "t.csv bytes 0 row 7"
+    assert list(group.dropped()) == [(("pb", 1, 2, None, "key1", 9), "duplicate of t.csv bytes 0 row 7")]
