@@ -5,7 +5,6 @@ import shutil
 
 import numpy as np
 import pandas as pd
-import pytest
 from PIL import Image
 
 import tfrecorder
