@@ -13,7 +13,7 @@ import dataclasses
 import html
 import io
 import itertools
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Iterator, Mapping, Optional, Union
 
 from tfrecorder.core import types
 from tfrecorder.core.splits import SPLITS
@@ -99,19 +99,14 @@ def recompute_statistics(job: JobInfo) -> dict[str, Any]:
     schema = job.schema
     stats = DatasetStatistics(schema)
     features = job.features
-    for split in job.splits:
-        records = job.iter_records(split)
-        while True:
-            chunk = list(itertools.islice(records, RECOMPUTE_BATCH))
-            if not chunk:
-                break
-            rows, images = [], {}
-            for record in chunk:
-                row, facts = _row_of(record_values(record, features), schema, job)
-                rows.append(row)
-                for column, fact in facts.items():
-                    images.setdefault(column, []).append(fact)
-            stats.add_rows(split, rows, images)
+    for split, chunk in _record_batches(job):
+        rows, images = [], {}
+        for record in chunk:
+            row, facts = _row_of(record_values(record, features), schema, job)
+            rows.append(row)
+            for column, fact in facts.items():
+                images.setdefault(column, []).append(fact)
+        stats.add_rows(split, rows, images)
     return stats.to_json(job.metadata.get("vocabularies", {}))
 
 
@@ -121,22 +116,25 @@ def recompute_detection_statistics(job: JobInfo) -> dict[str, Any]:
     the written image's size)."""
     stats = DetectionStatistics()
     boxes = (detection_keys.XMIN, detection_keys.YMIN, detection_keys.XMAX, detection_keys.YMAX)
+    for split, chunk in _record_batches(job):
+        rows, facts = [], []
+        for record in chunk:
+            values = record_values(record, job.features)
+            data, height, width = values[detection_keys.ENCODED], int(values[detection_keys.HEIGHT]), \
+                int(values[detection_keys.WIDTH])
+            labels = [_text(label) for label in values.get(detection_keys.CLASS_TEXT, [])]
+            rows.append(image_row(labels, list(zip(*(list(values.get(key, [])) for key in boxes))), height, width))
+            facts.append((_text(values[detection_keys.FORMAT]), height, width, _channels(data), len(data)))
+        stats.add_rows(split, rows, {IMAGE: facts})
+    return stats.to_json({"label": job.metadata.get("vocabularies", {}).get("label", [])})
+
+
+def _record_batches(job: JobInfo) -> Iterator[tuple[str, list]]:
+    """(split, up to RECOMPUTE_BATCH records) of every split: statistics are recomputed batch by batch."""
     for split in job.splits:
         records = job.iter_records(split)
-        while True:
-            chunk = list(itertools.islice(records, RECOMPUTE_BATCH))
-            if not chunk:
-                break
-            rows, facts = [], []
-            for record in chunk:
-                values = record_values(record, job.features)
-                data, height, width = values[detection_keys.ENCODED], int(values[detection_keys.HEIGHT]), \
-                    int(values[detection_keys.WIDTH])
-                labels = [_text(label) for label in values.get(detection_keys.CLASS_TEXT, [])]
-                rows.append(image_row(labels, list(zip(*(list(values.get(key, [])) for key in boxes))), height, width))
-                facts.append((_text(values[detection_keys.FORMAT]), height, width, _channels(data), len(data)))
-            stats.add_rows(split, rows, {IMAGE: facts})
-    return stats.to_json({"label": job.metadata.get("vocabularies", {}).get("label", [])})
+        while chunk := list(itertools.islice(records, RECOMPUTE_BATCH)):
+            yield split, chunk
 
 
 def _channels(data: bytes) -> int:

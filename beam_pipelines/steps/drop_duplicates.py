@@ -38,30 +38,19 @@ import pyarrow as pa
 
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.read_rows import read_batches
+from beam_pipelines.steps.piece_files import copy_range
 from beam_pipelines.steps.shard_planning import Piece
 from tfrecorder.format.file_names import piece_file_name
 from tfrecorder.format.resume_files import part_key
 from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 
-_CHUNK = 8 * 1024 * 1024
 REREAD = "reread"  # tagged output: (source part key, [(row number, reason)]) of a piece's dropped image-free rows
 
 
 def piece_name(piece: Piece) -> str:
     """The key a piece is joined by: its file name (fresh per writer attempt, so unique in the job)."""
     return piece.path.rsplit("/", 1)[-1]
-
-
-def _copy(source, out, start: int, end: int) -> None:
-    source.seek(start)
-    remaining = end - start
-    while remaining:
-        chunk = source.read(min(_CHUNK, remaining))
-        if not chunk:
-            raise OSError(f"piece ended {remaining} bytes early")
-        out.write(chunk)
-        remaining -= len(chunk)
 
 
 def without_records(piece: Piece, dropped: Mapping[int, int], pieces_dir: str) -> Piece:
@@ -80,7 +69,7 @@ def without_records(piece: Piece, dropped: Mapping[int, int], pieces_dir: str) -
     runs = np.split(kept, np.flatnonzero(np.diff(kept) != 1) + 1) if len(kept) else []
     with storage.open_read(piece.path) as source, storage.open_write(path) as out:
         for run in runs:
-            _copy(source, out, int(starts[run[0]]), int(ends[run[-1]]))
+            copy_range(source, out, int(starts[run[0]]), int(ends[run[-1]]))
     size = int(lengths.sum())
     mark = hashlib.blake2b(f"{piece.digest} without {sorted(dropped)}".encode("utf-8"), digest_size=8).hexdigest()
     result = Piece(piece.split, path, len(kept), size, piece.unknown_labels - sum(dropped.values()),

@@ -141,7 +141,7 @@ def _kernel_copy(source: BinaryIO, out: BinaryIO, start: int, end: int) -> bool:
     return True
 
 
-def _copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int, raw: bool = False) -> None:
+def copy_range(source: BinaryIO, out: BinaryIO, start: int, end: int, raw: bool = False) -> None:
     """Copy bytes [start, end) of `source` to `out` (`raw`: `out` is the shard file itself, not a
     compressing stream over it, so the kernel may copy)."""
     if raw and _kernel_copy(source, out, start, end):
@@ -163,7 +163,7 @@ def _write_shard(plan: ShardPlan, destination: str, compression: Optional[str]) 
         for piece_range in plan.ranges:
             start, end = byte_range(piece_range)
             with storage.open_read(piece_range.piece.path) as source:
-                _copy_range(source, out, start, end, raw=out is raw)
+                copy_range(source, out, start, end, raw=out is raw)
         if out is not raw:
             out.close()
 
