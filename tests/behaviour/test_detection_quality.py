@@ -85,9 +85,9 @@ def test_a_detection_job_writes_statistics_and_reports_leaking_copies(tmp_path):
 
 def test_unassigned_copies_of_a_detection_table_land_in_one_split_identically_under_replay(tmp_path, tf):
     frame = _boxes_of_copies(tmp_path)  # no split column: every image UNASSIGNED
-    plain = tfrecorder.convert(frame, tmp_path / "plain", progress=False, max_shard_bytes=2000)
-    replayed = tfrecorder.convert(frame, tmp_path / "replayed", progress=False, max_shard_bytes=2000,
-                                  beam_options=REPLAY)
+    options = {"progress": False, "max_shard_bytes": 2000, "split_ratios": (0.4, 0.3, 0.3)}  # groups spread
+    plain = tfrecorder.convert(frame, tmp_path / "plain", **options)
+    replayed = tfrecorder.convert(frame, tmp_path / "replayed", beam_options=REPLAY, **options)
     assert snapshot(replayed.tfrecord_dir) == snapshot(plain.tfrecord_dir)
     for name in (STATISTICS_FILE, DUPLICATES_FILE):
         assert open(os.path.join(replayed.tfrecord_dir, name)).read() == open(os.path.join(plain.tfrecord_dir, name)).read()

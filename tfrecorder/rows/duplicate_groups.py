@@ -50,12 +50,16 @@ def member_order(split: str, row: str, place: Place = None) -> tuple:
 
 
 def content_digest(*parts: bytes) -> bytes:
-    """A 128-bit digest of the row's content (its image bytes, or its Example)."""
-    digest = hashlib.blake2b(digest_size=16)
+    """A 128-bit digest of the row's content (its image bytes, or its Example): the first 16 bytes of
+    the SHA-256 of its one part, or of several parts' lengths and bytes. SHA-256, not BLAKE2b: with the
+    CPU's SHA instructions it hashes an 80 KB image in about half the time."""
+    if len(parts) == 1:
+        return hashlib.sha256(parts[0]).digest()[:16]
+    digest = hashlib.sha256()
     for part in parts:
         digest.update(len(part).to_bytes(8, "big"))
         digest.update(part)
-    return digest.digest()
+    return digest.digest()[:16]
 
 
 def bucket_of(digest: bytes) -> int:
