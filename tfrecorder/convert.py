@@ -258,12 +258,9 @@ def convert(
                      content_splits=by_content)
     resume = check_resume(resume)
 
-    # COCO/VOC/YOLO datasets take a graph without part commits for now: they start afresh.
-    if is_dataset and resume is True:
-        raise ValueError("resume=True: a COCO, VOC or YOLO dataset job cannot be continued yet; "
-                         "use resume='auto' or False")
-    resumable = getattr(launch, "resumable", False) and not is_dataset
-    fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection) if resumable else None
+    resumable = getattr(launch, "resumable", False)
+    fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection,
+                                  dataset_split=split, is_dataset=is_dataset) if resumable else None
     if fingerprint is not None and _base is not None:  # an append continues only onto the same parent, same mode
         fingerprint["options"]["base"] = {"job_name": _base.job_name, "metadata_sha256": _base.metadata_sha256,
                                           "duplicates": _base.duplicates}

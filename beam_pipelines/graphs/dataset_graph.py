@@ -30,7 +30,10 @@ from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_rows import EncodeAndWritePieces, read_image
 from beam_pipelines.steps.fetch_images import reader_for
 from beam_pipelines.steps.finalize_job import finalize_label_mapped_job
-from beam_pipelines.steps.join_buckets import JoinRecords
+from beam_pipelines.steps import part_commits
+from beam_pipelines.steps.discard_files import DiscardPartWriter
+from beam_pipelines.steps.join_buckets import BUCKETS, JoinRecords, SpilledBuckets, join_bucket
+from beam_pipelines.steps.part_commits import DISCARD_PARTS
 from tfrecorder.format import detection_keys
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows import dataset_records
@@ -103,6 +106,55 @@ class EncodeDatasetImages(EncodeAndWritePieces):
             yield beam.pvalue.TaggedOutput(ROWS_WRITTEN, rows_written)
 
 
+class EncodeDatasetBuckets(EncodeDatasetImages):
+    """A resumable job's join and encode (issue 27): one join bucket (steps/join_buckets: a fixed set of
+    image ids, by a stable hash) per element, joined and encoded in image id order in batches whose
+    pieces close with them, then committed with its discards (join's and encode's), statistics and
+    rows (beam_pipelines.steps.part_commits) — or emitted from the manifest an earlier attempt or run
+    committed, without reading the bucket's records or any image. The label map needs every record, so
+    a resumed job reads the annotation files again (streaming, no image)."""
+
+    def process(self, element, labels):
+        bucket, paths = element
+        key = ("dataset bucket", bucket, BUCKETS)
+        manifest = part_commits.committed(self.config, key)
+        if manifest is None:
+            manifest = self._encode_bucket(key, paths, labels)
+        yield from part_commits.emit(self.config, manifest)
+
+    def _encode_bucket(self, key, paths, labels) -> dict:
+        discards = DiscardPartWriter(self.config.discards_dir, self.config.columns)
+        counted: list[int] = []
+        images = []
+        for output in join_bucket(self.config, paths, labels, self._rows_done, counted):
+            if isinstance(output, beam.pvalue.TaggedOutput):
+                discards.write(*output.value)
+            else:
+                images.append(output)
+        pieces, rows_written, quality = [], 0, []
+        self._written = None  # one collector per bucket: its statistics depend on the bucket only
+        for start in range(0, len(images), self.config.batch_size):
+            outputs = list(EncodeDatasetImages.process(self, images[start:start + self.config.batch_size], labels))
+            outputs.extend(writer.close() for writer in self.writers.values())
+            self.writers = {}
+            if start + self.config.batch_size >= len(images) and self._written is not None:
+                outputs.extend(self._written.finish())  # the bucket's digests and statistics, committed with it
+                self._written = None
+            for output in outputs:
+                if not isinstance(output, beam.pvalue.TaggedOutput):
+                    pieces.append(output)
+                elif output.tag == DISCARD:
+                    discards.write(*output.value)
+                elif output.tag == ROWS_WRITTEN:
+                    rows_written += output.value
+                elif output.tag == QUALITY:
+                    quality.append(output.value)
+        closed = discards.close()
+        return part_commits.commit(self.config, key, counted[0] if counted else 0, pieces,
+                                   closed if closed.rows else None, rows_written=rows_written,
+                                   quality=quality if self.config.statistics else None)
+
+
 def _count(pcoll, label: str):
     return pcoll | label >> beam.combiners.Count.Globally().without_defaults()
 
@@ -119,18 +171,30 @@ def build_dataset_graph(pipeline: beam.Pipeline, config: JobConfig) -> beam.PCol
     labels = AsSingleton(
         rows | "Labelled" >> beam.Filter(_labelled) | "LabelMap" >> beam.CombineGlobally(LabelMapFn()).without_defaults(),
         default_value={})
-    joined = records | "Join" >> JoinRecords(config, labels)
-    encoded = (
-        joined.images  # spread over the workers by the join's GroupByKey already: no reshuffle (nor its buffer)
-        | "BatchImages" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
-        | "EncodeAndWrite" >> beam.ParDo(EncodeDatasetImages(config), labels).with_outputs(
-            DISCARD, ROWS_WRITTEN, QUALITY, main="pieces")
-    )
+    found = {"Read": malformed}
+    committed = None
+    if config.resumable:  # issue 27: each join bucket joined, encoded and committed as one part
+        encoded = (
+            records
+            | "Spill" >> SpilledBuckets(config)
+            | "EncodeBuckets" >> beam.ParDo(EncodeDatasetBuckets(config), labels).with_outputs(
+                DISCARD_PARTS, ROWS_WRITTEN, QUALITY, main="pieces")
+        )
+        committed = encoded[DISCARD_PARTS]
+    else:
+        joined = records | "Join" >> JoinRecords(config, labels)
+        encoded = (
+            joined.images  # spread over the workers by the join's GroupByKey already: no reshuffle (nor its buffer)
+            | "BatchImages" >> beam.BatchElements(min_batch_size=config.batch_size, max_batch_size=config.batch_size)
+            | "EncodeAndWrite" >> beam.ParDo(EncodeDatasetImages(config), labels).with_outputs(
+                DISCARD, ROWS_WRITTEN, QUALITY, main="pieces")
+        )
+        found.update({"Join": joined[DISCARD], "Encode": encoded[DISCARD]})
     rows_written = encoded[ROWS_WRITTEN] | "RowsWritten" >> beam.CombineGlobally(sum).without_defaults()
-    found = {"Read": malformed, "Join": joined[DISCARD], "Encode": encoded[DISCARD]}
     pieces, quality = dropping_images(config, encoded.pieces, encoded[QUALITY], found)
     return write_outputs(pipeline, config, pieces, found, finalize_dataset_job, labels,
-                         AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0), **quality)
+                         AsSingleton(rows_in, default_value=0), AsSingleton(rows_written, default_value=0),
+                         committed_discards=committed, **quality)
 
 
 def finalize_dataset_job(_, config: JobConfig, shards, labels, rows_in, rows_written, discard_reasons, pieces,

@@ -95,19 +95,47 @@ class JoinBuckets(beam.DoFn):
 
     def process(self, element, labels):
         _bucket, paths = element
-        groups: dict[str, list[bytes]] = defaultdict(list)
-        for path in sorted(paths):
-            for key, packed in unframe(storage.read_bytes(path)):
-                groups[key].append(packed)
-        for key in sorted(groups):
-            rows = [dataset_records.unpack(packed) for packed in groups.pop(key)]
-            joined, discards = dataset_records.join_image(key, rows, labels, self.config.split_ratios,
-                                                              self.config.content_splits)
-            self._rows_done.add(len(discards))
-            for discard in discards:
-                yield beam.pvalue.TaggedOutput(DISCARD, discard)
-            if joined is not None:
-                yield joined
+        yield from join_bucket(self.config, paths, labels, self._rows_done)
+
+
+def join_bucket(config: JobConfig, paths, labels, rows_done: RowsDone, counted: list | None = None):
+    """A bucket's part files → a JoinedImage per image id (in image id order) and the join's discards
+    (TaggedOutput DISCARD). `counted`, when given, receives the number of records read (a resumable
+    job's bucket rows)."""
+    groups: dict[str, list[bytes]] = defaultdict(list)
+    records = 0
+    for path in sorted(paths):
+        for key, packed in unframe(storage.read_bytes(path)):
+            groups[key].append(packed)
+            records += 1
+    if counted is not None:
+        counted.append(records)
+    for key in sorted(groups):
+        rows = [dataset_records.unpack(packed) for packed in groups.pop(key)]
+        joined, discards = dataset_records.join_image(key, rows, labels, config.split_ratios,
+                                                      config.content_splits)
+        rows_done.add(len(discards))
+        for discard in discards:
+            yield beam.pvalue.TaggedOutput(DISCARD, discard)
+        if joined is not None:
+            yield joined
+
+
+class SpilledBuckets(beam.PTransform):
+    """Records (dicts) → (bucket, part files): the join's buckets before they are joined (a resumable
+    job joins and encodes each bucket in one step, dataset_graph.EncodeDatasetBuckets)."""
+
+    def __init__(self, config: JobConfig) -> None:
+        super().__init__()
+        self.config = config
+
+    def expand(self, records):
+        return (
+            records
+            | "KeyByImage" >> beam.Map(lambda row: (str(row.get("image_key")), dataset_records.pack(row)))
+            | "SpillRecords" >> beam.ParDo(SpillRecords(self.config))
+            | "GroupBuckets" >> beam.GroupByKey()
+        )
 
 
 class JoinRecords(beam.PTransform):
@@ -120,8 +148,6 @@ class JoinRecords(beam.PTransform):
     def expand(self, records):
         return (
             records
-            | "KeyByImage" >> beam.Map(lambda row: (str(row.get("image_key")), dataset_records.pack(row)))
-            | "SpillRecords" >> beam.ParDo(SpillRecords(self.config))
-            | "GroupBuckets" >> beam.GroupByKey()
+            | "Spill" >> SpilledBuckets(self.config)
             | "JoinBuckets" >> beam.ParDo(JoinBuckets(self.config), self.labels).with_outputs(DISCARD, main="images")
         )

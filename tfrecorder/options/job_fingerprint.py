@@ -10,6 +10,7 @@ verbose) are left out: a resumed job may run with others.
 from __future__ import annotations
 
 import hashlib
+import os
 import pickle
 import time
 from typing import Any, Optional
@@ -46,12 +47,40 @@ def source_identity(table: Any) -> dict[str, Any]:
     if isinstance(frame, pd.DataFrame):
         return {"dataframe": frame_hash(frame), "rows": len(frame), "base_dir": table.base_dir}
     files = sorted(table.worker_files())
-    return {"files": [[path, list(storage.identity(path))] for path in files], "base_dir": table.base_dir}
+    return {"files": [[path, folder_listing(path) if storage.is_dir(path) else list(storage.identity(path))]
+                      for path in files], "base_dir": table.base_dir}
 
 
-def job_fingerprint(table: Any, schema: Schema, options: Any, runner: str, is_detection: bool) -> dict[str, Any]:
+def folder_listing(folder: str) -> list:
+    """A VOC or YOLO folder's identity: a digest of its listing (every file's relative path, size and
+    modification time locally; on remote storage the names), and how many files it holds. One listing
+    in the driver, as the source's own opening takes; no file is read."""
+    digest = hashlib.sha256()
+    count = 0
+    if storage.is_remote(folder):
+        for path in storage.list_files(folder):
+            digest.update(path.encode("utf-8") + b"\0")
+            count += 1
+        return ["listing", digest.hexdigest(), count]
+    for root, dirs, names in os.walk(folder):
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            try:
+                status = os.stat(path)
+            except OSError:  # a dangling link: its name is its identity
+                status = None
+            entry = (os.path.relpath(path, folder), status and status.st_size, status and status.st_mtime_ns)
+            digest.update(repr(entry).encode("utf-8"))
+            count += 1
+    return ["listing", digest.hexdigest(), count]
+
+
+def job_fingerprint(table: Any, schema: Schema, options: Any, runner: str, is_detection: bool,
+                    dataset_split: Optional[str] = None, is_dataset: bool = False) -> dict[str, Any]:
     """Everything the output depends on: the source's identity and every output-affecting option
-    (`options`: a checked ConvertOptions)."""
+    (`options`: a checked ConvertOptions; `dataset_split`: a COCO/VOC/YOLO job's `split=`; its
+    image_root is the table's base_dir, in the source's identity)."""
     return {
         "version": FINGERPRINT_VERSION,
         "tfrecorder_version": __version__,
@@ -59,6 +88,7 @@ def job_fingerprint(table: Any, schema: Schema, options: Any, runner: str, is_de
         "options": {
             "schema": schema.to_json(),
             "detection": is_detection,
+            **({"dataset": True, "split": dataset_split} if is_dataset else {}),
             "runner": runner,
             "job_label": options.job_label,
             "num_shards": options.num_shards,
