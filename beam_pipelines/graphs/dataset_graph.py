@@ -125,19 +125,15 @@ class EncodeDatasetBuckets(EncodeDatasetImages):
     def _encode_bucket(self, key, paths, labels) -> dict:
         discards = DiscardPartWriter(self.config.discards_dir, self.config.columns)
         counted: list[int] = []
-        images = []
-        for output in join_bucket(self.config, paths, labels, self._rows_done, counted):
-            if isinstance(output, beam.pvalue.TaggedOutput):
-                discards.write(*output.value)
-            else:
-                images.append(output)
         pieces, rows_written, quality = [], 0, []
         self._written = None  # one collector per bucket: its statistics depend on the bucket only
-        for start in range(0, len(images), self.config.batch_size):
-            outputs = list(EncodeDatasetImages.process(self, images[start:start + self.config.batch_size], labels))
+
+        def encode(batch: list, last: bool) -> None:
+            nonlocal rows_written
+            outputs = list(EncodeDatasetImages.process(self, batch, labels)) if batch else []
             outputs.extend(writer.close() for writer in self.writers.values())
             self.writers = {}
-            if start + self.config.batch_size >= len(images) and self._written is not None:
+            if last and self._written is not None:
                 outputs.extend(self._written.finish())  # the bucket's digests and statistics, committed with it
                 self._written = None
             for output in outputs:
@@ -149,6 +145,17 @@ class EncodeDatasetBuckets(EncodeDatasetImages):
                     rows_written += output.value
                 elif output.tag == QUALITY:
                     quality.append(output.value)
+
+        batch: list = []
+        for output in join_bucket(self.config, paths, labels, self._rows_done, counted):  # in image id order
+            if isinstance(output, beam.pvalue.TaggedOutput):
+                discards.write(*output.value)
+                continue
+            if len(batch) == self.config.batch_size:  # batches fixed by the bucket, not by bundling
+                encode(batch, last=False)
+                batch = []
+            batch.append(output)
+        encode(batch, last=True)
         closed = discards.close()
         return part_commits.commit(self.config, key, counted[0] if counted else 0, pieces,
                                    closed if closed.rows else None, rows_written=rows_written,

@@ -54,17 +54,20 @@ def source_identity(table: Any) -> dict[str, Any]:
 def folder_listing(folder: str) -> list:
     """A VOC or YOLO folder's identity: a digest of its listing (every file's relative path, size and
     modification time locally; on remote storage the names), and how many files it holds. One listing
-    in the driver, as the source's own opening takes; no file is read."""
+    in the driver, as the source's own opening takes; no file is read. Hidden entries are left out: an
+    output_dir inside the folder holds the job's own `.incomplete-…`/`.resume-…` directories."""
     digest = hashlib.sha256()
     count = 0
     if storage.is_remote(folder):
         for path in storage.list_files(folder):
+            if "/." in path[len(folder.rstrip("/")):]:
+                continue
             digest.update(path.encode("utf-8") + b"\0")
             count += 1
         return ["listing", digest.hexdigest(), count]
     for root, dirs, names in os.walk(folder):
-        dirs.sort()
-        for name in sorted(names):
+        dirs[:] = sorted(name for name in dirs if not name.startswith("."))
+        for name in sorted(name for name in names if not name.startswith(".")):
             path = os.path.join(root, name)
             try:
                 status = os.stat(path)

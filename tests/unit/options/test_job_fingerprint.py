@@ -56,3 +56,32 @@ def test_a_dataframe_is_hashed_by_content_column_by_column(tmp_path):
     first = fingerprint(frame, tmp_path)
     assert mismatch(first, fingerprint(changed, tmp_path)) == "the DataFrame's content changed"
     assert mismatch(first, fingerprint(write_csv(tmp_path / "t.csv"), tmp_path)) == "its source is of another kind"
+
+
+def test_a_folder_is_known_by_its_listing_without_hidden_entries(tmp_path):
+    from tfrecorder.options.job_fingerprint import folder_listing
+    folder = tmp_path / "voc"
+    (folder / "Annotations").mkdir(parents=True)
+    (folder / "Annotations" / "a.xml").write_text("<annotation/>")
+    first = folder_listing(str(folder))
+    assert first[0] == "listing" and first[2] == 1
+    (folder / "out" / ".incomplete-job").mkdir(parents=True)  # an output_dir inside: its job's scratch
+    (folder / "out" / ".incomplete-job" / "piece").write_text("x")
+    assert folder_listing(str(folder)) == first
+    (folder / "Annotations" / "b.xml").write_text("<annotation/>")
+    assert folder_listing(str(folder))[1:] != first[1:]
+    os.utime(folder / "Annotations" / "a.xml", ns=(1, 1))
+    second = folder_listing(str(folder))
+    os.utime(folder / "Annotations" / "a.xml", ns=(2, 2))
+    assert folder_listing(str(folder)) != second
+
+
+def test_a_dataset_job_s_split_is_part_of_its_options(tmp_path):
+    source = write_csv(tmp_path / "t.csv")
+    table = open_table(source, None, "utf-8")
+    schema = Schema({"split": "SplitKey", "n": "IntegerInput", "label": "StringLabel"})
+    train = job_fingerprint(table, schema, options(tmp_path), "DirectRunner", False, dataset_split="TRAIN",
+                            is_dataset=True)
+    test = job_fingerprint(table, schema, options(tmp_path), "DirectRunner", False, dataset_split="TEST",
+                           is_dataset=True)
+    assert mismatch(train, test) == "option split differs ('TRAIN' then, 'TEST' now)"

@@ -55,3 +55,26 @@ def test_join_records_in_a_pipeline(tmp_path):
         assert_that(images, equal_to([("1", [3, 5]), ("2", [])]), label="CheckImages")
         assert_that(reasons, equal_to(["unknown image id: no image has id '9'", "unknown category id: 4"]),
                     label="CheckReasons")
+
+
+class _Counter:
+    def __init__(self):
+        self.count = 0
+
+    def add(self, n):
+        self.count += n
+
+
+def test_join_bucket_counts_its_records_and_joins_in_image_id_order(tmp_path):
+    """A resumable job's bucket (dataset_graph.EncodeDatasetBuckets): the same images in the same order
+    from the same parts, however they were spilled, and the records read (the bucket's committed rows)."""
+    config = job_config(temp_dir=str(tmp_path))
+    first, second = tmp_path / "a.part", tmp_path / "b.part"
+    first.write_bytes(join_buckets.frame("2", dr.pack(_image("2"))) + join_buckets.frame("1", dr.pack(_object("1", 5))))
+    second.write_bytes(join_buckets.frame("1", dr.pack(_image("1"))) + join_buckets.frame("9", dr.pack(_object("9", 7))))
+    counted, done = [], _Counter()
+    outputs = list(join_buckets.join_bucket(config, [str(second), str(first)], {1: "cat"}, done, counted))
+    images = [o.key for o in outputs if not isinstance(o, beam.pvalue.TaggedOutput)]
+    discards = [o.value[1] for o in outputs if isinstance(o, beam.pvalue.TaggedOutput)]
+    assert images == ["1", "2"] and discards == ["unknown image id: no image has id '9'"]
+    assert counted == [4] and done.count == 1
