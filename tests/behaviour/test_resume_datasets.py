@@ -86,3 +86,59 @@ def test_a_killed_voc_or_yolo_job_is_resumed_identically(kind, tmp_path):
     with pytest.raises(ValueError, match="changed"):
         tfrecorder.convert(str(source), str(tmp_path / "again"), num_shards=2, progress=False,
                            beam_options=ONE_WORKER, resume=True)
+
+
+def test_a_stopped_coco_job_on_dataflow_is_continued_by_the_resubmitted_call(gcs, monkeypatch, tmp_path):
+    """Offline (the Dataflow stub, the GCS emulator): a COCO job stopped after 3 committed buckets is
+    continued by the resubmitted call, which encodes only the other buckets and publishes the
+    uninterrupted job."""
+    from support.dataflow_stub import DataflowStub
+    from support.gcs_proxy import FaultProxy
+    from tfrecorder.errors import DataflowJobError
+
+    bucket = "tfrecorder-resume-coco"
+    gcs.bucket(bucket)
+    local = write_coco(tmp_path / "coco", scenes(16, size=(24, 32)))
+    for path in sorted((tmp_path / "coco").rglob("*")):
+        if path.is_file():
+            gcs.upload(f"gs://{bucket}/{path.relative_to(tmp_path / 'coco')}", path.read_bytes())
+    source = f"gs://{bucket}/{local.relative_to(tmp_path / 'coco')}"
+    proxy = FaultProxy(gcs.host, preconditions=True).start()  # manifests created only if absent, as on gs://
+    stub = DataflowStub()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
+    try:
+        def submit(output, **options):
+            return tfrecorder.convert(source, output, runner="DataflowRunner", project="tfrecorder-test",
+                                      region="europe-west4", job_label="coco", num_shards=2,
+                                      beam_options={"no_auth": True, "dataflow_endpoint": stub.endpoint}, **options)
+
+        def contents(job_dir):
+            name = job_dir.rstrip("/").rsplit("/", 1)[-1]
+            found = {}
+            for url in sorted(gcs.list(job_dir.rstrip("/") + "/")):
+                data = gcs.download(url)
+                if url.endswith("metadata.json"):
+                    document = json.loads(data.replace(name.encode(), b"<job>"))
+                    for field in ("created_utc", "job_name", "resumed"):
+                        document.pop(field, None)
+                    data = json.dumps(document, sort_keys=True).encode()
+                found[url[len(job_dir.rstrip("/")):].replace(name, "<job>")] = data
+            return found
+
+        reference = submit(f"gs://{bucket}/reference").wait(poll_seconds=0.1, progress=False)
+        expected = contents(reference["tfrecord_dir"])
+        total = stub.jobs[reference["job_id"]].parts_committed
+        stub.stop_after_parts = 3
+        first = submit(f"gs://{bucket}/out")
+        with pytest.raises(DataflowJobError):
+            first.wait(poll_seconds=0.1, progress=False)
+        [temp_dir] = resume_files.incomplete_dirs(f"gs://{bucket}/out")
+        committed = len(resume_files.committed_parts(temp_dir))
+        assert 3 <= committed < total
+        second = submit(f"gs://{bucket}/out", resume=True).wait(poll_seconds=0.1, progress=False)
+        assert second["resumed"] is True
+        assert stub.jobs[second["job_id"]].parts_committed == total - committed  # only the other buckets
+        assert contents(second["tfrecord_dir"]) == expected
+    finally:
+        stub.stop()
+        proxy.stop()
