@@ -31,15 +31,12 @@ from beam_pipelines.steps.encode_rows import EncodeAndWritePieces, read_image
 from beam_pipelines.steps.fetch_images import reader_for
 from beam_pipelines.steps.finalize_job import finalize_label_mapped_job
 from beam_pipelines.steps import part_commits
-from beam_pipelines.steps.discard_files import DiscardPartWriter
 from beam_pipelines.steps.join_buckets import BUCKETS, JoinRecords, SpilledBuckets, join_bucket
-from beam_pipelines.steps.part_commits import DISCARD_PARTS
+from beam_pipelines.steps.part_commits import DISCARD_PARTS, ROWS_WRITTEN
 from tfrecorder.format import detection_keys
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows import dataset_records
 from tfrecorder.rows.instance_encoder import InstanceEncoder
-
-ROWS_WRITTEN = "rows_written"
 
 
 class LabelMapFn(beam.CombineFn):
@@ -123,43 +120,30 @@ class EncodeDatasetBuckets(EncodeDatasetImages):
         yield from part_commits.emit(self.config, manifest)
 
     def _encode_bucket(self, key, paths, labels) -> dict:
-        discards = DiscardPartWriter(self.config.discards_dir, self.config.columns)
+        work = part_commits.PartWork(self.config)
         counted: list[int] = []
-        pieces, rows_written, quality = [], 0, []
         self._written = None  # one collector per bucket: its statistics depend on the bucket only
 
         def encode(batch: list, last: bool) -> None:
-            nonlocal rows_written
             outputs = list(EncodeDatasetImages.process(self, batch, labels)) if batch else []
             outputs.extend(writer.close() for writer in self.writers.values())
             self.writers = {}
             if last and self._written is not None:
                 outputs.extend(self._written.finish())  # the bucket's digests and statistics, committed with it
                 self._written = None
-            for output in outputs:
-                if not isinstance(output, beam.pvalue.TaggedOutput):
-                    pieces.append(output)
-                elif output.tag == DISCARD:
-                    discards.write(*output.value)
-                elif output.tag == ROWS_WRITTEN:
-                    rows_written += output.value
-                elif output.tag == QUALITY:
-                    quality.append(output.value)
+            work.add(outputs)
 
         batch: list = []
         for output in join_bucket(self.config, paths, labels, self._rows_done, counted):  # in image id order
             if isinstance(output, beam.pvalue.TaggedOutput):
-                discards.write(*output.value)
+                work.add([output])  # a join discard
                 continue
             if len(batch) == self.config.batch_size:  # batches fixed by the bucket, not by bundling
                 encode(batch, last=False)
                 batch = []
             batch.append(output)
         encode(batch, last=True)
-        closed = discards.close()
-        return part_commits.commit(self.config, key, counted[0] if counted else 0, pieces,
-                                   closed if closed.rows else None, rows_written=rows_written,
-                                   quality=quality if self.config.statistics else None)
+        return work.commit(key, counted[0] if counted else 0)
 
 
 def _count(pcoll, label: str):

@@ -26,7 +26,6 @@ import apache_beam as beam
 from apache_beam.pvalue import AsSingleton
 
 from beam_pipelines.steps import part_commits, read_rows
-from beam_pipelines.steps.discard_files import DiscardPartWriter
 from beam_pipelines.steps.part_commits import DISCARD_PARTS, ROWS_WRITTEN
 from beam_pipelines.graphs.job_outputs import write_outputs
 from beam_pipelines.steps.count_table import VocabularyFn
@@ -194,8 +193,7 @@ class EncodeImageBuckets(EncodeImages):
         yield from part_commits.emit(self.config, manifest)
 
     def _encode_bucket(self, key, images, vocabularies) -> dict:
-        discards = DiscardPartWriter(self.config.discards_dir, self.config.columns)
-        pieces, rows_written, quality = [], 0, []
+        work = part_commits.PartWork(self.config)
         self._written = None  # one collector per bucket: its statistics depend on the bucket only
         for start in range(0, len(images), self.config.batch_size):
             outputs = list(EncodeImages.process(self, images[start:start + self.config.batch_size], vocabularies))
@@ -204,19 +202,8 @@ class EncodeImageBuckets(EncodeImages):
             if start + self.config.batch_size >= len(images) and self._written is not None:
                 outputs.extend(self._written.finish())  # the bucket's digests and statistics, committed with it
                 self._written = None
-            for output in outputs:
-                if not isinstance(output, beam.pvalue.TaggedOutput):
-                    pieces.append(output)
-                elif output.tag == DISCARD:
-                    discards.write(*output.value)
-                elif output.tag == ROWS_WRITTEN:
-                    rows_written += output.value
-                elif output.tag == QUALITY:
-                    quality.append(output.value)
-        closed = discards.close()
-        rows = sum(len(image_rows) for _split, _uri, image_rows in images)
-        return part_commits.commit(self.config, key, rows, pieces, closed if closed.rows else None,
-                                   rows_written=rows_written, quality=quality if self.config.statistics else None)
+            work.add(outputs)
+        return work.commit(key, sum(len(image_rows) for _split, _uri, image_rows in images))
 
 
 def _count(pcoll, label: str):

@@ -31,7 +31,7 @@ import apache_beam as beam
 
 from beam_pipelines.steps.collect_statistics import QUALITY, STATISTICS_KEY, merged_by_key
 
-from beam_pipelines.steps.discard_files import DiscardPart
+from beam_pipelines.steps.discard_files import DISCARD, DiscardPart, DiscardPartWriter
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, REASONED
 from beam_pipelines.steps.shard_planning import Piece
 from tfrecorder.format import resume_files
@@ -57,6 +57,35 @@ def _absolute(config: JobConfig, name: str) -> str:
 def committed(config: JobConfig, part: Any) -> Optional[dict]:
     """The part's manifest if a earlier attempt (or run) committed it."""
     return resume_files.read_json(resume_files.manifest_path(config.temp_dir, resume_files.part_key(part)))
+
+
+class PartWork:
+    """A part's encode outputs gathered for its commit (detection and dataset buckets): its closed pieces,
+    the rows inside its written Examples, its QUALITY pairs; its discards go to its own discard part file."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+        self.discards = DiscardPartWriter(config.discards_dir, config.columns)
+        self.pieces: list[Piece] = []
+        self.rows_written = 0
+        self.quality: list = []
+
+    def add(self, outputs: Iterable[Any]) -> None:
+        for output in outputs:
+            if not isinstance(output, beam.pvalue.TaggedOutput):
+                self.pieces.append(output)
+            elif output.tag == DISCARD:
+                self.discards.write(*output.value)
+            elif output.tag == ROWS_WRITTEN:
+                self.rows_written += output.value
+            elif output.tag == QUALITY:
+                self.quality.append(output.value)
+
+    def commit(self, part: Any, rows: int) -> dict:
+        """Close the discard part file and commit the part (`commit`); returns the manifest that won."""
+        closed = self.discards.close()
+        return commit(self.config, part, rows, self.pieces, closed if closed.rows else None,
+                      rows_written=self.rows_written, quality=self.quality if self.config.statistics else None)
 
 
 def commit(config: JobConfig, part: Any, rows: int, pieces: Iterable[Piece], discards: Optional[DiscardPart],

@@ -93,3 +93,23 @@ def test_a_keyed_piece_stays_keyed_through_its_manifest(tmp_path):
     piece = Piece("TRAIN", str(tmp_path / "_pieces" / "k.part"), 2, 20, 0, "def-2-20", keyed=True)
     manifest = part_commits.commit(config, ("part", 2), 2, [piece], None)
     assert part_commits.pieces_of(config, manifest) == [piece]
+
+
+def test_a_buckets_outputs_are_gathered_into_one_commit(tmp_path):
+    """PartWork: pieces, discards (to the part's own discard file), rows written and QUALITY pairs of a
+    bucket's batches, committed as one manifest."""
+    from beam_pipelines.steps.collect_statistics import QUALITY
+    from beam_pipelines.steps.discard_files import DISCARD
+
+    config = job_config(temp_dir=str(tmp_path), resumable=True, statistics=False)
+    work = part_commits.PartWork(config)
+    piece = Piece("TRAIN", str(tmp_path / "_pieces" / "p.part"), 2, 20, 0, "abc-2-20")
+    work.add([piece, beam.pvalue.TaggedOutput(part_commits.ROWS_WRITTEN, 3),
+              beam.pvalue.TaggedOutput(DISCARD, ({"image_uri": "x.jpg"}, "missing file"))])
+    work.add([beam.pvalue.TaggedOutput(part_commits.ROWS_WRITTEN, 2), beam.pvalue.TaggedOutput(QUALITY, (1, []))])
+    assert work.pieces == [piece] and work.rows_written == 5 and work.quality == [(1, [])]
+    manifest = work.commit(("bucket", 0), 6)
+    assert manifest == part_commits.committed(config, ("bucket", 0))
+    assert manifest["rows"] == 6 and manifest["pieces"][0]["file"] == "_pieces/p.part"
+    tagged = {o.tag: o.value for o in part_commits.emit(config, manifest) if isinstance(o, beam.pvalue.TaggedOutput)}
+    assert tagged[part_commits.DISCARD_PARTS].rows == 1 and tagged[part_commits.ROWS_WRITTEN] == 5
