@@ -11,10 +11,10 @@ from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.launches.runners import usable_cores
 from beam_pipelines.steps.bundle_outputs import in_global_window
 from beam_pipelines.steps import part_commits
-from beam_pipelines.steps.discard_files import DISCARD, DiscardPartWriter, cell
+from beam_pipelines.steps.discard_files import DISCARD, cell
 from beam_pipelines.steps.part_commits import IMAGE_KINDS
 from beam_pipelines.steps.read_rows import read_part
-from beam_pipelines.steps.collect_statistics import QUALITY, WrittenRows
+from beam_pipelines.steps.collect_statistics import WrittenRows
 from beam_pipelines.steps.fetch_images import Fetcher, reader_for
 from beam_pipelines.steps.piece_files import PieceWriter
 from beam_pipelines.steps.progress_counters import RowsCounted, RowsDone
@@ -302,12 +302,13 @@ class EncodeImageParts(EncodeAndWritePieces):
         yield from part_commits.emit(self.config, manifest)
 
     def _encode_part(self, part, vocabularies: Mapping[str, list[str]]) -> dict:
-        found = _PartOutputs(DiscardPartWriter(self.config.discards_dir, self.config.columns))
+        found = part_commits.PartWork(self.config)
+        rows = 0
         batch: list[dict[str, Any]] = []
         for item in read_part(self.config, part):
             if isinstance(item, dict):
                 batch.append(item)
-                found.rows += 1
+                rows += 1
                 if len(batch) == self.config.batch_size:
                     self._encode_rows(batch, vocabularies, found)
                     batch = []
@@ -323,13 +324,10 @@ class EncodeImageParts(EncodeAndWritePieces):
             for outputs, rows in self._pool.drain():
                 self._rows_done.add(rows)
                 found.add(outputs)
-        discards = found.discards.close()
-        return part_commits.commit(self.config, part, found.rows, found.pieces, discards if discards.rows else None,
-                                   found.records, found.malformed, found.reasoned, found.image_kinds,
-                                   quality=found.quality if self.config.statistics else None)
+        return found.commit(part, rows)
 
     def _encode_rows(self, batch: list[dict[str, Any]], vocabularies: Mapping[str, list[str]],
-                     found: "_PartOutputs") -> None:
+                     found: part_commits.PartWork) -> None:
         prepared = []
         for row in batch:
             try:
@@ -346,31 +344,6 @@ class EncodeImageParts(EncodeAndWritePieces):
             return
         found.add(self.encode_batch(prepared, vocabularies))
         found.add(self.close_pieces())
-
-
-class _PartOutputs:
-    """What encoding one part produced so far: pieces, discards (written to the part's file), image kinds."""
-
-    def __init__(self, discards: DiscardPartWriter) -> None:
-        self.discards = discards
-        self.rows = 0
-        self.pieces: list = []
-        self.records = None
-        self.malformed: list = []
-        self.reasoned: list = []
-        self.image_kinds: set = set()
-        self.quality: list = []  # QUALITY pairs of the part's batches (issue 29), committed with it
-
-    def add(self, outputs: Iterable[Any]) -> None:
-        for output in outputs:
-            if not isinstance(output, beam.pvalue.TaggedOutput):
-                self.pieces.append(output)
-            elif output.tag == DISCARD:
-                self.discards.write(*output.value)
-            elif output.tag == QUALITY:
-                self.quality.append(output.value)
-            else:  # IMAGE_KINDS
-                self.image_kinds.update(tuple(kind) for kind in output.value)
 
 
 class ImageKindsFn(beam.CombineFn):

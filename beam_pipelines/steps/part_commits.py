@@ -60,15 +60,20 @@ def committed(config: JobConfig, part: Any) -> Optional[dict]:
 
 
 class PartWork:
-    """A part's encode outputs gathered for its commit (detection and dataset buckets): its closed pieces,
-    the rows inside its written Examples, its QUALITY pairs; its discards go to its own discard part file."""
+    """A part's encode outputs gathered for its commit: its closed pieces (its discards go to its own
+    discard part file), image kinds, QUALITY pairs, the rows inside its written Examples (detection),
+    and what reading it found (`records`, `malformed`, `reasoned`: set by the caller)."""
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config
         self.discards = DiscardPartWriter(config.discards_dir, config.columns)
         self.pieces: list[Piece] = []
-        self.rows_written = 0
+        self.image_kinds: set = set()
         self.quality: list = []
+        self.rows_written = 0
+        self.records: Optional[tuple] = None
+        self.malformed: list = []
+        self.reasoned: list = []
 
     def add(self, outputs: Iterable[Any]) -> None:
         for output in outputs:
@@ -76,16 +81,21 @@ class PartWork:
                 self.pieces.append(output)
             elif output.tag == DISCARD:
                 self.discards.write(*output.value)
-            elif output.tag == ROWS_WRITTEN:
-                self.rows_written += output.value
             elif output.tag == QUALITY:
                 self.quality.append(output.value)
+            elif output.tag == IMAGE_KINDS:
+                self.image_kinds.update(tuple(kind) for kind in output.value)
+            elif output.tag == ROWS_WRITTEN:
+                self.rows_written += output.value
+            else:
+                raise ValueError(f"a part's encode gave an output tagged {output.tag!r}, which is not committed")
 
     def commit(self, part: Any, rows: int) -> dict:
         """Close the discard part file and commit the part (`commit`); returns the manifest that won."""
         closed = self.discards.close()
-        return commit(self.config, part, rows, self.pieces, closed if closed.rows else None,
-                      rows_written=self.rows_written, quality=self.quality if self.config.statistics else None)
+        return commit(self.config, part, rows, self.pieces, closed if closed.rows else None, self.records,
+                      self.malformed, self.reasoned, self.image_kinds, rows_written=self.rows_written or None,
+                      quality=self.quality if self.config.statistics else None)
 
 
 def commit(config: JobConfig, part: Any, rows: int, pieces: Iterable[Piece], discards: Optional[DiscardPart],

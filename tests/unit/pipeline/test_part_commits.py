@@ -1,4 +1,5 @@
 import apache_beam as beam
+import pytest
 
 from beam_pipelines.steps import part_commits
 from beam_pipelines.steps.discard_files import DiscardPart
@@ -95,9 +96,9 @@ def test_a_keyed_piece_stays_keyed_through_its_manifest(tmp_path):
     assert part_commits.pieces_of(config, manifest) == [piece]
 
 
-def test_a_buckets_outputs_are_gathered_into_one_commit(tmp_path):
-    """PartWork: pieces, discards (to the part's own discard file), rows written and QUALITY pairs of a
-    bucket's batches, committed as one manifest."""
+def test_a_parts_outputs_are_gathered_into_one_commit(tmp_path):
+    """PartWork: pieces, discards (to the part's own discard file), rows written, image kinds and QUALITY
+    pairs of a part's batches, committed as one manifest."""
     from beam_pipelines.steps.collect_statistics import QUALITY
     from beam_pipelines.steps.discard_files import DISCARD
 
@@ -106,8 +107,12 @@ def test_a_buckets_outputs_are_gathered_into_one_commit(tmp_path):
     piece = Piece("TRAIN", str(tmp_path / "_pieces" / "p.part"), 2, 20, 0, "abc-2-20")
     work.add([piece, beam.pvalue.TaggedOutput(part_commits.ROWS_WRITTEN, 3),
               beam.pvalue.TaggedOutput(DISCARD, ({"image_uri": "x.jpg"}, "missing file"))])
-    work.add([beam.pvalue.TaggedOutput(part_commits.ROWS_WRITTEN, 2), beam.pvalue.TaggedOutput(QUALITY, (1, []))])
+    work.add([beam.pvalue.TaggedOutput(part_commits.ROWS_WRITTEN, 2), beam.pvalue.TaggedOutput(QUALITY, (1, [])),
+              beam.pvalue.TaggedOutput(part_commits.IMAGE_KINDS, [["image", "png", 3]])])
     assert work.pieces == [piece] and work.rows_written == 5 and work.quality == [(1, [])]
+    assert work.image_kinds == {("image", "png", 3)}
+    with pytest.raises(ValueError, match="tagged 'progress'"):  # nothing is lost silently
+        work.add([beam.pvalue.TaggedOutput("progress", 1)])
     manifest = work.commit(("bucket", 0), 6)
     assert manifest == part_commits.committed(config, ("bucket", 0))
     assert manifest["rows"] == 6 and manifest["pieces"][0]["file"] == "_pieces/p.part"
