@@ -3,16 +3,14 @@ leak counts, duplicates="fail", and UNASSIGNED byte-identical images in one spli
 import csv
 import json
 import os
-import shutil
 
-import numpy as np
 import pandas as pd
 import pytest
-from PIL import Image
 
 import tfrecorder
 from support.datasets import scenes, write_coco
 from support.detection_records import read_od_records
+from support.duplicate_sets import copied_pngs, duplicate_rows
 from support.replay import REPLAY, snapshot
 from tfrecorder.format.statistics_files import DUPLICATES_FILE, STATISTICS_FILE, STATISTICS_PROTO_FILE
 
@@ -22,15 +20,9 @@ GROUPS, COPIES = 12, 3
 def _boxes_of_copies(tmp_path, split=None):
     """GROUPS distinct PNGs, each under COPIES names (byte-identical); each image has two boxes, and
     groups of odd number a third, "rare" one. `split`: a function of (group, copy) → split cell."""
-    rng = np.random.default_rng(3)
     rows = []
-    for group in range(GROUPS):
-        first = tmp_path / f"g{group:02d}-0.png"
-        Image.fromarray(rng.integers(0, 255, (12, 16, 3), dtype=np.uint8)).save(first)
-        for copy in range(COPIES):
-            path = tmp_path / f"g{group:02d}-{copy}.png"
-            if copy:
-                shutil.copy(first, path)
+    for group, paths in enumerate(copied_pngs(tmp_path, GROUPS, COPIES, shape=(12, 16), seed=3)):
+        for copy, path in enumerate(paths):
             cell = split(group, copy) if split else None
             rows.append((cell, str(path), "cat", 0.0, 0.0, 0.5, 0.5))
             rows.append((cell, str(path), "dog", 0.5, 0.25, 1.0, 1.0))
@@ -38,11 +30,6 @@ def _boxes_of_copies(tmp_path, split=None):
                 rows.append((cell, str(path), "rare", 0.1, 0.1, 0.2, 0.6))
     frame = pd.DataFrame(rows, columns=["split", "image_uri", "label", "xmin", "ymin", "xmax", "ymax"])
     return frame if split else frame.drop(columns=["split"])
-
-
-def _duplicate_rows(job):
-    with open(os.path.join(job, DUPLICATES_FILE)) as stream:
-        return list(csv.DictReader(stream))
 
 
 def test_a_detection_job_writes_statistics_and_reports_leaking_copies(tmp_path):
@@ -72,7 +59,7 @@ def test_a_detection_job_writes_statistics_and_reports_leaking_copies(tmp_path):
     counts = result.metadata["duplicates"]
     assert (counts["groups"], counts["rows"], counts["leaking_groups"]) == (GROUPS, GROUPS * COPIES, GROUPS)
     assert "train/test leakage" in repr(result)
-    rows = _duplicate_rows(job)
+    rows = duplicate_rows(job)
     assert len(rows) == GROUPS * COPIES and all(row["leak"] == "yes" for row in rows)
     assert {row["row"] for row in rows if row["kept"] == "yes"} == {str(tmp_path / f"g{g:02d}-0.png")
                                                                    for g in range(GROUPS)}
@@ -119,8 +106,8 @@ def test_a_coco_dataset_writes_statistics_and_groups_copies_in_one_split(tmp_pat
     assert sum(info["images"] for info in statistics["splits"].values()) == len(items) + 2
     counts = result.metadata["duplicates"]
     assert (counts["groups"], counts["rows"], counts["leaking_groups"]) == (2, 4, 0)
-    for group in {row["group"] for row in _duplicate_rows(job)}:
-        assert len({row["split"] for row in _duplicate_rows(job) if row["group"] == group}) == 1
+    for group in {row["group"] for row in duplicate_rows(job)}:
+        assert len({row["split"] for row in duplicate_rows(job) if row["group"] == group}) == 1
 
 
 def dataclass_copy(scene, name):

@@ -3,35 +3,20 @@ import csv
 import os
 import shutil
 
-import numpy as np
 import pandas as pd
-from PIL import Image
 
 import tfrecorder
+from support.duplicate_sets import copied_pngs, duplicate_rows, planted_photos
 from support.replay import REPLAY, snapshot
-from tfrecorder.format.statistics_files import DUPLICATES_FILE
 
 GROUPS, COPIES = 24, 3
 
 
 def _copied_images(tmp_path, groups=GROUPS, copies=COPIES):
     """`groups` distinct PNGs, each under `copies` file names (byte-identical), with labels; no split column."""
-    rng = np.random.default_rng(7)
-    rows = []
-    for group in range(groups):
-        first = tmp_path / f"g{group:02d}-0.png"
-        Image.fromarray(rng.integers(0, 255, (8, 8, 3), dtype=np.uint8)).save(first)
-        for copy in range(copies):
-            path = tmp_path / f"g{group:02d}-{copy}.png"
-            if copy:
-                shutil.copy(first, path)
-            rows.append({"image_uri": str(path), "label": "even" if group % 2 == 0 else "odd"})
-    return pd.DataFrame(rows)
-
-
-def _duplicate_rows(job):
-    with open(os.path.join(job, DUPLICATES_FILE)) as stream:
-        return list(csv.DictReader(stream))
+    return pd.DataFrame([{"image_uri": str(path), "label": "even" if group % 2 == 0 else "odd"}
+                         for group, paths in enumerate(copied_pngs(tmp_path, groups, copies, shape=(8, 8), seed=7))
+                         for path in paths])
 
 
 def test_unassigned_exact_duplicates_land_in_one_split(tmp_path):
@@ -40,7 +25,7 @@ def test_unassigned_exact_duplicates_land_in_one_split(tmp_path):
     assert counts["groups"] == GROUPS and counts["rows"] == GROUPS * COPIES
     assert counts["leaking_groups"] == 0 and "leakage" not in repr(result)
     splits_of = {}
-    for row in _duplicate_rows(result.tfrecord_dir):
+    for row in duplicate_rows(result.tfrecord_dir):
         splits_of.setdefault(row["group"], set()).add(row["split"])
     assert len(splits_of) == GROUPS and all(len(found) == 1 for found in splits_of.values())
     assert len(set().union(*splits_of.values())) > 1  # the groups themselves spread over splits
@@ -73,7 +58,7 @@ def test_drop_keeps_one_row_per_group_and_discards_the_others_identically_under_
     assert discarded == {uri: f"duplicate of {kept_uri}" for uri, kept_uri in dropped.items()}
     written = sorted(example["image_uri"] for example in _examples(plain.tfrecord_dir))
     assert written == kept
-    for row in _duplicate_rows(plain.tfrecord_dir):  # duplicates.csv's kept rows are the ones written
+    for row in duplicate_rows(plain.tfrecord_dir):  # duplicates.csv's kept rows are the ones written
         assert (row["kept"] == "yes") == (row["row"] in kept)
 
 
@@ -115,17 +100,7 @@ def test_a_resumed_drop_job_publishes_what_an_uninterrupted_one_does(tmp_path):
 
 
 def test_drop_with_near_duplicates_keeps_one_row_of_each_near_group(tmp_path):
-    from support.natural_images import VARIANTS, encoded, photo, variant
-
-    rows = []
-    for i in range(3):
-        data = encoded(photo(i), "JPEG")
-        (tmp_path / f"p{i}.jpg").write_bytes(data)
-        rows.append({"image_uri": str(tmp_path / f"p{i}.jpg"), "split": "TRAIN"})
-        for kind in VARIANTS:
-            copy, extension = variant(data, kind)
-            (tmp_path / f"p{i}-{kind}.{extension}").write_bytes(copy)
-            rows.append({"image_uri": str(tmp_path / f"p{i}-{kind}.{extension}"), "split": "TEST"})
+    rows = planted_photos(tmp_path, photos=3, varied=3)
     shutil.copy(tmp_path / "p0.jpg", tmp_path / "p0-copy.jpg")  # an exact duplicate of a near group's member too
     rows.append({"image_uri": str(tmp_path / "p0-copy.jpg"), "split": "VALIDATION"})
     result = tfrecorder.convert(pd.DataFrame(rows), tmp_path / "out", progress=False, duplicates="drop",

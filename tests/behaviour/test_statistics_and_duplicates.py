@@ -11,7 +11,7 @@ from PIL import Image
 
 import tfrecorder
 from support.replay import REPLAY
-from support.natural_images import VARIANTS, encoded, photo, variant
+from support.duplicate_sets import planted_photos
 from tfrecorder.format.statistics_files import DUPLICATES_FILE, STATISTICS_FILE, STATISTICS_PROTO_FILE
 
 
@@ -62,16 +62,7 @@ def test_fail_mode_fails_a_leaking_job_before_publishing(tmp_path):
 
 
 def test_planted_near_duplicates_are_grouped_and_leaks_counted(tmp_path):
-    rows = []
-    for i in range(8):
-        data = encoded(photo(i), "JPEG")
-        (tmp_path / f"p{i}.jpg").write_bytes(data)
-        rows.append({"image_uri": str(tmp_path / f"p{i}.jpg"), "split": "TRAIN"})
-        if i < 2:  # two photos with every planted variant, in TEST: near-duplicate leaks
-            for kind in VARIANTS:
-                copy, extension = variant(data, kind)
-                (tmp_path / f"p{i}-{kind}.{extension}").write_bytes(copy)
-                rows.append({"image_uri": str(tmp_path / f"p{i}-{kind}.{extension}"), "split": "TEST"})
+    rows = planted_photos(tmp_path, photos=8, varied=2)  # every variant of two photos, in TEST: near leaks
     result = tfrecorder.convert(pd.DataFrame(rows), tmp_path / "out", progress=False,  # hashes from the decode pool
                                 near_duplicate_distance=7)
     near = result.metadata["duplicates"]["near"]
