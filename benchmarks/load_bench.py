@@ -343,8 +343,8 @@ def main() -> int:
         (rate_b, cpu_b), (rate_c, cpu_c), (rate_h, cpu_h) = (
             (statistics.median(v[0] for v in values), statistics.median(v[1] for v in values)) for values in passes.values())
         print(f"(c) cold ≥ 1.2× (b) cold, {setting}: {rate_c / rate_b:.2f}× by images/s "
-              f"({'met' if rate_c >= 1.2 * rate_b else 'not met'}); by CPU per image (b)/(c) = {cpu_b / cpu_c:.2f}× "
-              f"(bound (b)/(h): {rate_h / rate_b:.2f}× by images/s, {cpu_b / cpu_h:.2f}× by CPU)")
+              f"({'met' if rate_c >= 1.2 * rate_b else 'not met'}), {cpu_b / cpu_c:.2f}× by images per CPU-second; "
+              f"bound (h): {rate_h / rate_b:.2f}× by images/s, {cpu_b / cpu_h:.2f}× by images per CPU-second")
     load = os.getloadavg()
     print(f"load average during the run (1/5/15 min): {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs")
     return 0
