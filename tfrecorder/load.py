@@ -19,7 +19,8 @@ import math
 from typing import Any, Mapping, Optional, Sequence
 
 from tfrecorder.reading.detection_dataset import detection_dataset, is_detection_job, multi_hot_columns, to_multi_hot
-from tfrecorder.format.feature_spec import parse_spec
+from tfrecorder.format.feature_spec import image_feature_prefix, parse_spec
+from tfrecorder.format.statistics_files import read_statistics
 from tfrecorder.reading.dataset_images import decode_image, rebatch
 from tfrecorder.format.finished_job import JobInfo
 from tfrecorder.core.quiet import leaves_logging_alone
@@ -84,8 +85,9 @@ def load(
     import_tensorflow()  # the first import, without TensorFlow's start-up lines
     if not detection_job:
         channels = {prefix: decode_channels(job, prefix, channels, image_size) for prefix in job.image_prefixes}
+    largest = largest_stored_sizes(job) if decode_images and image_size and job.image_prefixes and not detection_job else {}
     dataset_fn = detection_dataset if detection_job else functools.partial(
-        _dataset, multi_hot=multi_hot_columns(job) if multi_hot else {})
+        _dataset, multi_hot=multi_hot_columns(job) if multi_hot else {}, largest=largest)
     build = functools.partial(dataset_fn, job, batch_size=batch_size, shuffle_buffer=shuffle_buffer, repeat=repeat,
                               decode_images=decode_images, image_size=image_size, as_supervised=as_supervised,
                               deterministic=deterministic, channels=channels, drop_remainder=drop_remainder, seed=seed)
@@ -206,8 +208,33 @@ def _fill_missing(tf, ragged, feature: Mapping[str, Any], present=None):
     return tf.reshape(value, [-1, *shape]), missing
 
 
+def largest_stored_sizes(job: JobInfo) -> dict[tuple[str, str], tuple[int, int]]:
+    """(split, image feature) → (height, width) no stored image exceeds, from statistics.json's exact
+    maxima; only where they describe every record as stored (a plain conversion, not resized: a
+    version's statistics describe its new rows only, `image_size` jobs store other sizes than the
+    source's, upgraded and TFRecorder 2.0 directories have none). Empty when unknown: nothing is
+    assumed, and load() keeps every DCT scale in its graph."""
+    if job.legacy or any(key in job.metadata for key in ("lineage", "upgraded_from", "image_size")):
+        return {}
+    try:
+        document = read_statistics(job.tfrecord_dir)
+        if not isinstance(document, dict) or document.get("format_version") != 1:
+            return {}
+        sizes = {}
+        for split, info in document["splits"].items():
+            for column in job.schema.image_columns:
+                image = info["features"][column]["image"]
+                height, width = (image[d]["max"] for d in ("height", "width"))
+                if not all(isinstance(v, (int, float)) and 0 <= v < 2 ** 31 for v in (height, width)):
+                    raise ValueError(f"{column}: image sizes {height!r}, {width!r}")
+                sizes[(split, image_feature_prefix(column))] = (int(height), int(width))
+        return sizes
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}  # no statistics (statistics=False, an older job), or not as expected: assume nothing
+
+
 def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels: Mapping[str, Optional[int]],
-                   pixel_images=()) -> dict:
+                   pixel_images=(), largest: Optional[Mapping[str, tuple[int, int]]] = None) -> dict:
     for prefix in prefixes:
         if prefix in pixel_images:  # a TFRecorder 2.0 directory: base64 raw pixels, not an encoded file
             from tfrecorder.format.legacy.v2_records import decode_pixels
@@ -216,12 +243,13 @@ def _decode_images(features: dict, prefixes: Sequence[str], image_size, channels
                                              features[f"{prefix}_channels"], image_size, channels[prefix])
             continue
         features[prefix] = decode_image(features[prefix], features[f"{prefix}_format"], features[f"{prefix}_height"],
-                                        features[f"{prefix}_width"], image_size, channels[prefix])
+                                        features[f"{prefix}_width"], image_size, channels[prefix],
+                                        (largest or {}).get(prefix))
     return features
 
 
 def _dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, repeat, decode_images, image_size,
-             as_supervised, deterministic, channels, drop_remainder, seed, multi_hot=None):
+             as_supervised, deterministic, channels, drop_remainder, seed, multi_hot=None, largest=None):
     import tensorflow as tf
 
     autotune = tf.data.AUTOTUNE
@@ -256,8 +284,9 @@ def _dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, repeat, de
         ds = ds.batch(batch_size or PARSE_BLOCK).map(parse, num_parallel_calls=autotune, deterministic=deterministic)
         ds = ds.unbatch()
         if prefixes or as_supervised:
+            split_largest = {prefix: size for (name, prefix), size in (largest or {}).items() if name == split}
             ds = ds.map(lambda features: output(_decode_images(features, prefixes, image_size, channels,
-                                                               job.pixel_images)),
+                                                               job.pixel_images, split_largest)),
                         num_parallel_calls=autotune, deterministic=deterministic)
         if batch_size:
             variable = any(f["shape"] is None for f in job.features.values()) and not as_supervised

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tfrecorder.reading.dataset_images import decode_image, rebatch
+from tfrecorder.reading.dataset_images import decode_image, rebatch, usable_ratios
 from tfrecorder.sample_data import encode_image, photo_array
 
 
@@ -53,3 +53,25 @@ def test_rebatch_is_ragged_where_sizes_differ_and_keeps_resized_images_dense(tf)
     assert isinstance(dense["tags"], tf.RaggedTensor)
     plain = [b["image"].shape for b in rebatch(tf, same, 1, True, ragged=False, image_keys=["image"])]
     assert plain == [(1, 2, 2, 3), (1, 2, 2, 3)]
+
+
+def test_usable_ratios_are_the_scales_the_largest_stored_image_could_take():
+    assert usable_ratios((224, 224), None) == (2, 4, 8)  # nothing known: every scale stays in the graph
+    assert usable_ratios((224, 224), (375, 500)) == ()  # the benchmark's photos: no scale covers 224
+    assert usable_ratios((100, 100), (450, 900)) == (2, 4)
+    assert usable_ratios((40, 50), (320, 400)) == (2, 4, 8)
+
+
+def test_a_size_bound_leaves_out_the_scales_no_image_can_use(tf):
+    """Told no image exceeds 300×400, a 160×200 target keeps only the full decode; with the true bound
+    (320×400) the 1/2 decode is used as without one, so a right bound never changes the pixels."""
+    data = encode_image(Image.fromarray(photo_array(320, 400, 3)), "JPEG", quality=90)
+
+    def decoded(largest):
+        return decode_image(tf.constant(data), tf.constant("jpeg"), tf.constant(320, tf.int64),
+                            tf.constant(400, tf.int64), (160, 200), None, largest).numpy()
+
+    full = tf.cast(tf.clip_by_value(tf.round(tf.image.resize(tf.io.decode_jpeg(data), (160, 200))), 0, 255), tf.uint8)
+    assert np.array_equal(decoded((300, 400)), full.numpy())
+    assert np.array_equal(decoded((320, 400)), decoded(None))
+    assert not np.array_equal(decoded(None), full.numpy())

@@ -232,3 +232,31 @@ def test_resized_split_mixing_gray_rgb_and_rgba_converts_to_the_widest(tmp_path,
     assert stored == {1, 3, 4}  # the records are unchanged
     gray = tfrecorder.load(job, "train", image_size=(16, 16), batch_size=4, channels=1)
     assert {b["image"].shape[3] for b in gray.as_numpy_iterator()} == {1}
+
+
+def test_largest_stored_sizes_come_from_statistics_and_leave_the_pixels_alone(converted, tf, tmp_path):
+    """statistics.json's maxima bound each split's stored images; a job without statistics (or a version,
+    whose statistics describe only its new rows) assumes nothing, and both load the same pixels."""
+    import shutil
+
+    from tfrecorder.format.finished_job import JobInfo
+    from tfrecorder.load import largest_stored_sizes
+
+    job = JobInfo.read(converted["tfrecord_dir"])
+    sizes = largest_stored_sizes(job)
+    for split in job.splits:
+        raw = list(tfrecorder.load(converted["tfrecord_dir"], split, decode_images=False))
+        assert sizes[(split, "image")] == (max(int(e["image_height"]) for e in raw),
+                                           max(int(e["image_width"]) for e in raw))
+    assert largest_stored_sizes(JobInfo(job.tfrecord_dir, {**job.metadata, "lineage": {"version": 2}})) == {}
+    bare = tmp_path / "no-statistics"
+    shutil.copytree(converted["tfrecord_dir"], bare)
+    (bare / "statistics.json").unlink()
+    assert largest_stored_sizes(JobInfo.read(str(bare))) == {}
+
+    def images(tfrecord_dir):
+        ds = tfrecorder.load(tfrecord_dir, "train", image_size=(12, 10), channels=3, deterministic=True)
+        return [e["image"].numpy() for e in ds]
+
+    with_bound, without = images(converted["tfrecord_dir"]), images(str(bare))
+    assert len(with_bound) == len(without) and all(np.array_equal(a, b) for a, b in zip(with_bound, without))
