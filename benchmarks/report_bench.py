@@ -11,7 +11,9 @@
 2. Cost of a default-mode image conversion (validate="decode", `--images` photo-like JPEGs): statistics=False
    vs statistics + exact duplicates (the default options) vs everything (near_duplicate_distance=7); ratios of
    medians over `--repeats` interleaved runs, in one process (imports excluded), of wall-clock time and of
-   CPU time (every thread of the process: the steadier figure on a shared machine).
+   CPU time (every thread of the process: the steadier figure on a shared machine). "targets" states the
+   issue's two image targets as fractions of the plain conversion: statistics + exact add at most 0.15,
+   and near-duplicates at most 0.30 more on top of that ((all - statistics+exact) / plain).
 3. Cost on a `--rows`-row tabular DataFrame (numbers, strings, a label): statistics=False vs True, and
    duplicates="drop" vs "report" (the default) on it (no duplicates: the cost of carrying each row's place)
    and on a copy whose last `--copies` fraction of rows repeats its first rows (pieces rewritten, dropped
@@ -137,7 +139,28 @@ def image_cost(images: int, repeats: int) -> dict:
     return {"images": images,
             "median wall seconds": {k: round(statistics.median(t[0] for t in v), 2) for k, v in times.items()},
             "statistics+exact / plain": _ratios(times, "statistics+exact", "plain"),
-            "all / statistics+exact": _ratios(times, "all", "statistics+exact")}
+            "all / statistics+exact": _ratios(times, "all", "statistics+exact"),
+            "targets": _image_targets(times)}
+
+
+def _added(times: dict, top: str, bottom: str) -> dict:
+    """(median of `top` − median of `bottom`) / median of plain, in wall-clock and CPU time: what `top`
+    adds to `bottom`, as a fraction of a default-mode conversion without statistics."""
+    medians = {name: [statistics.median(t[i] for t in times[name]) for i in (0, 1)] for name in (top, bottom, "plain")}
+    return {kind: round((medians[top][i] - medians[bottom][i]) / medians["plain"][i], 3)
+            for i, kind in enumerate(("wall", "cpu"))}
+
+
+def _image_targets(times: dict) -> dict:
+    """Issue 29's cost targets, each as the fraction a step adds to a default-mode conversion (plain):
+    statistics + exact duplicates at most 0.15 of it; near-duplicate search at most 0.30 of it more,
+    on top of statistics + exact ((all − statistics+exact) / plain; the stricter reading, as
+    statistics+exact ≥ plain: all / statistics+exact − 1 is the same time over a larger base)."""
+    exact, near = _added(times, "statistics+exact", "plain"), _added(times, "all", "statistics+exact")
+    return {"statistics+exact add (of plain), target <= 0.15": exact,
+            "near-duplicates add on top (of plain), target <= 0.30": near,
+            "met (CPU)": exact["cpu"] <= 0.15 and near["cpu"] <= 0.30,
+            "met (wall)": exact["wall"] <= 0.15 and near["wall"] <= 0.30}
 
 
 def tabular_cost(rows: int, repeats: int, copies: float = 0.1) -> dict:

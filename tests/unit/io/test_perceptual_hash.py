@@ -47,7 +47,7 @@ def test_pixels_of_any_scale_and_channels_hash():
     assert hamming(pixels_hash(grey), base) <= 2 and hamming(pixels_hash(np.repeat(grey, 2, axis=2)), base) <= 2
     assert pixels_hash(np.dstack([rgb, np.full(rgb.shape[:2], 7, np.uint8)])) == base  # alpha ignored
     assert hamming(pixels_hash(rgb[::2, ::2]), base) <= 4  # area-averaged: the scale hardly matters
-    assert pixels_hash(rgb[:10, :12]) is not None  # smaller than the 32×32 grid
+    assert pixels_hash(rgb[:10, :12]) is not None  # smaller than the 16×16 grid
     assert pixels_hash(np.zeros((0, 4, 3), np.uint8)) is None and pixels_hash(np.zeros((4, 4, 5), np.uint8)) is None
     from tfrecorder.io import perceptual_hash as module
 
@@ -68,8 +68,8 @@ def test_pillows_hash_where_tensorflow_is_missing_is_close():
 def test_every_copy_of_a_picture_is_hashed_from_the_same_scale():
     from tfrecorder.io.perceptual_hash import reduction
 
-    assert reduction(4000, 3000) == 8 and reduction(640, 480) == 4 and reduction(320, 240) == 2
-    assert reduction(100, 60) == 1
+    assert reduction(4000, 3000) == 8 and reduction(500, 375) == 8 and reduction(320, 240) == 4
+    assert reduction(160, 120) == 2 and reduction(100, 60) == 1
     big = photo(7, (1024, 768))
     jpeg, png = encoded(big, "JPEG"), encoded(big, "PNG")
     assert hamming(perceptual_hash(png), perceptual_hash(jpeg)) <= 2

@@ -85,3 +85,12 @@ def test_a_dataset_job_s_split_is_part_of_its_options(tmp_path):
     test = job_fingerprint(table, schema, options(tmp_path), "DirectRunner", False, dataset_split="TEST",
                            is_dataset=True)
     assert mismatch(train, test) == "option split differs ('TRAIN' then, 'TEST' now)"
+
+
+def test_a_near_duplicate_job_names_its_perceptual_hash_method(tmp_path):
+    """Committed parts hold perceptual hashes: a job hashed by another method does not resume."""
+    source = write_csv(tmp_path / "t.csv")
+    searching = fingerprint(source, tmp_path, near_duplicate_distance=7)
+    assert searching["options"]["perceptual_hash"] and "perceptual_hash" not in fingerprint(source, tmp_path)["options"]
+    older = {**searching, "options": {**searching["options"], "perceptual_hash": "phash-dct8-of-32x32"}}
+    assert mismatch(older, searching).startswith("option perceptual_hash differs")

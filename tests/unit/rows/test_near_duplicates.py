@@ -101,3 +101,26 @@ def test_only_keys_that_can_pair_are_iterated_and_the_pairs_are_the_same():
         found.extend(near_pairs(candidates, MAX_GUARANTEED))
     assert len({(left[1], right[1]) for left, right in found}) == 40 and kept < total / 5
     assert list(candidate_keys([])) == []
+
+
+def test_small_and_large_buckets_give_the_same_candidates(monkeypatch):
+    """A small bucket is sifted in plain Python, a large one in numpy: the same keys, in the same order."""
+    from tfrecorder.rows import near_duplicates
+
+    rng = random.Random(5)
+    entries = []
+    for i in range(600):
+        base = rng.getrandbits(64)
+        entries.append((base, b"d%d" % i, "TRAIN", f"{i}.jpg"))
+        if i % 7 == 0:
+            entries.append((_flip(base, rng.sample(range(64), 2)), b"n%d" % i, "TEST", f"{i}-n.jpg"))
+    halves = bucketed(entries[:300]), bucketed(entries[300:])
+    small_bucket, found = near_duplicates.SMALL_BUCKET, 0
+    for bucket in set(halves[0]) | set(halves[1]):
+        blocks = [half[bucket] for half in halves if bucket in half]
+        small = list(near_duplicates.candidate_keys(blocks))
+        monkeypatch.setattr(near_duplicates, "SMALL_BUCKET", 0)
+        assert list(near_duplicates.candidate_keys(blocks)) == small
+        monkeypatch.setattr(near_duplicates, "SMALL_BUCKET", small_bucket)
+        found += len(small)
+    assert found
