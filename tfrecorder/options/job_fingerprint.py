@@ -15,6 +15,7 @@ import pickle
 import time
 from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
 from tfrecorder.core.schema import Schema
@@ -27,7 +28,8 @@ FINGERPRINT_VERSION = 1
 
 def frame_hash(frame: pd.DataFrame) -> str:
     """A content hash of a DataFrame, column by column (hash_pandas_object's vectorised hashes; a column
-    it cannot hash, such as one of lists, is hashed through its pickled values)."""
+    of 1-D NumPy arrays of one numeric dtype through their lengths and concatenated values; another
+    column it cannot hash, such as one of lists, through its pickled values)."""
     digest = hashlib.sha256()
     digest.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode("utf-8"))
     digest.update(pd.util.hash_pandas_object(frame.index, index=False).to_numpy().tobytes())
@@ -36,9 +38,25 @@ def frame_hash(frame: pd.DataFrame) -> str:
         try:
             hashed = pd.util.hash_pandas_object(series, index=False).to_numpy().tobytes()
         except TypeError:  # unhashable cells (lists, dicts, arrays)
-            hashed = pickle.dumps(series.tolist(), protocol=4)
+            hashed = _array_cells(series)
+            if hashed is None:
+                hashed = pickle.dumps(series.tolist(), protocol=4)
         digest.update(hashlib.sha256(hashed).digest())
     return digest.hexdigest()
+
+
+def _array_cells(series: pd.Series) -> Optional[bytes]:
+    """A column whose cells are all 1-D NumPy arrays of one numeric dtype (a list column as a frame
+    usually holds it) as bytes that determine it: dtype, every cell's length, the values. Pickling such
+    a column costs ~4 µs a row; this ~0.2 µs. None for any other column."""
+    cells = series.to_numpy(dtype=object)
+    if not len(cells) or not all(isinstance(cell, np.ndarray) and cell.ndim == 1 for cell in cells):
+        return None
+    dtypes = {cell.dtype for cell in cells}
+    if len(dtypes) != 1 or dtypes.copy().pop().kind not in "biufcmM":  # object arrays' bytes are pointers
+        return None
+    lengths = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
+    return b"ndarray-cells:" + str(dtypes.pop()).encode() + b":" + lengths.tobytes() + np.concatenate(cells).tobytes()
 
 
 def source_identity(table: Any) -> dict[str, Any]:

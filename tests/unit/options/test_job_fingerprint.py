@@ -1,5 +1,6 @@
 import os
 
+import numpy as np
 import pandas as pd
 
 from tfrecorder.core.schema import Schema
@@ -53,6 +54,11 @@ def test_a_dataframe_is_hashed_by_content_column_by_column(tmp_path):
     changed.loc[1, "n"] = 7
     assert frame_hash(changed) != frame_hash(frame)
     assert frame_hash(frame.assign(tags=[[1], [2], [3]])) != frame_hash(frame.assign(tags=[[1], [2], [4]]))  # lists
+    arrays = [np.array([1.0, 2.0]), np.array([3.0]), np.array([])]  # cells of NumPy arrays: hashed without pickling
+    hashes = {frame_hash(frame.assign(vec=cells)) for cells in (
+        arrays, [np.array([1.0]), np.array([2.0, 3.0]), np.array([])], [a.astype(np.float32) for a in arrays],
+        [np.array([1.0, 2.0]), np.array([3.0]), np.array([np.nan])], [np.array([1.0, 2.0]), [3.0], np.array([])])}
+    assert len(hashes) == 5 and frame_hash(frame.assign(vec=arrays)) == frame_hash(frame.assign(vec=[a.copy() for a in arrays]))
     first = fingerprint(frame, tmp_path)
     assert mismatch(first, fingerprint(changed, tmp_path)) == "the DataFrame's content changed"
     assert mismatch(first, fingerprint(write_csv(tmp_path / "t.csv"), tmp_path)) == "its source is of another kind"
