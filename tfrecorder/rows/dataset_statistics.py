@@ -87,8 +87,8 @@ class FeatureStatistics:
             if not (pa.types.is_string(distinct.type) or pa.types.is_large_string(distinct.type)):
                 texts = np.asarray([_text(v) for v in texts.tolist()], dtype=object)
             self.top.add_many(texts, numbers)
-            if self.kind == STRING:
-                self.unique.add_hashes(value_hashes(texts))
+            if self.kind == STRING:  # texts: an object array of str either way
+                self.unique.add_hashes(value_hashes(texts, all_text=True))
                 self.text_lengths.add(_lengths(values))
 
     def to_json(self, vocabulary: Optional[Sequence[str]] = None) -> dict[str, Any]:
