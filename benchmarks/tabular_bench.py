@@ -24,6 +24,7 @@ row counts: flat in rows means it does not grow with the table.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -134,7 +135,7 @@ def run_variant(variant: str, rows: int) -> dict:
 
     source = source_for(variant, rows)
     if variant == "naive" or variant.endswith("+tf"):
-        import tensorflow  # noqa: F401
+        importlib.import_module("tensorflow")  # imported in the converting process, as a notebook has it
     out = OUT / f"out-{variant.replace('+', '-')}-{os.getpid()}"
     shutil.rmtree(out, ignore_errors=True)
     rss_before = current_rss_mb()
