@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/tabular_bench.py                  # 1M rows, RSS at 250k and 1M rows
     .venv/bin/python benchmarks/tabular_bench.py --rows 200000 --repeats 1 --memory-rows 50000,200000
+    .venv/bin/python benchmarks/tabular_bench.py --tensorflow without        # only without TF imported
 
 The table: an int, a float (FloatInput), a float64 (DoubleInput), a string, a datetime with 10% missing,
 a fixed-length list of 4 floats, a string label and a split column. Variants, each in a fresh process
@@ -10,7 +11,11 @@ and everything up to metadata.json included), run in turn `--repeats` times and 
   naive      - `itertuples` → tf.train.Example with the same features (float64 as its bits, datetimes as
                ns, missing datetimes left out, label index) → one tf.io.TFRecordWriter per split;
   dataframe  - tfrecorder.convert(frame, out, schema with the float64 column as DoubleInput);
-  csv        - tfrecorder.convert("table.csv", out, same schema) (the CSV is written once, beforehand).
+  csv        - tfrecorder.convert("table.csv", out, same schema) (the CSV is written once, beforehand);
+  parquet    - tfrecorder.convert("table.parquet", out, same schema) (written once by pandas, beforehand).
+Each convert variant runs without TensorFlow imported in the converting process and with it imported
+beforehand (as in a notebook that trains: "+tf"), per --tensorflow (default both). Targets (issue 32):
+dataframe ≥ 10×, csv ≥ 7×, parquet ≥ 10× the naive loop.
 Wall clock and CPU time (the process and its finished worker processes) are both reported: the machine
 may be shared, and CPU-time ratios are the honest figure under load (the load average is printed).
 Peak RSS of convert(csv) and of convert(frame) (above the RSS with the frame built) is measured at two
@@ -19,6 +24,7 @@ row counts: flat in rows means it does not grow with the table.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -32,6 +38,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OUT = HERE / ".out" / "tabular"
 LABELS = ("cat", "dog", "fox", "owl")
+TARGETS = {"dataframe": 10.0, "csv": 7.0, "parquet": 10.0}  # × naive, issue 32
 SCHEMA = {"f64": "DoubleInput"}  # float64 is never inferred
 
 
@@ -62,6 +69,20 @@ def csv_path(rows: int) -> Path:
         frame.to_csv(str(path) + ".tmp", index=False)
         os.replace(str(path) + ".tmp", path)
     return path
+
+
+def parquet_path(rows: int) -> Path:
+    path = OUT / f"table-{rows}.parquet"
+    if not path.exists():
+        OUT.mkdir(parents=True, exist_ok=True)
+        make_frame(rows).to_parquet(str(path) + ".tmp", index=False)
+        os.replace(str(path) + ".tmp", path)
+    return path
+
+
+def source_for(variant: str, rows: int):
+    kind = variant.split("+")[0]
+    return {"csv": csv_path, "parquet": parquet_path}.get(kind, make_frame)(rows)
 
 
 def naive(frame, out: Path) -> None:
@@ -112,10 +133,10 @@ def run_variant(variant: str, rows: int) -> dict:
     """Run one variant in this (fresh) process; returns its timings."""
     import tfrecorder  # imports are not timed
 
-    source = csv_path(rows) if variant == "csv" else make_frame(rows)
-    if variant == "naive":
-        import tensorflow  # noqa: F401
-    out = OUT / f"out-{variant}-{os.getpid()}"
+    source = source_for(variant, rows)
+    if variant == "naive" or variant.endswith("+tf"):
+        importlib.import_module("tensorflow")  # imported in the converting process, as a notebook has it
+    out = OUT / f"out-{variant.replace('+', '-')}-{os.getpid()}"
     shutil.rmtree(out, ignore_errors=True)
     rss_before = current_rss_mb()
     wall, cpu = time.perf_counter(), cpu_seconds()
@@ -124,7 +145,7 @@ def run_variant(variant: str, rows: int) -> dict:
         records = rows
     else:
         schema = {**_inferred(source), **SCHEMA}
-        result = tfrecorder.convert(source if variant == "dataframe" else str(source), str(out), schema=schema,
+        result = tfrecorder.convert(source if not isinstance(source, Path) else str(source), str(out), schema=schema,
                                     progress=False)
         records = sum(result["written"].values())
     timings = {"variant": variant, "rows": rows, "records": records, "wall": time.perf_counter() - wall,
@@ -151,29 +172,43 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--memory-rows", default="250000,1000000")
+    parser.add_argument("--tensorflow", choices=("both", "without", "with"), default="both",
+                        help="convert with TensorFlow imported in the converting process, without, or both")
+    parser.add_argument("--only", help="comma-separated convert kinds to run (dataframe,csv,parquet)")
     parser.add_argument("--variant", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.variant:
         print(json.dumps(run_variant(args.variant, args.rows)))
         return
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}")
-    csv_path(args.rows)
-    variants = ("naive", "dataframe", "csv")
+    kinds = tuple(args.only.split(",")) if args.only else ("dataframe", "csv", "parquet")
+    suffixes = {"both": ("", "+tf"), "without": ("",), "with": ("+tf",)}[args.tensorflow]
+    variants = ("naive",) + tuple(kind + suffix for kind in kinds for suffix in suffixes)
+    for variant in variants:
+        source_for(variant, args.rows)  # written once, before any timing
     results: dict[str, list[dict]] = {v: [] for v in variants}
     for repeat in range(args.repeats):
-        for variant in variants[repeat % 3:] + variants[:repeat % 3]:
+        turn = repeat % len(variants)
+        for variant in variants[turn:] + variants[:turn]:
             results[variant].append(in_fresh_process(variant, args.rows))
             print(f"  {variant}: {results[variant][-1]}", flush=True)
     base_wall = statistics.median(r["wall"] for r in results["naive"])
     base_cpu = statistics.median(r["cpu"] for r in results["naive"])
     print(f"\n{args.rows:,} rows, median of {args.repeats}")
-    print(f"{'variant':<12}{'wall s':>9}{'cpu s':>9}{'rows/s':>11}{'x naive (wall)':>16}{'x naive (cpu)':>15}")
+    print(f"{'variant':<14}{'wall s':>9}{'cpu s':>9}{'rows/s':>11}{'x naive (wall)':>16}{'x naive (cpu)':>15}")
     for variant in variants:
         wall = statistics.median(r["wall"] for r in results[variant])
         cpu = statistics.median(r["cpu"] for r in results[variant])
-        print(f"{variant:<12}{wall:>9.2f}{cpu:>9.2f}{args.rows / wall:>11,.0f}{base_wall / wall:>16.2f}{base_cpu / cpu:>15.2f}")
+        print(f"{variant:<14}{wall:>9.2f}{cpu:>9.2f}{args.rows / wall:>11,.0f}{base_wall / wall:>16.2f}{base_cpu / cpu:>15.2f}")
+    print("\ntargets (issue 32, × naive):")
+    for variant in variants[1:]:
+        target = TARGETS[variant.split("+")[0]]
+        wall = base_wall / statistics.median(r["wall"] for r in results[variant])
+        cpu = base_cpu / statistics.median(r["cpu"] for r in results[variant])
+        print(f"  {variant:<14} ≥ {target:.0f}×: wall {wall:.2f}× {'met' if wall >= target else 'NOT met'}, "
+              f"cpu {cpu:.2f}× {'met' if cpu >= target else 'NOT met'}")
     print("\npeak RSS (MB): convert(csv) whole process; convert(frame) above the RSS with the frame built")
-    for rows in (int(r) for r in args.memory_rows.split(",")):
+    for rows in (int(r) for r in args.memory_rows.split(",") if r):
         csv_path(rows)
         on_csv, on_frame = in_fresh_process("csv", rows), in_fresh_process("dataframe", rows)
         print(f"  {rows:>10,} rows: csv {on_csv['peak_rss_mb']:.0f}   dataframe +"

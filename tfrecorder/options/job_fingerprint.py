@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+from operator import attrgetter
 import pickle
 import time
 from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
 from tfrecorder.core.schema import Schema
@@ -28,18 +30,43 @@ FINGERPRINT_VERSION = 1
 
 def frame_hash(frame: pd.DataFrame) -> str:
     """A content hash of a DataFrame, column by column (hash_pandas_object's vectorised hashes; a column
-    it cannot hash, such as one of lists, is hashed through its pickled values)."""
+    of 1-D NumPy arrays of one numeric dtype through their lengths and concatenated values; another
+    column it cannot hash, such as one of lists, through its pickled values)."""
     digest = hashlib.sha256()
     digest.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode("utf-8"))
     digest.update(pd.util.hash_pandas_object(frame.index, index=False).to_numpy().tobytes())
     for column in frame.columns:
         series = frame[column]
         try:
-            hashed = pd.util.hash_pandas_object(series, index=False).to_numpy().tobytes()
+            column_digest = hashlib.sha256(pd.util.hash_pandas_object(series, index=False).to_numpy().tobytes()).digest()
         except TypeError:  # unhashable cells (lists, dicts, arrays)
-            hashed = pickle.dumps(series.tolist(), protocol=4)
-        digest.update(hashlib.sha256(hashed).digest())
+            column_digest = _array_cells_digest(series)
+            if column_digest is None:
+                column_digest = hashlib.sha256(pickle.dumps(series.tolist(), protocol=4)).digest()
+        digest.update(column_digest)
     return digest.hexdigest()
+
+
+ARRAY_CHUNK_CELLS = 65_536  # array cells hashed at a time: the memory this takes does not grow with rows
+
+
+def _array_cells_digest(series: pd.Series) -> Optional[bytes]:
+    """The SHA-256 of a column whose cells are all 1-D NumPy arrays of one numeric dtype (a list column
+    as a frame usually holds it), over its dtype, then chunk by chunk every cell's length and the
+    values. Pickling such a column costs ~4 µs a row and memory in proportion; this ~0.3 µs, a chunk at
+    a time. None for any other column."""
+    cells = series.to_numpy(dtype=object)
+    if not len(cells) or set(map(type, cells)) != {np.ndarray} or set(map(attrgetter("ndim"), cells)) != {1}:
+        return None  # (map over C getters: no python loop)
+    dtypes = set(map(attrgetter("dtype"), cells))
+    if len(dtypes) != 1 or dtypes.copy().pop().kind not in "biufcmM":  # object arrays' bytes are pointers
+        return None
+    digest = hashlib.sha256(b"ndarray-cells:" + str(dtypes.pop()).encode() + b":")
+    for start in range(0, len(cells), ARRAY_CHUNK_CELLS):
+        chunk = cells[start:start + ARRAY_CHUNK_CELLS]
+        digest.update(np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk)).tobytes())
+        digest.update(np.concatenate(chunk).tobytes())
+    return digest.digest()
 
 
 def source_identity(table: Any) -> dict[str, Any]:

@@ -39,8 +39,8 @@ _CODE = {name: code for code, name in enumerate(SPLITS)}
 # Text (CSV) that Arrow parses exactly as Python's int() / float() / pandas.Timestamp() would.
 _INT_TEXT = r"^-?[0-9]{1,18}$"
 _NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"  # JSON's number grammar
-_FLOAT_TEXT = rf"^{_NUMBER}$"
-_DATETIME_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})?$"
+FLOAT_TEXT = rf"^{_NUMBER}$"
+DATETIME_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})?$"
 _INT_ELEMENT = r"-?(?:0|[1-9][0-9]{0,17})"
 
 
@@ -213,7 +213,7 @@ def _scalar_numbers(array: pa.Array, role: types.ColumnType) -> Optional[tuple[n
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 return None
             return nanos.fill_null(0).to_numpy(), array.is_valid().to_numpy(zero_copy_only=False)
-        if text and _all_match(array, _DATETIME_TEXT):
+        if text and _all_match(array, DATETIME_TEXT):
             import pandas as pd
 
             try:
@@ -253,7 +253,7 @@ def _doubles(array: pa.Array, text: bool) -> Optional[tuple[np.ndarray, np.ndarr
         else:
             present = array.is_valid().to_numpy(zero_copy_only=False)
         return values, present
-    if text and _all_match(array, _FLOAT_TEXT):
+    if text and _all_match(array, FLOAT_TEXT):
         try:
             values = array.cast(pa.float64()).fill_null(np.nan).to_numpy()
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # the row path decides, value by value
@@ -281,7 +281,27 @@ def _list_elements(array: pa.Array, role: types.ColumnType) -> Optional[pa.Array
     trimmed = pc.utf8_trim_whitespace(pc.list_flatten(parts))
     target = pa.int64() if element == types.IntegerInput else pa.float64()
     offsets = parts.offsets
-    return pa.LargeListArray.from_arrays(offsets.cast(pa.int64()), trimmed.cast(target), mask=parts.is_null())
+    try:
+        values = trimmed.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # e.g. out of range: the row path decides
+        return None
+    return pa.LargeListArray.from_arrays(offsets.cast(pa.int64()), values, mask=parts.is_null())
+
+
+def number_lists(array: pa.Array, role: types.ColumnType) -> Optional[pa.Array]:
+    """A text list column of a number element role (IntegerInput, FloatInput) parsed column-wise as the row
+    path parses each cell (value_coercion.input_values): every present cell JSON array text of numbers, of
+    the role's length when it has one; None when any is not (the row path decides, cell by cell)."""
+    if role.element not in (types.IntegerInput, types.FloatInput) or not _is_text(array):
+        return None
+    lists = _list_elements(array, role)
+    if lists is None:
+        return None
+    if role.length is not None:
+        lengths = pc.list_value_length(lists).drop_null()
+        if len(lengths) and not pc.all(pc.equal(lengths, role.length)).as_py():
+            return None
+    return lists
 
 
 def _list_column(array: pa.Array, column: str, role: types.ColumnType) -> Optional[Column]:

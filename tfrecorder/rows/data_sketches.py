@@ -153,12 +153,16 @@ def _rounded_to_total(counts: np.ndarray, total: int) -> list[int]:
 REGISTER_BITS = 11
 
 
-def value_hashes(values: Iterable[Any]) -> np.ndarray:
+def value_hashes(values: Iterable[Any], all_text: bool = False) -> np.ndarray:
     """Stable 64-bit hashes of values (as their text), the same in every process (unlike hash()):
-    pandas' SipHash of each text, vectorised (bytes hash as their UTF-8 text does)."""
+    pandas' SipHash of each text, vectorised (bytes hash as their UTF-8 text does). `all_text`: `values`
+    is a NumPy object array of str already (an Arrow string column's), hashed without a python pass."""
     import pandas as pd
 
-    texts = np.asarray([v if isinstance(v, (str, bytes)) else str(v) for v in values], dtype=object)
+    if all_text and isinstance(values, np.ndarray) and values.dtype == object:
+        texts = values
+    else:
+        texts = np.asarray([v if isinstance(v, (str, bytes)) else str(v) for v in values], dtype=object)
     if not texts.size:
         return np.zeros(0, dtype=np.uint64)
     return pd.util.hash_array(texts, categorize=False)

@@ -25,6 +25,7 @@ from tfrecorder.core import types
 from tfrecorder.core.schema import Schema
 from tfrecorder.core.splits import SPLITS
 from tfrecorder.errors import RowError
+from tfrecorder.rows.columnar_encoder import FLOAT_TEXT, DATETIME_TEXT, number_lists
 from tfrecorder.rows.data_sketches import NumericSketch, TopValues, UniqueSketch, value_hashes
 from tfrecorder.rows.value_coercion import input_values, is_missing, multi_label_names
 
@@ -86,8 +87,8 @@ class FeatureStatistics:
             if not (pa.types.is_string(distinct.type) or pa.types.is_large_string(distinct.type)):
                 texts = np.asarray([_text(v) for v in texts.tolist()], dtype=object)
             self.top.add_many(texts, numbers)
-            if self.kind == STRING:
-                self.unique.add_hashes(value_hashes(texts))
+            if self.kind == STRING:  # texts: an object array of str either way
+                self.unique.add_hashes(value_hashes(texts, all_text=True))
                 self.text_lengths.add(_lengths(values))
 
     def to_json(self, vocabulary: Optional[Sequence[str]] = None) -> dict[str, Any]:
@@ -123,7 +124,27 @@ def _numbers(values: pa.Array) -> np.ndarray:
         values = values.cast(pa.int8())
     if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
         return values.to_numpy(zero_copy_only=False).astype(np.float64)
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+        return _text_numbers(values)
     return np.asarray([_number(v) for v in values.to_pylist()], dtype=np.float64)
+
+
+def _text_numbers(values: pa.Array) -> np.ndarray:
+    """float(text) of each (present) text value, NaN where float() fails, column-wise where the text
+    decides it: JSON-grammar numbers cast by Arrow (the same correctly rounded doubles), ISO datetimes
+    NaN (float() rejects them); any other text value by value."""
+    out = np.full(len(values), np.nan)
+    number = pc.match_substring_regex(values, FLOAT_TEXT).fill_null(False).to_numpy(zero_copy_only=False)
+    other = ~number & ~pc.match_substring_regex(values, DATETIME_TEXT).fill_null(False).to_numpy(zero_copy_only=False)
+    if number.any():
+        try:
+            out[number] = values.filter(pa.array(number)).cast(pa.float64()).to_numpy(zero_copy_only=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            other |= number
+    if other.any():
+        rows = np.flatnonzero(other)
+        out[rows] = [_number(v) for v in values.take(pa.array(rows)).to_pylist()]
+    return out
 
 
 def _number(value: Any) -> float:
@@ -272,7 +293,11 @@ def _parsed_lists(values: Sequence[Any], role: types.ColumnType, column: str) ->
 
 
 def _listed(values: pa.Array, role: types.ColumnType, column: str) -> pa.Array:
-    """List cells given as text, parsed (_parsed_lists)."""
+    """List cells given as text, parsed (_parsed_lists); column-wise when every cell is JSON array text of
+    numbers of the role's length (columnar_encoder.number_lists: the values the row path would parse)."""
+    parsed = number_lists(values, role) if values.null_count == 0 else None
+    if parsed is not None:
+        return parsed
     return _as_array(_parsed_lists(values.to_pylist(), role, column))
 
 

@@ -31,6 +31,7 @@ SAMPLE_BYTES = 32 * 1024 * 1024  # the most of a CSV the driver reads (header, s
 HEAD_STEP_BYTES = 1024 * 1024  # the driver reads a CSV's head in growing steps until it holds the sample
 SLICE_READ_BYTES = 4 * 1024 * 1024  # one ranged read per this much of a CSV slice
 MIN_BATCH_RECORDS = 64  # fewer records per slice: read row by row (see batches_pay)
+COLUMNAR_SLICE_BYTES = 4 * 1024 * 1024  # batches_pay's slice: records over 64 KB go row by row
 
 _ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?$")
 
@@ -187,7 +188,7 @@ def batches_pay(record_bytes: int) -> bool:
     cost per column and batch, so a batch (a slice, or BATCH_CHARS of a stream) must hold MIN_BATCH_RECORDS
     of them; wider records go row by row, whose cost is per value (otherwise a wide table's cost grows with
     the square of its width)."""
-    return record_bytes * MIN_BATCH_RECORDS <= csv_slicing.RANGE_BYTES
+    return record_bytes * MIN_BATCH_RECORDS <= min(csv_slicing.RANGE_BYTES, COLUMNAR_SLICE_BYTES)
 
 
 def _window(path: str, start: int, end: int) -> io.BufferedReader:

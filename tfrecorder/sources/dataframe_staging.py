@@ -86,8 +86,8 @@ def _vectorised(series: pd.Series, role: types.ColumnType) -> Optional[pa.Array]
         nanoseconds = series.dt.as_unit("ns")  # raises OutOfBoundsDatetime (a ValueError) beyond 1677..2262
         utc = nanoseconds.dt.tz_convert("UTC").dt.tz_localize(None) if nanoseconds.dt.tz is not None else nanoseconds
         return pa.array(utc.to_numpy(dtype="datetime64[ns]").view("int64"), type=pa.int64(), mask=missing)
-    if role.dtype == "string" and pd.api.types.is_string_dtype(series):
-        return pa.array(series.to_numpy(dtype=object, na_value=None), type=pa.string())
+    if role.dtype == "string" and pd.api.types.is_string_dtype(series):  # (pandas' StringDtype: Arrow's own
+        return pa.array(series, type=pa.string(), from_pandas=True)  # buffers, no python str per value)
     return None
 
 

@@ -1,9 +1,11 @@
 import os
 
+import numpy as np
 import pandas as pd
 
 from tfrecorder.core.schema import Schema
 from tfrecorder.options.conversion_options import ConvertOptions, OutputLocation
+from tfrecorder.options import job_fingerprint as fingerprint_module
 from tfrecorder.options.job_fingerprint import frame_hash, job_fingerprint, mismatch, with_progress_facts
 from tfrecorder.sources.source_registry import open_table
 
@@ -46,13 +48,21 @@ def test_a_changed_file_or_option_is_named_in_one_line(tmp_path):
     assert "another tfrecorder" in mismatch({**first, "tfrecorder_version": "0.0.1"}, first)
 
 
-def test_a_dataframe_is_hashed_by_content_column_by_column(tmp_path):
+def test_a_dataframe_is_hashed_by_content_column_by_column(tmp_path, monkeypatch):
     frame = pd.DataFrame({"split": ["TRAIN"] * 3, "n": [1, 2, 3], "label": ["a", "b", "a"]})
     assert frame_hash(frame) == frame_hash(frame.copy())
     changed = frame.copy()
     changed.loc[1, "n"] = 7
     assert frame_hash(changed) != frame_hash(frame)
     assert frame_hash(frame.assign(tags=[[1], [2], [3]])) != frame_hash(frame.assign(tags=[[1], [2], [4]]))  # lists
+    arrays = [np.array([1.0, 2.0]), np.array([3.0]), np.array([])]  # cells of NumPy arrays: hashed without pickling
+    hashes = {frame_hash(frame.assign(vec=cells)) for cells in (
+        arrays, [np.array([1.0]), np.array([2.0, 3.0]), np.array([])], [a.astype(np.float32) for a in arrays],
+        [np.array([1.0, 2.0]), np.array([3.0]), np.array([np.nan])], [np.array([1.0, 2.0]), [3.0], np.array([])])}
+    assert len(hashes) == 5 and frame_hash(frame.assign(vec=arrays)) == frame_hash(frame.assign(vec=[a.copy() for a in arrays]))
+    monkeypatch.setattr(fingerprint_module, "ARRAY_CHUNK_CELLS", 2)  # hashed a chunk at a time: the same rules
+    assert len({frame_hash(frame.assign(vec=cells)) for cells in (
+        arrays, [np.array([1.0]), np.array([2.0, 3.0]), np.array([])], [np.array([1.0, 2.0]), np.array([]), np.array([3.0])])}) == 3
     first = fingerprint(frame, tmp_path)
     assert mismatch(first, fingerprint(changed, tmp_path)) == "the DataFrame's content changed"
     assert mismatch(first, fingerprint(write_csv(tmp_path / "t.csv"), tmp_path)) == "its source is of another kind"

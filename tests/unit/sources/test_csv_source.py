@@ -153,3 +153,11 @@ def test_records_too_wide_for_column_wise_batches_to_pay_are_read_row_by_row(tmp
         path.write_text(",".join(f"c{i}" for i in range(width)) + "\n" + (",".join(["12"] * width) + "\n") * 30)
         rows = source_registry.open_table(str(path)).rows
         assert rows.record_bytes == 3 * width and rows.reads_batches is column_wise, width
+
+
+def test_parts_grew_but_records_over_64_kb_still_go_row_by_row():
+    from tfrecorder.sources import csv_slicing
+    from tfrecorder.sources.csv_source import batches_pay
+
+    assert csv_slicing.RANGE_BYTES == 16 * 1024 * 1024  # a part's fixed costs paid once per 16 MB
+    assert batches_pay(64 * 1024) and not batches_pay(64 * 1024 + 1)

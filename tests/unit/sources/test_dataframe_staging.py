@@ -40,6 +40,14 @@ def test_every_dtype_reads_back_as_exact_python_values():
     assert rows["w"] == [["a", ""], None] and rows["k"] == [[1, 2], [3, 4]] and rows["extra"] == ["{'a': 1}", None]
 
 
+def test_string_dtype_columns_are_staged_from_their_own_buffers():
+    frame = pd.DataFrame({"py": pd.array(["a", None, ""], dtype="string[python]"),
+                          "arrow": pd.array(["é", "b", None], dtype="string[pyarrow]"),
+                          "obj": pd.Series(["x", None, "z"], dtype=object)})
+    rows = staged(frame, Schema.infer(frame))
+    assert rows == {"py": ["a", None, ""], "arrow": ["é", "b", None], "obj": ["x", None, "z"]}
+
+
 def test_datetimes_beyond_nanoseconds_and_python_datetimes_are_staged_as_iso_text():
     frame = pd.DataFrame({"far": pd.Series(np.array(["2500-01-01", "1970-01-01"], dtype="datetime64[s]")),
                           "py": pd.Series([dt.datetime(2020, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=-3))), None], dtype=object)})
