@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import hashlib
 from typing import Any, Iterable, Mapping, Optional, Union
 
 import apache_beam as beam
@@ -22,12 +23,12 @@ from beam_pipelines.workers.decode_pool import DecodePool
 from beam_pipelines.workers.fork_pool import ForkPool
 from tfrecorder.errors import RowError, StorageReadError
 from tfrecorder.format.feature_spec import image_feature_prefix
-from tfrecorder.format.image_keys import digest_key, key_hash, uri_key
+from tfrecorder.format.image_keys import digest_key, image_key_slots, key_hash, uri_key
 from tfrecorder.format.lineage import DUPLICATE_REASON
 from tfrecorder.io import storage
 from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES
 from tfrecorder.core.splits import split_of_digest
-from tfrecorder.rows.duplicate_groups import content_digest
+from tfrecorder.rows.duplicate_groups import content_digest_of_first
 from tfrecorder.rows.row_encoding import RowEncoder, prepare_row, resolve_uri, unassigned
 from tfrecorder.rows.value_coercion import is_missing
 from tfrecorder.sources.source_protocol import REASONED, RECORDS
@@ -164,6 +165,8 @@ class EncodeAndWritePieces(beam.DoFn):
         fetched = self._fetcher.fetch(uris)
         read = reader_for(fetched)
         pending = self._decoder.submit(fetched) if self._decoder else None  # decoded on every core meanwhile
+        keyed = self._keys_prefix() is not None
+        first_column = self.schema.image_columns[0] if self.schema.image_columns else None
         for split, row in batch:
             duplicate = self._base_duplicate(row, fetched) if self.base_keys else None
             if duplicate is not None:  # issue 28: decided here, with the bytes in hand, inside the committed part
@@ -174,15 +177,25 @@ class EncodeAndWritePieces(beam.DoFn):
             except RowError as exc:
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
+            images = encoder.row_images
+            contents = [image[3] for image in images]
+            splits_by_content = self.config.content_splits and images and unassigned(row, self.schema)
+            # The first image's SHA-256, once: its keys sidecar entry and the row's content digest share it
+            sha = hashlib.sha256(contents[0]).digest() if images and (keyed or written is not None
+                                                                      or splits_by_content) else None
             digest = None
-            if self.config.content_splits and encoder.row_images and unassigned(row, self.schema):
-                digest = content_digest(*(image[3] for image in encoder.row_images))  # issue 29: byte-identical
+            if splits_by_content:
+                digest = content_digest_of_first(sha, contents)  # issue 29: byte-identical
                 split = split_of_digest(digest, self.config.split_ratios)  # images land in one split
             if written is not None:
-                hashed = pending.perceptual_hash(encoder.row_images[0][1]) if pending and encoder.row_images else None
-                written.add_row(split, row, encoder.row_images, data, hashed, digest=digest,
+                if digest is None and images:
+                    digest = content_digest_of_first(sha, contents)
+                hashed = pending.perceptual_hash(images[0][1]) if pending and images else None
+                written.add_row(split, row, images, data, hashed, digest=digest,
                                 place=self._place(split, row, unknown) if self._drops else None)
-            yield from self._write(split, data, unknown)
+            keys = (image_key_slots(str(row.get(first_column)), sha)
+                    if keyed and images and images[0][0] == first_column else None)
+            yield from self._write(split, data, unknown, keys)
         if pending:
             pending.wait()
         if written is not None:
@@ -215,9 +228,9 @@ class EncodeAndWritePieces(beam.DoFn):
         return (writer.path.rsplit("/", 1)[-1], writer.records, unknown,
                 tuple(cell(row.get(column)) for column in self.config.columns))
 
-    def _write(self, split: str, data: Union[bytes, list], unknown: int):
+    def _write(self, split: str, data: Union[bytes, list], unknown: int, keys: Optional[tuple[int, int]] = None):
         writer = self._writer(split)
-        writer.write(data, unknown)
+        writer.write(data, unknown, keys)
         if writer.bytes >= self.config.max_shard_bytes:
             yield self.writers.pop(split).close()
 
