@@ -76,6 +76,9 @@ _PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL}  # the value name
 _LOCAL_FILE_ERRNOS = {errno.EIO, errno.ENXIO, errno.ENODEV, errno.EOVERFLOW}
 
 
+PIECE_BATCHES = 4  # a resumable job's pieces end every this many batches of a part's rows (EncodeImageParts)
+
+
 class EncodeAndWritePieces(beam.DoFn):
     """Encode batches of rows into Examples and append them to piece files; emits one Piece per file.
 
@@ -93,7 +96,7 @@ class EncodeAndWritePieces(beam.DoFn):
     """
 
     _pool: Optional[ForkPool] = None  # also for subclasses with their own setup (upgrade, detection)
-    pieces_per_batch = False  # EncodeImageParts: each batch's pieces closed with it (boundaries fixed by the part)
+    pieces_per_batch = False  # EncodeImageParts: pieces closed with each unit of a part's batches (boundaries fixed by the part)
     _written: Optional[WrittenRows] = None  # statistics and digests of written rows (issue 29; this class only)
     image_keys = True  # pieces get keys sidecars (issue 28); subclasses writing other records say False
     base_keys: Mapping[int, str] = {}  # an append's: base key hashes the new rows meet → base job (EncodeImageParts)
@@ -202,6 +205,13 @@ class EncodeAndWritePieces(beam.DoFn):
             yield from written.end_batch()
         self._rows_done.add(len(batch))
 
+    def encode_batches(self, rows: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
+        """`encode_batch` of each `config.batch_size` rows of `rows` in turn (a part's unit of pieces:
+        images read a batch at a time, pieces left open for the next batch)."""
+        size = self.config.batch_size
+        for start in range(0, len(rows), size):
+            yield from self.encode_batch(rows[start:start + size], vocabularies)
+
     def _base_duplicate(self, row: Mapping[str, Any], fetched: Mapping[str, Any]) -> Optional[str]:
         """The discard reason of a row whose first image (its URI as the table names it, or the SHA-256 of
         its bytes) is a key of the base in `base_keys` (an append, issue 28), else None."""
@@ -279,7 +289,8 @@ class EncodeAndWritePieces(beam.DoFn):
             self._rows_done = RowsCounted()  # Beam's counters live in the parent
         operation, batch = task
         if operation == "batch":
-            outputs = list(self.encode_batch(batch, self._vocabularies))
+            outputs = list(self.encode_batches(batch, self._vocabularies) if self.pieces_per_batch
+                           else self.encode_batch(batch, self._vocabularies))
             if self.pieces_per_batch:
                 outputs.extend(self.close_pieces())
             return outputs, self._rows_done.take()
@@ -297,9 +308,11 @@ class EncodeImageParts(EncodeAndWritePieces):
     checks), encoded and written — then committed with its discards (beam_pipelines.steps.part_commits),
     or emitted from the manifest an earlier attempt or run committed, without reading it.
 
-    Rows are taken in batches of `config.batch_size` rows of the part, and each batch's pieces are
-    closed with it (also in the forked encoding processes), so piece boundaries, hence shards, depend
-    only on the part, never on which bundle, process or run encoded it.
+    Rows are taken in units of PIECE_BATCHES batches of `config.batch_size` rows of the part (images
+    are still read a batch at a time), and each unit's pieces are closed with it (also in the forked
+    encoding processes, which get a unit per task), so piece boundaries, hence shards, depend only on
+    the part, never on which bundle, process or run encoded it. A unit of several batches makes a
+    piece (and its sidecars, its statistics and its answer to the parent) per 256 rows rather than 64.
     """
 
     pieces_per_batch = True
@@ -322,7 +335,7 @@ class EncodeImageParts(EncodeAndWritePieces):
             if isinstance(item, dict):
                 batch.append(item)
                 rows += 1
-                if len(batch) == self.config.batch_size:
+                if len(batch) == self.config.batch_size * PIECE_BATCHES:
                     self._encode_rows(batch, vocabularies, found)
                     batch = []
             elif item[0] == RECORDS:
@@ -355,7 +368,7 @@ class EncodeImageParts(EncodeAndWritePieces):
                 self._rows_done.add(rows)
                 found.add(outputs)
             return
-        found.add(self.encode_batch(prepared, vocabularies))
+        found.add(self.encode_batches(prepared, vocabularies))
         found.add(self.close_pieces())
 
 

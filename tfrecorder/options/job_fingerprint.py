@@ -22,7 +22,7 @@ from tfrecorder.rows.row_encoding import content_splits
 from tfrecorder.core.version import __version__
 from tfrecorder.io import storage
 
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2  # 2: a resumable image job's pieces end every PIECE_BATCHES batches (were every batch)
 
 
 def frame_hash(frame: pd.DataFrame) -> str:
