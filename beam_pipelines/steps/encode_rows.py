@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import hashlib
 from typing import Any, Iterable, Mapping, Optional, Union
 
 import apache_beam as beam
@@ -22,12 +23,12 @@ from beam_pipelines.workers.decode_pool import DecodePool
 from beam_pipelines.workers.fork_pool import ForkPool
 from tfrecorder.errors import RowError, StorageReadError
 from tfrecorder.format.feature_spec import image_feature_prefix
-from tfrecorder.format.image_keys import digest_key, key_hash, uri_key
+from tfrecorder.format.image_keys import digest_key, image_key_slots, key_hash, uri_key
 from tfrecorder.format.lineage import DUPLICATE_REASON
 from tfrecorder.io import storage
 from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES
 from tfrecorder.core.splits import split_of_digest
-from tfrecorder.rows.duplicate_groups import content_digest
+from tfrecorder.rows.duplicate_groups import content_digest_of_first
 from tfrecorder.rows.row_encoding import RowEncoder, prepare_row, resolve_uri, unassigned
 from tfrecorder.rows.value_coercion import is_missing
 from tfrecorder.sources.source_protocol import REASONED, RECORDS
@@ -75,6 +76,9 @@ _PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL}  # the value name
 _LOCAL_FILE_ERRNOS = {errno.EIO, errno.ENXIO, errno.ENODEV, errno.EOVERFLOW}
 
 
+PIECE_BATCHES = 4  # a resumable job's pieces end every this many batches of a part's rows (EncodeImageParts)
+
+
 class EncodeAndWritePieces(beam.DoFn):
     """Encode batches of rows into Examples and append them to piece files; emits one Piece per file.
 
@@ -92,7 +96,7 @@ class EncodeAndWritePieces(beam.DoFn):
     """
 
     _pool: Optional[ForkPool] = None  # also for subclasses with their own setup (upgrade, detection)
-    pieces_per_batch = False  # EncodeImageParts: each batch's pieces closed with it (boundaries fixed by the part)
+    pieces_per_batch = False  # EncodeImageParts: pieces closed with each unit of a part's batches (boundaries fixed by the part)
     _written: Optional[WrittenRows] = None  # statistics and digests of written rows (issue 29; this class only)
     image_keys = True  # pieces get keys sidecars (issue 28); subclasses writing other records say False
     base_keys: Mapping[int, str] = {}  # an append's: base key hashes the new rows meet → base job (EncodeImageParts)
@@ -164,6 +168,8 @@ class EncodeAndWritePieces(beam.DoFn):
         fetched = self._fetcher.fetch(uris)
         read = reader_for(fetched)
         pending = self._decoder.submit(fetched) if self._decoder else None  # decoded on every core meanwhile
+        keyed = self._keys_prefix() is not None
+        first_column = self.schema.image_columns[0] if self.schema.image_columns else None
         for split, row in batch:
             duplicate = self._base_duplicate(row, fetched) if self.base_keys else None
             if duplicate is not None:  # issue 28: decided here, with the bytes in hand, inside the committed part
@@ -174,20 +180,37 @@ class EncodeAndWritePieces(beam.DoFn):
             except RowError as exc:
                 yield beam.pvalue.TaggedOutput(DISCARD, (row, str(exc)))
                 continue
+            images = encoder.row_images
+            contents = [image[3] for image in images]
+            splits_by_content = self.config.content_splits and images and unassigned(row, self.schema)
+            # The first image's SHA-256, once: its keys sidecar entry and the row's content digest share it
+            sha = hashlib.sha256(contents[0]).digest() if images and (keyed or written is not None
+                                                                      or splits_by_content) else None
             digest = None
-            if self.config.content_splits and encoder.row_images and unassigned(row, self.schema):
-                digest = content_digest(*(image[3] for image in encoder.row_images))  # issue 29: byte-identical
+            if splits_by_content:
+                digest = content_digest_of_first(sha, contents)  # issue 29: byte-identical
                 split = split_of_digest(digest, self.config.split_ratios)  # images land in one split
             if written is not None:
-                hashed = pending.perceptual_hash(encoder.row_images[0][1]) if pending and encoder.row_images else None
-                written.add_row(split, row, encoder.row_images, data, hashed, digest=digest,
+                if digest is None and images:
+                    digest = content_digest_of_first(sha, contents)
+                hashed = pending.perceptual_hash(images[0][1]) if pending and images else None
+                written.add_row(split, row, images, data, hashed, digest=digest,
                                 place=self._place(split, row, unknown) if self._drops else None)
-            yield from self._write(split, data, unknown)
+            keys = (image_key_slots(str(row.get(first_column)), sha)
+                    if keyed and images and images[0][0] == first_column else None)
+            yield from self._write(split, data, unknown, keys)
         if pending:
             pending.wait()
         if written is not None:
             yield from written.end_batch()
         self._rows_done.add(len(batch))
+
+    def encode_batches(self, rows: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
+        """`encode_batch` of each `config.batch_size` rows of `rows` in turn (a part's unit of pieces:
+        images read a batch at a time, pieces left open for the next batch)."""
+        size = self.config.batch_size
+        for start in range(0, len(rows), size):
+            yield from self.encode_batch(rows[start:start + size], vocabularies)
 
     def _base_duplicate(self, row: Mapping[str, Any], fetched: Mapping[str, Any]) -> Optional[str]:
         """The discard reason of a row whose first image (its URI as the table names it, or the SHA-256 of
@@ -215,9 +238,9 @@ class EncodeAndWritePieces(beam.DoFn):
         return (writer.path.rsplit("/", 1)[-1], writer.records, unknown,
                 tuple(cell(row.get(column)) for column in self.config.columns))
 
-    def _write(self, split: str, data: Union[bytes, list], unknown: int):
+    def _write(self, split: str, data: Union[bytes, list], unknown: int, keys: Optional[tuple[int, int]] = None):
         writer = self._writer(split)
-        writer.write(data, unknown)
+        writer.write(data, unknown, keys)
         if writer.bytes >= self.config.max_shard_bytes:
             yield self.writers.pop(split).close()
 
@@ -266,7 +289,8 @@ class EncodeAndWritePieces(beam.DoFn):
             self._rows_done = RowsCounted()  # Beam's counters live in the parent
         operation, batch = task
         if operation == "batch":
-            outputs = list(self.encode_batch(batch, self._vocabularies))
+            outputs = list(self.encode_batches(batch, self._vocabularies) if self.pieces_per_batch
+                           else self.encode_batch(batch, self._vocabularies))
             if self.pieces_per_batch:
                 outputs.extend(self.close_pieces())
             return outputs, self._rows_done.take()
@@ -284,9 +308,11 @@ class EncodeImageParts(EncodeAndWritePieces):
     checks), encoded and written — then committed with its discards (beam_pipelines.steps.part_commits),
     or emitted from the manifest an earlier attempt or run committed, without reading it.
 
-    Rows are taken in batches of `config.batch_size` rows of the part, and each batch's pieces are
-    closed with it (also in the forked encoding processes), so piece boundaries, hence shards, depend
-    only on the part, never on which bundle, process or run encoded it.
+    Rows are taken in units of PIECE_BATCHES batches of `config.batch_size` rows of the part (images
+    are still read a batch at a time), and each unit's pieces are closed with it (also in the forked
+    encoding processes, which get a unit per task), so piece boundaries, hence shards, depend only on
+    the part, never on which bundle, process or run encoded it. A unit of several batches makes a
+    piece (and its sidecars, its statistics and its answer to the parent) per 256 rows rather than 64.
     """
 
     pieces_per_batch = True
@@ -309,7 +335,7 @@ class EncodeImageParts(EncodeAndWritePieces):
             if isinstance(item, dict):
                 batch.append(item)
                 rows += 1
-                if len(batch) == self.config.batch_size:
+                if len(batch) == self.config.batch_size * PIECE_BATCHES:
                     self._encode_rows(batch, vocabularies, found)
                     batch = []
             elif item[0] == RECORDS:
@@ -342,7 +368,7 @@ class EncodeImageParts(EncodeAndWritePieces):
                 self._rows_done.add(rows)
                 found.add(outputs)
             return
-        found.add(self.encode_batch(prepared, vocabularies))
+        found.add(self.encode_batches(prepared, vocabularies))
         found.add(self.close_pieces())
 
 

@@ -61,11 +61,16 @@ class PieceWriter:
     def records(self) -> int:
         return len(self._ends)
 
-    def write(self, data: Union[bytes, list], unknown_labels: int = 0) -> None:
-        """Append one record: its bytes, or pieces that concatenate to them (never joined here)."""
+    def write(self, data: Union[bytes, list], unknown_labels: int = 0,
+              keys: Optional[tuple[int, int]] = None) -> None:
+        """Append one record: its bytes, or pieces that concatenate to them (never joined here). `keys`:
+        its image keys (image_keys.image_key_slots) when the caller knows them; else, in a keyed piece,
+        they are read from the record."""
         written, crc = write_record_pieces(self._stream, (data,) if isinstance(data, bytes) else data)
         if self.keys_prefix is not None:
-            self._keys.extend(record_key_slots(data if isinstance(data, bytes) else b"".join(data), self.keys_prefix))
+            if keys is None:
+                keys = record_key_slots(data if isinstance(data, bytes) else b"".join(data), self.keys_prefix)
+            self._keys.extend(keys)
         self.bytes += written
         self._ends.append(self.bytes)
         self._crc = zlib.crc32(crc.to_bytes(4, "little"), self._crc)  # the records' own CRCs, in order

@@ -36,6 +36,11 @@ def digest_key(data: bytes) -> str:
     return DIGEST + hashlib.sha256(data).hexdigest()
 
 
+def sha256_key(sha256: bytes) -> str:
+    """`digest_key` of bytes whose SHA-256 (the 32-byte digest) the caller computed already."""
+    return DIGEST + sha256.hex()
+
+
 def key_hash(key: str) -> int:
     """A key as the 64-bit hash it travels and is stored as."""
     return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
@@ -128,6 +133,13 @@ def record_key_slots(record: bytes, prefix: str) -> tuple[int, int]:
     uri = next((key_hash(key) for key in found if key.startswith(URI)), 0)
     digest = next((key_hash(key) for key in found if key.startswith(DIGEST)), 0)
     return uri, digest
+
+
+def image_key_slots(uri: str, sha256: bytes) -> tuple[int, int]:
+    """`record_key_slots` of a record the caller is writing, from what it put there: the image's URI (the
+    `<prefix>_uri` value) and the SHA-256 of its bytes (the `<prefix>` value). An encoder hashes each
+    image once, for this and for its content digest (duplicate_groups.content_digest), and parses nothing."""
+    return key_hash(uri_key(uri)), key_hash(sha256_key(sha256))
 
 
 class KeyFilter:

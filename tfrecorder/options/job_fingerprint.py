@@ -25,7 +25,7 @@ from tfrecorder.core.version import __version__
 from tfrecorder.io import storage
 from tfrecorder.io.perceptual_hash import METHOD as PERCEPTUAL_HASH
 
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2  # 2: a resumable image job's pieces end every PIECE_BATCHES batches (were every batch)
 
 
 def frame_hash(frame: pd.DataFrame) -> str:

@@ -10,9 +10,8 @@ from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.format.example_encoder import Feature, encode_example
 import numpy as np
 
-from tfrecorder.format.image_keys import (KeyFilter, digest_key, hashes_bytes, key_hash, read_hashes, record_image_keys,
-                                          record_key_slots,
-                                          uri_key)
+from tfrecorder.format.image_keys import (KeyFilter, digest_key, hashes_bytes, image_key_slots, key_hash, read_hashes,
+                                          record_image_keys, record_key_slots, sha256_key, uri_key)
 
 
 def record(**features) -> bytes:
@@ -98,3 +97,12 @@ def test_key_slots_are_the_uri_then_the_digest_hash_with_zero_for_a_missing_one(
     assert record_key_slots(record(image=Feature("bytes", (data,))), "image") == (0, key_hash(digest_key(data)))
     assert record_key_slots(record(label=Feature("int64", (1,))), "image") == (0, 0)
     assert hashes_bytes(np.array([5, 3, 5], dtype=np.uint64)) == hashes_bytes([3, 5])
+
+
+def test_an_encoder_gets_the_same_key_slots_from_the_uri_and_the_sha256_it_holds():
+    data = bytes(range(200)) * 5
+    example = record(image=Feature("bytes", (data,)), image_uri=Feature("bytes", ("dir/ü.jpg".encode(),)),
+                     label=Feature("int64", (2,)))
+    sha = hashlib.sha256(data).digest()
+    assert sha256_key(sha) == digest_key(data)
+    assert image_key_slots("dir/ü.jpg", sha) == record_key_slots(example, "image")

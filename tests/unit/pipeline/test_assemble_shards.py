@@ -14,6 +14,12 @@ from tfrecorder.options.job_config import JobConfig
 from support.job_configs import job_config
 
 
+def assembled(assemble: AssembleShard, plans) -> list[dict]:
+    """The summaries of `plans` assembled in one bundle (locally emitted when the bundle finishes)."""
+    found = [summary for plan in plans for summary in assemble.process(plan)]
+    return found + [getattr(output, "value", output) for output in assemble.finish_bundle()]
+
+
 def _config(temp_dir: str, compression=None) -> JobConfig:
     return job_config(temp_dir=temp_dir, num_shards=2, compression=compression)
 
@@ -29,9 +35,7 @@ def test_each_plan_becomes_its_shard_in_the_temp_dir(tmp_path, compression):
             writer.write(record)
         pieces.append(writer.close())
     assemble = AssembleShard(config)
-    summaries = [summary for plan in plan_shards(pieces, config.num_shards, config.max_shard_bytes)
-                 for summary in assemble.process(plan)]
-    assemble.finish_bundle()  # the pieces' removals end with the bundle
+    summaries = assembled(assemble, plan_shards(pieces, config.num_shards, config.max_shard_bytes))
     suffix = ".tfrecord.gz" if compression else ".tfrecord"
     assert [(s["split"], s["index"], s["file"]) for s in summaries] == [
         ("TRAIN", 0, f"train-00000-of-00002{suffix}"), ("TRAIN", 1, f"train-00001-of-00002{suffix}")]
@@ -46,8 +50,7 @@ def test_each_plan_becomes_its_shard_in_the_temp_dir(tmp_path, compression):
     whole = {r.piece.path for plan in plan_shards(pieces, 2, 1 << 20) for r in plan.ranges if r.whole}
     assert whole and all(os.path.exists(piece.path) == (piece.path not in whole) for piece in pieces)  # held whole: removed
     assert all(os.path.exists(piece.offsets_path) for piece in pieces)  # sidecars stay until finalize
-    again = [summary for plan in plan_shards(pieces, 2, 1 << 20) for summary in assemble.process(plan)]
-    assemble.finish_bundle()
+    again = assembled(assemble, plan_shards(pieces, 2, 1 << 20))
     assemble.teardown()
     assert again == summaries  # a rerun (retried bundle, resumed job): the shards in place are kept
 
@@ -61,15 +64,17 @@ def test_a_failed_removal_of_pieces_fails_the_bundle_and_a_retry_keeps_the_shard
     assemble = AssembleShard(config)
     os.chmod(config.pieces_dir, 0o500)  # the piece cannot be removed (root ignores this: then it is)
     try:
-        [summary] = assemble.process(plan)
+        assert list(assemble.process(plan)) == []  # locally: emitted when the bundle finishes
         try:
-            assemble.finish_bundle()
+            [summary] = [output.value for output in assemble.finish_bundle()]
             failed = False
         except PermissionError:
             failed = True
     finally:
         os.chmod(config.pieces_dir, 0o700)
     assert failed == os.path.exists(piece.path)
-    [again] = AssembleShard(config).process(plan)  # the retry
-    assert again == summary
-    assert list(read_records(open(tmp_path / "job" / summary["file"], "rb"))) == [b"only record"]
+    [again] = assembled(AssembleShard(config), [plan])  # the retry
+    if not failed:
+        assert again == summary
+    assert not os.path.exists(piece.path)  # the retry removed it
+    assert list(read_records(open(tmp_path / "job" / again["file"], "rb"))) == [b"only record"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import os
 
 import pytest
@@ -143,6 +144,7 @@ def test_pieces_record_image_keys_and_a_shard_gathers_those_of_its_ranges(tmp_pa
     from beam_pipelines.steps.base_duplicates import shard_key_hashes
     from beam_pipelines.steps.piece_files import shard_keys_from_pieces
     from tfrecorder.format.example_encoder import Feature, encode_example
+    from tfrecorder.format.image_keys import image_key_slots
 
     examples = [encode_example({"image": Feature("bytes", (bytes([i % 4]) * 9,)),
                                 "image_uri": Feature("bytes", (f"{i}.png".encode(),))}) for i in range(9)]
@@ -154,5 +156,9 @@ def test_pieces_record_image_keys_and_a_shard_gathers_those_of_its_ranges(tmp_pa
     for plan in plan_shards([piece], 2, 1 << 20):  # records 0-4 and 5-8: what a scan of each shard finds
         summary = assemble_shard(plan, str(tmp_path), None)
         assert shard_keys_from_pieces(plan) == shard_key_hashes(str(tmp_path / summary["file"]), None, "image_uri")
+    given = PieceWriter(str(tmp_path), "TRAIN", keys_prefix="image")  # keys the encoder hands over, not parsed
+    for i, example in enumerate(examples):
+        given.write([example[:5], example[5:]], keys=image_key_slots(f"{i}.png", hashlib.sha256(bytes([i % 4]) * 9).digest()))
+    assert storage.read_bytes(given.close().keys_path) == storage.read_bytes(piece.keys_path)
     unkeyed = write_piece(str(tmp_path), "TRAIN", data(3))
     assert not unkeyed.keyed and shard_keys_from_pieces(plan_shards([unkeyed], 1, 1 << 20)[0]) is None

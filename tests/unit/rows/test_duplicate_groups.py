@@ -1,6 +1,8 @@
 """Exact duplicate groups: digests, buckets, the kept row, leaks and counts."""
+import hashlib
+
 from tfrecorder.rows.duplicate_groups import (BUCKETS, DuplicateCounts, bucket_of, bucketed, content_digest,
-                                               groups_in, leak_warning)
+                                               content_digest_of_first, groups_in, leak_warning)
 
 
 def test_digest_separates_parts_and_buckets_are_in_range():
@@ -9,6 +11,13 @@ def test_digest_separates_parts_and_buckets_are_in_range():
     assert 0 <= bucket_of(content_digest(b"x")) < BUCKETS
     entries = [(content_digest(b"x"), "TRAIN", "a"), (content_digest(b"x"), "TEST", "b")]
     assert list(bucketed(entries).values()) == [entries]
+
+
+def test_a_digest_from_the_first_parts_sha256_is_the_content_digest():
+    first = b"image bytes" * 100
+    sha = hashlib.sha256(first).digest()
+    assert content_digest_of_first(sha, [first]) == content_digest(first)
+    assert content_digest_of_first(sha, [first, b"mask"]) == content_digest(first, b"mask")
 
 
 def test_groups_keep_the_smallest_row_and_flag_leaks():
