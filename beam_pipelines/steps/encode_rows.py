@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import errno
 import functools
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Union
 
 import apache_beam as beam
 
@@ -15,10 +15,10 @@ from beam_pipelines.steps.discard_files import DISCARD, cell
 from beam_pipelines.steps.part_commits import IMAGE_KINDS
 from beam_pipelines.steps.read_rows import read_part
 from beam_pipelines.steps.collect_statistics import WrittenRows
-from beam_pipelines.steps.fetch_images import Fetcher, reader_for
+from beam_pipelines.steps.fetch_images import Fetched, Fetcher, reader_for
 from beam_pipelines.steps.piece_files import PieceWriter
 from beam_pipelines.steps.progress_counters import RowsCounted, RowsDone
-from beam_pipelines.workers.decode_pool import DecodePool
+from beam_pipelines.workers.decode_pool import DecodePool, Pending
 from beam_pipelines.workers.fork_pool import ForkPool
 from tfrecorder.errors import RowError, StorageReadError
 from tfrecorder.format.feature_spec import image_feature_prefix
@@ -153,17 +153,26 @@ class EncodeAndWritePieces(beam.DoFn):
             return
         yield from self.encode_batch(batch, vocabularies)
 
-    def encode_batch(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
-        """Encode and write one batch: yields rolled-over pieces and (DISCARD) discarded rows."""
+    def start_batch(self, batch: list[tuple[str, dict[str, Any]]],
+                    vocabularies: Mapping[str, list[str]]) -> tuple[Fetched, Optional[Pending]]:
+        """Read a batch's images and, with validate="decode", start decoding them on every core: what
+        `encode_batch` then encodes. A caller may start the next batch before encoding this one, so that
+        the decoding threads never wait for this thread's work between batches (EncodeImageParts)."""
+        encoder = self._encoder_for(vocabularies)
+        fetched = self._fetcher.fetch([uri for _split, row in batch for uri in encoder.image_uris(row)])
+        return fetched, self._decoder.submit(fetched) if self._decoder else None
+
+    def encode_batch(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]],
+                     started: Optional[tuple[Fetched, Optional[Pending]]] = None):
+        """Encode and write one batch (`started`: its `start_batch`, when the caller started it already):
+        yields rolled-over pieces and (DISCARD) discarded rows."""
         encoder = self._encoder_for(vocabularies)
         if self._written is None and self.config.statistics:
             self._written = WrittenRows(self.schema, near_duplicates=self._hashes_images(),
                                         near_by_part=self.pieces_per_batch)  # a part's batches: banded at commit
         written = self._written
-        uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
-        fetched = self._fetcher.fetch(uris)
+        fetched, pending = started or self.start_batch(batch, vocabularies)  # decoded on every core meanwhile
         read = reader_for(fetched)
-        pending = self._decoder.submit(fetched) if self._decoder else None  # decoded on every core meanwhile
         for split, row in batch:
             duplicate = self._base_duplicate(row, fetched) if self.base_keys else None
             if duplicate is not None:  # issue 28: decided here, with the bytes in hand, inside the committed part
@@ -305,12 +314,13 @@ class EncodeImageParts(EncodeAndWritePieces):
         found = part_commits.PartWork(self.config)
         rows = 0
         batch: list[dict[str, Any]] = []
+        ahead: Optional[_Started] = None  # a batch whose images are decoding, encoded once the next one starts
         for item in read_part(self.config, part):
             if isinstance(item, dict):
                 batch.append(item)
                 rows += 1
                 if len(batch) == self.config.batch_size:
-                    self._encode_rows(batch, vocabularies, found)
+                    ahead = self._encode_rows(batch, vocabularies, found, ahead)
                     batch = []
             elif item[0] == RECORDS:
                 found.records = item[1]
@@ -319,7 +329,8 @@ class EncodeImageParts(EncodeAndWritePieces):
             else:
                 found.malformed.append(item)
         if batch:
-            self._encode_rows(batch, vocabularies, found)
+            ahead = self._encode_rows(batch, vocabularies, found, ahead)
+        self._encode_started(ahead, vocabularies, found)
         if self._pool is not None:
             for outputs, rows in self._pool.drain():
                 self._rows_done.add(rows)
@@ -327,23 +338,56 @@ class EncodeImageParts(EncodeAndWritePieces):
         return found.commit(part, rows)
 
     def _encode_rows(self, batch: list[dict[str, Any]], vocabularies: Mapping[str, list[str]],
-                     found: part_commits.PartWork) -> None:
-        prepared = []
+                     found: part_commits.PartWork, ahead: Optional[_Started] = None) -> Optional[_Started]:
+        """Prepare a batch of the part's rows and encode them. With validate="decode" in this process the
+        batch is only started (images read, decoding on every core) and the batch started before it,
+        `ahead`, is encoded meanwhile: returned is the batch still to encode (`_encode_started`).
+        Discards and written rows keep the part's row order either way."""
+        prepared, discards = [], []
         for row in batch:
             try:
                 prepared.append((prepare_row(row, self.schema, self.config.split_ratios), row))
             except RowError as exc:
-                found.discards.write(row, str(exc))
-        self._rows_done.add(len(batch) - len(prepared))  # discarded rows are done
-        if not prepared:
+                discards.append((row, str(exc)))
+        if self.config.encode_processes > 1:
+            self._encode_started(_Started(len(batch), discards, prepared, None), vocabularies, found)
+            return None
+        if self._decoder is None or not prepared:
+            self._encode_started(ahead, vocabularies, found)
+            self._encode_started(_Started(len(batch), discards, prepared, None), vocabularies, found)
+            return None
+        started = _Started(len(batch), discards, prepared, self.start_batch(prepared, vocabularies))
+        self._encode_started(ahead, vocabularies, found)
+        return started
+
+    def _encode_started(self, started: Optional[_Started], vocabularies: Mapping[str, list[str]],
+                        found: part_commits.PartWork) -> None:
+        """Write a prepared batch's discards, then encode and write its rows (in the forked encoding
+        processes when the job has them)."""
+        if started is None:
+            return
+        for row, reason in started.discards:
+            found.discards.write(row, reason)
+        self._rows_done.add(started.rows - len(started.prepared))  # discarded rows are done
+        if not started.prepared:
             return
         if self.config.encode_processes > 1:
-            for outputs, rows in self._pool_for(vocabularies).submit(("batch", prepared)):
+            for outputs, rows in self._pool_for(vocabularies).submit(("batch", started.prepared)):
                 self._rows_done.add(rows)
                 found.add(outputs)
             return
-        found.add(self.encode_batch(prepared, vocabularies))
+        found.add(self.encode_batch(started.prepared, vocabularies, started.images))
         found.add(self.close_pieces())
+
+
+class _Started(NamedTuple):
+    """A batch of a part's rows, prepared (`discards`: the rows prepare_row refused, with reasons) and,
+    with validate="decode", its images read and decoding (`images`: start_batch's)."""
+
+    rows: int
+    discards: list
+    prepared: list
+    images: Optional[tuple[Fetched, Optional[Pending]]]
 
 
 class ImageKindsFn(beam.CombineFn):
