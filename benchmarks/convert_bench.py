@@ -405,7 +405,9 @@ def report(images: int, input_bytes: int, results: dict, large: dict, rss: dict,
     targets = [(results, "convert", "careful", 1.6, f"convert (decode) ≥ 1.6× careful loop, {images} rows"),
                (large, "convert-header", "naive", 1.5, f"convert-header ≥ 1.5× naive loop, {4 * images} rows"),
                (large, "convert-header", "copy", 0.5, f"convert-header ≥ 0.5× copy floor, {4 * images} rows"),
-               (results, "convert", "decode-bound", 0.9, f"convert ≥ 0.9× decode-bound, {images} rows")]
+               (results, "convert", "decode-bound", 0.9, f"convert ≥ 0.9× decode-bound, {images} rows"),
+               (results, "convert no-TF", "decode-bound", 0.9,  # with --tensorflow both|absent (when present)
+                f"convert without TensorFlow imported ≥ 0.9× decode-bound, {images} rows")]
     for found, fast, slow, goal, label in targets:
         if fast in found and slow in found:
             wall, cpu = ratio(found, fast, slow)
