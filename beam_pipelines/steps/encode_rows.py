@@ -349,10 +349,7 @@ class EncodeImageParts(EncodeAndWritePieces):
                 prepared.append((prepare_row(row, self.schema, self.config.split_ratios), row))
             except RowError as exc:
                 discards.append((row, str(exc)))
-        if self.config.encode_processes > 1:
-            self._encode_started(_Started(len(batch), discards, prepared, None), vocabularies, found)
-            return None
-        if self._decoder is None or not prepared:
+        if self.config.encode_processes > 1 or self._decoder is None or not prepared:
             self._encode_started(ahead, vocabularies, found)
             self._encode_started(_Started(len(batch), discards, prepared, None), vocabularies, found)
             return None

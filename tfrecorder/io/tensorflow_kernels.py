@@ -103,7 +103,7 @@ class NativeKernels:
                 api.TF_DeleteStatus(status)
             # Per decode, only TFE_Execute (the decode itself) releases the GIL. The same library through
             # PyDLL keeps it for the other calls, microseconds of bookkeeping each: releasing and retaking
-            # it around each would have a decoding thread queue for the GIL ~20 times per image behind the
+            # it around each could have a decoding thread wait for the GIL ~20 times per image behind the
             # encoding thread, idle meanwhile.
             self._execute = api.TFE_Execute
             self._api = _declare(ctypes.PyDLL(library._name, mode=ctypes.RTLD_GLOBAL, handle=library._handle))
