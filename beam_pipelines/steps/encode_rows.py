@@ -4,7 +4,7 @@ from __future__ import annotations
 import errno
 import functools
 import hashlib
-from typing import Any, Iterable, Mapping, Optional, Union
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Union
 
 import apache_beam as beam
 
@@ -16,10 +16,10 @@ from beam_pipelines.steps.discard_files import DISCARD, cell
 from beam_pipelines.steps.part_commits import IMAGE_KINDS
 from beam_pipelines.steps.read_rows import read_part
 from beam_pipelines.steps.collect_statistics import WrittenRows
-from beam_pipelines.steps.fetch_images import Fetcher, reader_for
+from beam_pipelines.steps.fetch_images import Fetched, Fetcher, reader_for
 from beam_pipelines.steps.piece_files import PieceWriter
 from beam_pipelines.steps.progress_counters import RowsCounted, RowsDone
-from beam_pipelines.workers.decode_pool import DecodePool
+from beam_pipelines.workers.decode_pool import DecodePool, Pending
 from beam_pipelines.workers.fork_pool import ForkPool
 from tfrecorder.errors import RowError, StorageReadError
 from tfrecorder.format.feature_spec import image_feature_prefix
@@ -157,17 +157,26 @@ class EncodeAndWritePieces(beam.DoFn):
             return
         yield from self.encode_batch(batch, vocabularies)
 
-    def encode_batch(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
-        """Encode and write one batch: yields rolled-over pieces and (DISCARD) discarded rows."""
+    def start_batch(self, batch: list[tuple[str, dict[str, Any]]],
+                    vocabularies: Mapping[str, list[str]]) -> tuple[Fetched, Optional[Pending]]:
+        """Read a batch's images and, with validate="decode", start decoding them on every core: what
+        `encode_batch` then encodes. A caller may start the next batch before encoding this one, so that
+        the decoding threads never wait for this thread's work between batches (EncodeImageParts)."""
+        encoder = self._encoder_for(vocabularies)
+        fetched = self._fetcher.fetch([uri for _split, row in batch for uri in encoder.image_uris(row)])
+        return fetched, self._decoder.submit(fetched) if self._decoder else None
+
+    def encode_batch(self, batch: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]],
+                     started: Optional[tuple[Fetched, Optional[Pending]]] = None):
+        """Encode and write one batch (`started`: its `start_batch`, when the caller started it already):
+        yields rolled-over pieces and (DISCARD) discarded rows."""
         encoder = self._encoder_for(vocabularies)
         if self._written is None and self.config.statistics:
             self._written = WrittenRows(self.schema, near_duplicates=self._hashes_images(),
                                         near_by_part=self.pieces_per_batch)  # a part's batches: banded at commit
         written = self._written
-        uris = [uri for _split, row in batch for uri in encoder.image_uris(row)]
-        fetched = self._fetcher.fetch(uris)
+        fetched, pending = started or self.start_batch(batch, vocabularies)  # decoded on every core meanwhile
         read = reader_for(fetched)
-        pending = self._decoder.submit(fetched) if self._decoder else None  # decoded on every core meanwhile
         keyed = self._keys_prefix() is not None
         first_column = self.schema.image_columns[0] if self.schema.image_columns else None
         for split, row in batch:
@@ -330,46 +339,86 @@ class EncodeImageParts(EncodeAndWritePieces):
     def _encode_part(self, part, vocabularies: Mapping[str, list[str]]) -> dict:
         found = part_commits.PartWork(self.config)
         rows = 0
-        batch: list[dict[str, Any]] = []
+        unit: list[dict[str, Any]] = []
+        ahead: Optional[_Started] = None  # a batch whose images are decoding, encoded once the next one starts
         for item in read_part(self.config, part):
             if isinstance(item, dict):
-                batch.append(item)
+                unit.append(item)
                 rows += 1
-                if len(batch) == self.config.batch_size * PIECE_BATCHES:
-                    self._encode_rows(batch, vocabularies, found)
-                    batch = []
+                if len(unit) == self.config.batch_size * PIECE_BATCHES:
+                    ahead = self._encode_unit(unit, vocabularies, found, ahead)
+                    unit = []
             elif item[0] == RECORDS:
                 found.records = item[1]
             elif item[0] == REASONED:
                 found.reasoned.append(item[1])
             else:
                 found.malformed.append(item)
-        if batch:
-            self._encode_rows(batch, vocabularies, found)
+        if unit:
+            ahead = self._encode_unit(unit, vocabularies, found, ahead)
+        self._encode_started(ahead, vocabularies, found)
         if self._pool is not None:
             for outputs, rows in self._pool.drain():
                 self._rows_done.add(rows)
                 found.add(outputs)
         return found.commit(part, rows)
 
-    def _encode_rows(self, batch: list[dict[str, Any]], vocabularies: Mapping[str, list[str]],
-                     found: part_commits.PartWork) -> None:
-        prepared = []
-        for row in batch:
+    def _encode_unit(self, unit: list[dict[str, Any]], vocabularies: Mapping[str, list[str]],
+                     found: part_commits.PartWork, ahead: Optional[_Started] = None) -> Optional[_Started]:
+        """Prepare a unit of the part's rows, write the rows prepare_row refuses, encode the others and
+        close the unit's pieces. With validate="decode" in this process each batch of the unit is started
+        (images read, decoding on every core) before the batch started before it, `ahead` (across units
+        too), is encoded: returned is the unit's last batch, still to encode (`_encode_started`).
+        Discards, written rows and piece boundaries are the same either way."""
+        prepared, discards = [], []
+        for row in unit:
             try:
                 prepared.append((prepare_row(row, self.schema, self.config.split_ratios), row))
             except RowError as exc:
-                found.discards.write(row, str(exc))
-        self._rows_done.add(len(batch) - len(prepared))  # discarded rows are done
-        if not prepared:
+                discards.append((row, str(exc)))
+        if self.config.encode_processes > 1 or self._decoder is None or not prepared:
+            self._encode_started(ahead, vocabularies, found)
+            self._write_discards(discards, found)
+            if self.config.encode_processes > 1 and prepared:
+                for outputs, rows in self._pool_for(vocabularies).submit(("batch", prepared)):
+                    self._rows_done.add(rows)
+                    found.add(outputs)
+            elif prepared:
+                found.add(self.encode_batches(prepared, vocabularies))
+                found.add(self.close_pieces())
+            return None
+        size = self.config.batch_size
+        for start in range(0, len(prepared), size):
+            batch = prepared[start:start + size]
+            started = _Started(batch, self.start_batch(batch, vocabularies), start + size >= len(prepared))
+            self._encode_started(ahead, vocabularies, found)
+            if start == 0:
+                self._write_discards(discards, found)
+            ahead = started
+        return ahead
+
+    def _write_discards(self, discards: list, found: part_commits.PartWork) -> None:
+        for row, reason in discards:
+            found.discards.write(row, reason)
+        self._rows_done.add(len(discards))  # discarded rows are done
+
+    def _encode_started(self, started: Optional[_Started], vocabularies: Mapping[str, list[str]],
+                        found: part_commits.PartWork) -> None:
+        """Encode and write a started batch, then close its unit's pieces if it is the unit's last."""
+        if started is None:
             return
-        if self.config.encode_processes > 1:
-            for outputs, rows in self._pool_for(vocabularies).submit(("batch", prepared)):
-                self._rows_done.add(rows)
-                found.add(outputs)
-            return
-        found.add(self.encode_batches(prepared, vocabularies))
-        found.add(self.close_pieces())
+        found.add(self.encode_batch(started.prepared, vocabularies, started.images))
+        if started.ends_unit:
+            found.add(self.close_pieces())
+
+
+class _Started(NamedTuple):
+    """A batch of a unit's prepared rows, its images read and decoding (`images`: start_batch's);
+    `ends_unit`: the unit's pieces close once it is encoded."""
+
+    prepared: list
+    images: tuple[Fetched, Optional[Pending]]
+    ends_unit: bool
 
 
 class ImageKindsFn(beam.CombineFn):

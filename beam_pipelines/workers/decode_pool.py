@@ -3,8 +3,9 @@
 TensorFlow's eager decode ops release the GIL, so a thread pool spreads validation decoding over the
 machine's cores; the DoFn thread keeps doing the per-row Python work (probing, encoding, writing) and
 waits for an image's verdict only when it reaches that row. One pool per DoFn instance, created on
-first use and reused for every batch. Memory stays bounded: only the current batch's images are in
-flight, and `Pending.wait()` at the end of a batch makes sure none outlives it.
+first use and reused for every batch. Memory stays bounded: at most two batches' images are in flight
+(a part's next batch is submitted before the current one is encoded: EncodeImageParts), and
+`Pending.wait()` at the end of a batch makes sure none outlives it.
 """
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ its default, as those Python calls leave them. The `*_pixels` calls also hand th
 numpy view valid during the call, to a function whose result they return (the perceptual hash is
 computed from them: no second decode, no copy of a large image).
 
-ctypes releases the GIL for every foreign call, so threads decode in parallel (beam_pipelines.workers.decode_pool).
+The decode (TFE_Execute) runs without the GIL, so threads decode in parallel
+(beam_pipelines.workers.decode_pool); the other C calls, each a few microseconds of bookkeeping, keep it.
 The context is CPU-only (CPU_ONLY_CONFIG): on a machine with GPUs, a default context would initialise
 every visible GPU in the converting process and reserve most of its memory, next to a training process
 that needs it. (PythonKernels, the fallback below, runs in the Python package's own context, which is
@@ -87,19 +88,25 @@ class NativeKernels:
         with info_level_unless_set(), stderr_without_start_up_lines():  # the libraries' start-up lines
             for name in names:
                 library = ctypes.CDLL(os.path.join(directory, name), mode=ctypes.RTLD_GLOBAL)
-            self._api = _declare(library)
-            status = self._api.TF_NewStatus()
+            api = _declare(library)  # a CDLL: each call releases the GIL
+            status = api.TF_NewStatus()
             try:
-                options = self._api.TFE_NewContextOptions()
+                options = api.TFE_NewContextOptions()
                 try:
-                    self._api.TFE_ContextOptionsSetConfig(options, CPU_ONLY_CONFIG, len(CPU_ONLY_CONFIG), status)
-                    _raise_unless_ok(self._api, status, RuntimeError)
-                    self._context = self._api.TFE_NewContext(options, status)
+                    api.TFE_ContextOptionsSetConfig(options, CPU_ONLY_CONFIG, len(CPU_ONLY_CONFIG), status)
+                    _raise_unless_ok(api, status, RuntimeError)
+                    self._context = api.TFE_NewContext(options, status)  # ~ms: without the GIL
                 finally:
-                    self._api.TFE_DeleteContextOptions(options)
-                _raise_unless_ok(self._api, status, RuntimeError)
+                    api.TFE_DeleteContextOptions(options)
+                _raise_unless_ok(api, status, RuntimeError)
             finally:
-                self._api.TF_DeleteStatus(status)
+                api.TF_DeleteStatus(status)
+            # Per decode, only TFE_Execute (the decode itself) releases the GIL. The same library through
+            # PyDLL keeps it for the other calls, microseconds of bookkeeping each: releasing and retaking
+            # it around each could have a decoding thread wait for the GIL ~20 times per image behind the
+            # encoding thread, idle meanwhile.
+            self._execute = api.TFE_Execute
+            self._api = _declare(ctypes.PyDLL(library._name, mode=ctypes.RTLD_GLOBAL, handle=library._handle))
 
     def device_types(self) -> list[str]:
         """The type of each device of the decoding context ("CPU": never a GPU, see CPU_ONLY_CONFIG)."""
@@ -151,7 +158,7 @@ class NativeKernels:
             if expand_animations is not None:
                 api.TFE_OpSetAttrBool(op, b"expand_animations", int(expand_animations))
             outputs, count = (ctypes.c_void_p * 1)(), ctypes.c_int(1)
-            api.TFE_Execute(op, outputs, ctypes.byref(count), status)
+            self._execute(op, outputs, ctypes.byref(count), status)  # the one call without the GIL
             _raise_unless_ok(api, status, DecodeFailed)
             output = outputs[0]
             shape = tuple(api.TFE_TensorHandleDim(output, axis, status)

@@ -150,3 +150,45 @@ def test_unassigned_rows_take_the_split_of_their_image_bytes_and_drop_mode_keeps
         assert sorted((place[0], place[1]) for _s, place in by_row.values()) == sorted(set(
             (place[0], place[1]) for _s, place in by_row.values()))  # one record per place
         assert by_row["copy-3.jpg"][1][3] == (str(tmp_path / "copy-3.jpg"), "UNASSIGNED", "a")
+
+
+def test_a_part_decodes_its_next_batch_while_encoding_and_keeps_row_order_and_verdicts(tmp_path):
+    """validate="decode": each batch of a part is read and decoding before the batch before it is
+    encoded (_encode_unit returns the batch still to encode); discards of both kinds (prepare_row's,
+    TensorFlow's verdict) keep the part's row order, and every written image is one TensorFlow decodes."""
+    import os
+
+    from beam_pipelines.steps import part_commits
+    from beam_pipelines.steps.discard_files import _entries
+    from support import imagegen
+    from support.job_configs import job_config
+    from tfrecorder.core.schema import Schema
+
+    good = imagegen.odd_images()["rgb.jpg"][0]
+    imagegen.write_files(tmp_path, {"good.jpg": good, "bad.jpg": good[: len(good) // 2] + b"\0" * 64})
+    schema = Schema({"split": "SplitKey", "image_uri": "ImageUri", "label": "StringLabel"})
+    config = job_config(temp_dir=str(tmp_path), base_dir=str(tmp_path), schema=schema, validate="decode",
+                        columns=("split", "image_uri", "label"), statistics=False)
+    for directory in config.scratch_dirs:
+        os.makedirs(directory, exist_ok=True)
+    step = encode_rows.EncodeImageParts(config)
+    step.setup()
+    assert step._decoder is not None
+    kinds = ["good", "bad", "split", "good", "good", "bad", "missing", "good", "split"]
+    rows = [{"split": "NOPE" if kind == "split" else "TRAIN", "image_uri": f"{kind}.jpg", "label": f"r{i}"}
+            for i, kind in enumerate(kinds)]
+    found = part_commits.PartWork(config)
+    ahead = None
+    for start in range(0, len(rows), 2):
+        ahead = step._encode_unit(rows[start:start + 2], {"label": []}, found, ahead)
+        if start < 8:  # started: decoding meanwhile (the last batch has no row to decode: encoded at once)
+            assert ahead is not None and ahead.images is not None and ahead.images[1] is not None
+        else:
+            assert ahead is None
+    step._encode_started(ahead, {"label": []}, found)
+    step.teardown()
+    discarded = list(_entries(found.discards.close().path))
+    assert [cells[2] for _reason, _row, cells in discarded] == ["r1", "r2", "r5", "r6", "r8"]  # row order
+    assert [reason.split(":")[0] for reason, _row, _cells in discarded] == [
+        discarded[0][0].split(":")[0], "unknown split", discarded[0][0].split(":")[0], "missing file", "unknown split"]
+    assert sum(piece.records for piece in found.pieces) == 4  # the four good rows
