@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, NoReturn, Optional, Union
 
 from beam_pipelines.launches import dataflow_job, runners
 from beam_pipelines.launches.portable_launch import PortableLaunch, check_request as check_portable_request
+from tfrecorder.core.caller_heap import caller_objects_frozen
 from tfrecorder.core.deferred_interrupts import deferred_interrupts
 from tfrecorder.errors import StorageReadError, interruption, translate_pipeline_error
 from tfrecorder.format import job_directory
@@ -75,10 +76,10 @@ class LocalLaunch:
     def run(self, build: BuildGraph, config: JobConfig, options: Optional[Mapping[str, Any]], verbose: bool,
             rows_total: int, rows_estimated: bool = False, progress: Optional[bool] = False) -> None:
         """Run the job here; its bar (`progress`) is the caller's, over config.progress_dir (shows_progress)."""
-        if decodes_images(config):
-            tensorflow_kernels.load_in_background()  # while the graph is built; the decoding DoFn waits for it
-        with quiet_libraries(verbose):
+        with quiet_libraries(verbose), caller_objects_frozen():  # collections skip the caller's (TensorFlow's) objects
             pipeline = runners.local_pipeline(options)
+            if decodes_images(config):
+                tensorflow_kernels.load_in_background()  # while the graph is built; the decoding DoFn waits for it
             build(pipeline, config)
             if decodes_images(config):
                 tensorflow_kernels.kernels()  # loaded, or TensorFlowUnavailable before the pipeline starts

@@ -87,6 +87,7 @@ class NativeKernels:
     def __init__(self, directory: str, names: tuple[str, ...]) -> None:
         with info_level_unless_set(), stderr_without_start_up_lines():  # the libraries' start-up lines
             for name in names:
+                _open_without_gil(os.path.join(directory, name))
                 library = ctypes.CDLL(os.path.join(directory, name), mode=ctypes.RTLD_GLOBAL)
             api = _declare(library)  # a CDLL: each call releases the GIL
             status = api.TF_NewStatus()
@@ -260,8 +261,17 @@ def _load() -> Kernels:
     return PythonKernels()
 
 
+def _open_without_gil(path: str) -> None:
+    """dlopen `path` as a foreign call through the C library, which ctypes makes without the GIL (its CDLL
+    constructor keeps it: a thread loading TensorFlow's libraries, ~0.3 s, would stall every other
+    thread). The CDLL that follows finds the library loaded; a failure is left for it to report."""
+    dlopen = ctypes.CDLL(None).dlopen
+    dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+    dlopen(os.fsencode(path), os.RTLD_NOW | os.RTLD_GLOBAL)
+
+
 def load_in_background() -> None:
-    """Start loading the kernels on a thread (dlopen releases the GIL: ~0.3 s hidden behind the caller's
+    """Start loading the kernels on a thread (the libraries are opened without the GIL: ~0.3 s hidden behind the caller's
     own start-up, e.g. building a Beam graph). A failure here is left for `kernels()` to raise again."""
     def load() -> None:
         try:

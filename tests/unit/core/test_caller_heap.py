@@ -1,0 +1,52 @@
+import gc
+
+from tfrecorder.core.caller_heap import caller_objects_frozen
+
+
+class Node:
+    def __init__(self):
+        self.me = self  # a reference cycle: only the collector frees it
+
+
+def _collected(node) -> bool:
+    """Whether a collection of every generation would look at `node` (frozen objects are in none)."""
+    return any(found is node for generation in range(3) for found in gc.get_objects(generation))
+
+
+def test_the_callers_objects_are_frozen_within_and_given_back_after():
+    before = Node()
+    with caller_objects_frozen():
+        frozen = gc.get_freeze_count()
+        assert frozen > 0 and not _collected(before)
+        during = Node()
+        assert _collected(during)  # the job's own objects are still collected
+        gc.collect()
+        assert gc.get_freeze_count() == frozen
+    assert gc.get_freeze_count() == 0 and _collected(before)
+
+
+def test_a_caller_that_froze_objects_or_disabled_the_collector_is_left_alone():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with caller_objects_frozen():
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    gc.disable()
+    try:
+        with caller_objects_frozen():
+            assert gc.get_freeze_count() == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_callers_objects_are_given_back_when_the_block_raises():
+    try:
+        with caller_objects_frozen():
+            raise RuntimeError("a failed job")
+    except RuntimeError:
+        pass
+    assert gc.get_freeze_count() == 0
