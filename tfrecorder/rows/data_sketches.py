@@ -50,13 +50,15 @@ class NumericSketch:
         self.zeros += int(np.count_nonzero(array == 0))
         self.low = min(self.low, float(array.min()))
         self.high = max(self.high, float(array.max()))
-        self._push(0, array)
+        self._push(0, np.sort(array))
         return self
 
     def _push(self, level: int, values: np.ndarray) -> None:
+        """Add sorted `values` to `level`, compacting upwards while a level holds more than K. Every sort
+        here joins two sorted runs: numpy's stable sort (timsort) merges them in linear time."""
         while len(self.levels) <= level:
             self.levels.append(np.empty(0))
-        merged = np.sort(np.concatenate([self.levels[level], values]))
+        merged = np.sort(np.concatenate([self.levels[level], values]), kind="stable")
         while merged.size > K:
             keep = merged.size - (merged.size % 2)  # an odd value out stays on this level
             promoted = merged[self._flip:keep:2]
@@ -66,7 +68,7 @@ class NumericSketch:
             level += 1
             while len(self.levels) <= level:
                 self.levels.append(np.empty(0))
-            merged = np.sort(np.concatenate([self.levels[level], promoted]))
+            merged = np.sort(np.concatenate([self.levels[level], promoted]), kind="stable")
         self.levels[level] = merged
 
     def _combine(self, count: int, mean: float, m2: float) -> None:

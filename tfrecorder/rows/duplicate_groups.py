@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -138,11 +138,13 @@ def record_digests(records: Iterable) -> list[bytes]:
     return [blake2b(record, digest_size=16).digest() for record in records]
 
 
-def blocks_by_bucket(part: str, split: str, digests: list[bytes], rows: np.ndarray, places: Optional[np.ndarray] = None,
-                     pieces: tuple[str, ...] = (), source: str = "") -> dict[int, DigestBlock]:
+def blocks_by_bucket(part: str, split: str, digests: Union[bytes, Sequence[bytes]], rows: np.ndarray,
+                     places: Optional[np.ndarray] = None, pieces: tuple[str, ...] = (),
+                     source: str = "") -> dict[int, DigestBlock]:
     """One batch's image-free rows as a DigestBlock per bucket (buckets as `bucket_of` gives them), with
-    their places when given (duplicates="drop": see DigestBlock)."""
-    joined = b"".join(digests)
+    their places when given (duplicates="drop": see DigestBlock). `digests`: the rows' 16-byte digests,
+    as a list or already joined."""
+    joined = digests if isinstance(digests, bytes) else b"".join(digests)
     keys = np.frombuffer(joined, dtype=">u4").reshape(-1, 4)[:, 0].astype(np.int64) % BUCKETS
     order = np.argsort(keys, kind="stable")
     cells = np.frombuffer(joined, dtype="V16")
@@ -156,16 +158,23 @@ def blocks_by_bucket(part: str, split: str, digests: list[bytes], rows: np.ndarr
 
 
 def _duplicated_in_blocks(blocks: list[DigestBlock]) -> Iterator[Entry]:
-    """The entries of block rows whose digest occurs more than once among the blocks (found with numpy)."""
-    cells = np.frombuffer(b"".join(block.digests for block in blocks), dtype="V16")
-    if not cells.size:
+    """The entries of block rows whose digest's first 8 bytes occur more than once among the blocks (found
+    with numpy on those 8 bytes as integers: a sort, no comparison of 16-byte cells; `groups_in` then
+    groups them by their whole digest, so a row sharing only the prefix stays alone)."""
+    prefixes = np.frombuffer(b"".join(block.digests for block in blocks), dtype=np.uint64)[::2]
+    if prefixes.size < 2:
         return
-    _unique, inverse, counts = np.unique(cells, return_inverse=True, return_counts=True)
-    repeated = counts[inverse] > 1
+    ordered = np.sort(prefixes)
+    same = ordered[1:] == ordered[:-1]
+    if not same.any():  # the common case: no duplicate in the bucket
+        return
+    repeated = np.isin(prefixes, ordered[1:][same])
     start = 0
     for block in blocks:
         size = len(block.rows)
-        yield from block.entries(np.flatnonzero(repeated[start:start + size]).tolist())
+        chosen = repeated[start:start + size]
+        if chosen.any():
+            yield from block.entries(np.flatnonzero(chosen).tolist())
         start += size
 
 
