@@ -32,7 +32,7 @@ import numpy as np
 
 from tfrecorder.core.splits import TEST, TRAIN, VALIDATION
 
-BUCKETS = 1024
+BUCKETS = 1024  # at most 65,536: blocks_by_bucket sorts bucket numbers as 16-bit integers
 EXACT = "exact"
 CSV_COLUMNS = ("group", "kind", "split", "row", "kept", "leak")
 
@@ -159,8 +159,8 @@ def blocks_by_bucket(part: str, split: str, digests: Union[bytes, Sequence[bytes
     their places when given (duplicates="drop": see DigestBlock). `digests`: the rows' 16-byte digests,
     as a list or already joined."""
     joined = digests if isinstance(digests, bytes) else b"".join(digests)
-    keys = np.frombuffer(joined, dtype=">u4").reshape(-1, 4)[:, 0].astype(np.int64) % BUCKETS
-    order = np.argsort(keys, kind="stable")
+    keys = (np.frombuffer(joined, dtype=">u4").reshape(-1, 4)[:, 0] % BUCKETS).astype(np.uint16)
+    order = np.argsort(keys, kind="stable")  # 16-bit keys: numpy's stable sort is a radix sort
     cells = np.frombuffer(joined, dtype="V16")
     bounds = np.flatnonzero(np.diff(keys[order])) + 1
     out = {}
