@@ -31,6 +31,10 @@ STATISTICS_KEY = -1  # (STATISTICS_KEY, a bundle's DatasetStatistics)
 NEAR_OFFSET = BUCKETS  # (NEAR_OFFSET + LSH bucket, band keys); exact digests keep their bucket 0…BUCKETS-1
 NEAR_ENTRIES = -2  # (NEAR_ENTRIES, [(phash, digest, split, row id)]): a part's batch, bucketed with the part
 FLUSH_ENTRIES = 32_768  # digests (and band keys) held before they leave by bucket: ~3 MB, and ~1 element per 32 rows
+# image-free rows' digests held column-wise (16 bytes of digest and 8 of row number per row, 24 more with
+# places): ~12 MB (25 MB with duplicates="drop") before they leave — few flushes, so few grouping elements
+# (each flush sends up to BUCKETS of them) and large DigestBlocks (Beam's and pickle's cost is per element)
+FLUSH_BLOCK_ROWS = FLUSH_ENTRIES * 16
 
 
 class WrittenRows:
@@ -88,7 +92,7 @@ class WrittenRows:
         index into those names, record number in the piece, unknown labels)."""
         self.statistics.add_batch(split, batch)
         held = self._blocks.setdefault((part, split, "" if places is None else places[0]), ([], [], [], []))
-        held[0].extend(record_digests(records.to_pylist()))  # Arrow's list of bytes: cheaper than slicing views
+        held[0].append(b"".join(record_digests(records.to_pylist())))  # Arrow's list of bytes: cheaper than views
         held[1].append(np.asarray(rows, dtype=np.int64))
         if places is not None:
             _source, names, found = places
@@ -102,7 +106,7 @@ class WrittenRows:
         for split, rows in self._rows.items():
             self.statistics.add_rows(split, rows, self._images.get(split, {}))
         self._rows, self._images = {}, {}
-        if (len(self._entries) + self._held >= FLUSH_ENTRIES * (4 if self._held else 1)
+        if (len(self._entries) >= FLUSH_ENTRIES or self._held >= FLUSH_BLOCK_ROWS
                 or len(self._near) * 68 >= FLUSH_ENTRIES * 4):
             yield from self.flush()
 
@@ -112,7 +116,7 @@ class WrittenRows:
         found_by_bucket = bucketed(entries)
         for (part, split, source), (digests, rows, places, pieces) in self._blocks.items():
             located = np.concatenate(places) if places else None
-            for bucket, block in blocks_by_bucket(part, split, digests, np.concatenate(rows), located,
+            for bucket, block in blocks_by_bucket(part, split, b"".join(digests), np.concatenate(rows), located,
                                                   tuple(pieces), source).items():
                 found_by_bucket.setdefault(bucket, []).append(block)
         self._blocks, self._held = {}, 0

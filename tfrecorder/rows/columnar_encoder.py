@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -154,9 +155,26 @@ def prepare_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[
         _discard_rows(prepared, list(results), indices)
     pending = np.flatnonzero(unassigned & (prepared.codes != DISCARDED))
     if len(pending) and not content_splits:  # assigned by hashing the whole row, as the row path does (python values of the row)
-        for row, values in zip(pending.tolist(), batch.take(pa.array(pending)).to_pylist()):
-            prepared.codes[row] = _CODE[splits.assign_split(split_key(values, schema), split_ratios)]
+        keys = split_keys(batch.take(pa.array(pending)), schema)
+        prepared.codes[pending] = [_CODE[splits.assign_split(key, split_ratios)] for key in keys]
     return prepared
+
+
+def split_keys(batch: pa.RecordBatch, schema: Schema) -> list[str]:
+    """row_encoding.split_key of each row of an image-free batch, built column by column: the JSON text
+    json.dumps({column: str(value)}, sort_keys=True) writes, each column's values converted and escaped
+    in one pass (json's own escaping), then joined per row (a third of json.dumps per row's cost)."""
+    if schema.image_columns:
+        return [split_key(values, schema) for values in batch.to_pylist()]
+    escape = json.encoder.encode_basestring_ascii  # what json.dumps uses (ensure_ascii)
+    names, pieces = batch.schema.names, []
+    for index, column in enumerate(sorted(schema)):
+        values = batch.column(names.index(column)).to_pylist() if column in names else [None] * batch.num_rows
+        prefix = ("{" if index == 0 else ", ") + escape(column) + ": "
+        pieces.append([prefix + text for text in map(escape, map(str, values))])
+    if not pieces:
+        return ["{}"] * batch.num_rows
+    return [row + "}" for row in map("".join, zip(*pieces))]
 
 
 def _discard_rows(prepared: Prepared, reasons: list, indices: np.ndarray) -> None:

@@ -50,13 +50,15 @@ class NumericSketch:
         self.zeros += int(np.count_nonzero(array == 0))
         self.low = min(self.low, float(array.min()))
         self.high = max(self.high, float(array.max()))
-        self._push(0, array)
+        self._push(0, np.sort(array))
         return self
 
     def _push(self, level: int, values: np.ndarray) -> None:
+        """Add sorted `values` to `level`, compacting upwards while a level holds more than K. Every sort
+        here joins two sorted runs: numpy's stable sort (timsort) merges them in linear time."""
         while len(self.levels) <= level:
             self.levels.append(np.empty(0))
-        merged = np.sort(np.concatenate([self.levels[level], values]))
+        merged = np.sort(np.concatenate([self.levels[level], values]), kind="stable")
         while merged.size > K:
             keep = merged.size - (merged.size % 2)  # an odd value out stays on this level
             promoted = merged[self._flip:keep:2]
@@ -66,7 +68,7 @@ class NumericSketch:
             level += 1
             while len(self.levels) <= level:
                 self.levels.append(np.empty(0))
-            merged = np.sort(np.concatenate([self.levels[level], promoted]))
+            merged = np.sort(np.concatenate([self.levels[level], promoted]), kind="stable")
         self.levels[level] = merged
 
     def _combine(self, count: int, mean: float, m2: float) -> None:
@@ -156,7 +158,8 @@ REGISTER_BITS = 11
 def value_hashes(values: Iterable[Any], all_text: bool = False) -> np.ndarray:
     """Stable 64-bit hashes of values (as their text), the same in every process (unlike hash()):
     pandas' SipHash of each text, vectorised (bytes hash as their UTF-8 text does). `all_text`: `values`
-    is a NumPy object array of str already (an Arrow string column's), hashed without a python pass."""
+    is a NumPy object array of str, or of their UTF-8 bytes, already (an Arrow string column's), hashed
+    without a python pass."""
     import pandas as pd
 
     if all_text and isinstance(values, np.ndarray) and values.dtype == object:
@@ -221,15 +224,20 @@ class TopValues:
         self.exact = True  # no counter was ever decremented: every count is exact
 
     def add_many(self, values: Sequence[Any], counts: np.ndarray) -> "TopValues":
-        """Add distinct `values` with their `counts` (a batch's value counts), reduced first to this summary's
-        capacity as Misra-Gries reduces (the (capacity+1)-th count subtracted from all): only `capacity`
-        values ever become python keys, however many distinct values the batch holds."""
+        """Add distinct `values` (a sequence, or an Arrow array of text) with their `counts` (a batch's
+        value counts), reduced first to this summary's capacity as Misra-Gries reduces (the
+        (capacity+1)-th count subtracted from all): only `capacity` values ever become python keys,
+        however many distinct values the batch holds."""
         counts = np.asarray(counts, dtype=np.int64)
+        arrow = hasattr(values, "to_pylist") and not isinstance(values, np.ndarray)  # an Arrow array of text
         if counts.size > self.capacity:
             cut = int(np.partition(counts, counts.size - self.capacity - 1)[counts.size - self.capacity - 1])
             keep = np.flatnonzero(counts > cut)
-            values, counts = [values[i] for i in keep.tolist()], counts[keep] - cut
+            values = values.take(keep) if arrow else [values[i] for i in keep.tolist()]
+            counts = counts[keep] - cut
             self.exact = self.exact and cut == 0
+        if arrow:
+            values = values.to_pylist()
         return self.add_counts(dict(zip((str(v) for v in values), counts.tolist())))
 
     def add_counts(self, counts: Mapping[Any, int]) -> "TopValues":

@@ -83,11 +83,16 @@ class FeatureStatistics:
             counts = pc.value_counts(values)
             distinct = counts.field("values")
             numbers = counts.field("counts").to_numpy()
-            texts = distinct.to_numpy(zero_copy_only=False)
-            if not (pa.types.is_string(distinct.type) or pa.types.is_large_string(distinct.type)):
-                texts = np.asarray([_text(v) for v in texts.tolist()], dtype=object)
-            self.top.add_many(texts, numbers)
-            if self.kind == STRING:  # texts: an object array of str either way
+            if pa.types.is_string(distinct.type) or pa.types.is_large_string(distinct.type):
+                # text stays in Arrow: only the top values become str; the hashes are of the UTF-8 bytes
+                # (value_hashes hashes a str as its UTF-8 bytes: the same hashes, without encoding each)
+                self.top.add_many(distinct, numbers)
+                texts = distinct.cast(pa.binary() if pa.types.is_string(distinct.type) else pa.large_binary())
+                texts = texts.to_numpy(zero_copy_only=False)
+            else:
+                texts = np.asarray([_text(v) for v in distinct.to_numpy(zero_copy_only=False).tolist()], dtype=object)
+                self.top.add_many(texts, numbers)
+            if self.kind == STRING:  # texts: an object array of str, or of their UTF-8 bytes
                 self.unique.add_hashes(value_hashes(texts, all_text=True))
                 self.text_lengths.add(_lengths(values))
 

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
 from tfrecorder.core.splits import TEST, TRAIN, VALIDATION
 
-BUCKETS = 1024
+BUCKETS = 1024  # at most 65,536: blocks_by_bucket sorts bucket numbers as 16-bit integers
 EXACT = "exact"
 CSV_COLUMNS = ("group", "kind", "split", "row", "kept", "leak")
 
@@ -133,6 +133,13 @@ class DigestBlock:
     pieces: tuple[str, ...] = ()  # the piece file names `places` index
     source: str = ""  # the source part's key (tfrecorder.format.resume_files.part_key): where cells are read back
 
+    def __reduce__(self) -> tuple:
+        """Pickled with its arrays as raw bytes: a numpy array's own pickling costs tens of microseconds,
+        and a part's blocks are pickled into its quality file and again by Beam."""
+        places = None if self.places is None else self.places.astype(np.int64, copy=False).tobytes()
+        return _block, (self.part, self.split, self.digests, self.rows.astype(np.int64, copy=False).tobytes(),
+                        places, self.pieces, self.source)
+
     def entries(self, chosen: Iterable[int]) -> Iterator[Entry]:
         for index in chosen:
             row = int(self.rows[index])
@@ -144,19 +151,28 @@ class DigestBlock:
                 yield (*entry, (self.pieces[piece], record, unknown, None, self.source, row))
 
 
+def _block(part: str, split: str, digests: bytes, rows: bytes, places: Optional[bytes], pieces: tuple[str, ...],
+           source: str) -> DigestBlock:
+    """A DigestBlock from its pickled form (DigestBlock.__reduce__)."""
+    located = None if places is None else np.frombuffer(places, dtype=np.int64).reshape(-1, 3)
+    return DigestBlock(part, split, digests, np.frombuffer(rows, dtype=np.int64), located, pieces, source)
+
+
 def record_digests(records: Iterable) -> list[bytes]:
     """The 128-bit digest of each serialized Example (bytes or memoryviews) of an image-free table."""
     blake2b = hashlib.blake2b
     return [blake2b(record, digest_size=16).digest() for record in records]
 
 
-def blocks_by_bucket(part: str, split: str, digests: list[bytes], rows: np.ndarray, places: Optional[np.ndarray] = None,
-                     pieces: tuple[str, ...] = (), source: str = "") -> dict[int, DigestBlock]:
+def blocks_by_bucket(part: str, split: str, digests: Union[bytes, Sequence[bytes]], rows: np.ndarray,
+                     places: Optional[np.ndarray] = None, pieces: tuple[str, ...] = (),
+                     source: str = "") -> dict[int, DigestBlock]:
     """One batch's image-free rows as a DigestBlock per bucket (buckets as `bucket_of` gives them), with
-    their places when given (duplicates="drop": see DigestBlock)."""
-    joined = b"".join(digests)
-    keys = np.frombuffer(joined, dtype=">u4").reshape(-1, 4)[:, 0].astype(np.int64) % BUCKETS
-    order = np.argsort(keys, kind="stable")
+    their places when given (duplicates="drop": see DigestBlock). `digests`: the rows' 16-byte digests,
+    as a list or already joined."""
+    joined = digests if isinstance(digests, bytes) else b"".join(digests)
+    keys = (np.frombuffer(joined, dtype=">u4").reshape(-1, 4)[:, 0] % BUCKETS).astype(np.uint16)
+    order = np.argsort(keys, kind="stable")  # 16-bit keys: numpy's stable sort is a radix sort
     cells = np.frombuffer(joined, dtype="V16")
     bounds = np.flatnonzero(np.diff(keys[order])) + 1
     out = {}
@@ -168,16 +184,23 @@ def blocks_by_bucket(part: str, split: str, digests: list[bytes], rows: np.ndarr
 
 
 def _duplicated_in_blocks(blocks: list[DigestBlock]) -> Iterator[Entry]:
-    """The entries of block rows whose digest occurs more than once among the blocks (found with numpy)."""
-    cells = np.frombuffer(b"".join(block.digests for block in blocks), dtype="V16")
-    if not cells.size:
+    """The entries of block rows whose digest's first 8 bytes occur more than once among the blocks (found
+    with numpy on those 8 bytes as integers: a sort, no comparison of 16-byte cells; `groups_in` then
+    groups them by their whole digest, so a row sharing only the prefix stays alone)."""
+    prefixes = np.frombuffer(b"".join(block.digests for block in blocks), dtype=np.uint64)[::2]
+    if prefixes.size < 2:
         return
-    _unique, inverse, counts = np.unique(cells, return_inverse=True, return_counts=True)
-    repeated = counts[inverse] > 1
+    ordered = np.sort(prefixes)
+    same = ordered[1:] == ordered[:-1]
+    if not same.any():  # the common case: no duplicate in the bucket
+        return
+    repeated = np.isin(prefixes, ordered[1:][same])
     start = 0
     for block in blocks:
         size = len(block.rows)
-        yield from block.entries(np.flatnonzero(repeated[start:start + size]).tolist())
+        chosen = repeated[start:start + size]
+        if chosen.any():
+            yield from block.entries(np.flatnonzero(chosen).tolist())
         start += size
 
 

@@ -123,6 +123,18 @@ def staged_batches(frame: pd.DataFrame, schema: Schema, batch_rows: int) -> list
 
 
 @SETTINGS
+@given(frames())
+def test_split_keys_are_built_column_wise_as_split_key_builds_them(found):
+    from tfrecorder.rows.row_encoding import split_key
+
+    frame, schema = found
+    for table in (frame, frame.drop(columns="split")):
+        table_schema = Schema({c: schema[c] for c in table.columns})
+        for batch in staged_batches(table, table_schema, 7):
+            assert columnar_encoder.split_keys(batch, table_schema) == [split_key(row, table_schema) for row in batch.to_pylist()]
+
+
+@SETTINGS
 @given(frames(), st.integers(1, 9))
 def test_staged_frames_encode_as_the_row_path_does(found, batch_rows):
     frame, schema = found

@@ -65,3 +65,21 @@ def test_extreme_values_summarise_without_errors():
     summary = wide.summary()
     assert sum(b["count"] for b in summary["histogram"]) == 3 and summary["min"] == -1.7e308
     json.dumps(summary, allow_nan=False)  # statistics.json stays valid JSON
+
+
+def test_top_values_take_arrow_text_and_hashes_of_utf8_bytes_match_text():
+    """Arrow text (only the kept values become str) counts as the same values given as python strings,
+    and a text's UTF-8 bytes hash as the text does (the statistics hash an Arrow column's bytes)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from tfrecorder.rows.data_sketches import TopValues, value_hashes
+
+    texts = [f"v{i}" for i in range(300)] + ["é", ""]
+    counts = np.arange(1, len(texts) + 1)
+    for capacity in (5, 1000):
+        from_arrow = TopValues(capacity).add_many(pa.array(texts), counts)
+        from_python = TopValues(capacity).add_many(np.asarray(texts, dtype=object), counts)
+        assert from_arrow.counts == from_python.counts and from_arrow.exact == from_python.exact
+    as_bytes = np.asarray([text.encode("utf-8") for text in texts], dtype=object)
+    assert (value_hashes(as_bytes, all_text=True) == value_hashes(np.asarray(texts, dtype=object), all_text=True)).all()

@@ -86,3 +86,26 @@ def test_image_free_blocks_with_places_drop_by_piece_record_and_source_row():
     [group] = groups_in([blocks[bucket_of(digests[0])]])
     assert group.kept == "t.csv bytes 0 row 7"
     assert list(group.dropped()) == [(("pb", 1, 2, None, "key1", 9), "duplicate of t.csv bytes 0 row 7")]
+
+
+def test_blocks_pickle_their_arrays_as_bytes_and_group_as_before():
+    """A DigestBlock crosses pickle (a part's quality file, Beam's shuffle) with its arrays as raw bytes;
+    the copy groups as the original, and digests sharing only their first 8 bytes stay apart."""
+    import pickle
+
+    import numpy as np
+
+    from tfrecorder.rows.duplicate_groups import DigestBlock, blocks_by_bucket, record_digests
+
+    digests = record_digests([b"r1", b"r2", b"r1"])
+    places = np.array([[0, 5, 0], [1, 0, 0], [1, 1, 2]], dtype=np.int64)
+    for located in (None, places):
+        blocks = blocks_by_bucket("p", "TEST", b"".join(digests), np.array([7, 8, 9]), located, ("pa", "pb"), "k")
+        block = blocks[bucket_of(digests[0])]
+        copy = pickle.loads(pickle.dumps(block, protocol=4))
+        assert copy.digests == block.digests and copy.rows.tolist() == block.rows.tolist()
+        assert (copy.places is None) == (located is None)
+        assert groups_in([copy]) == groups_in([block]) and len(groups_in([copy])) == 1
+    prefix = b"\x00" * 8
+    twins = DigestBlock("p", "TRAIN", prefix + b"a" * 8 + prefix + b"b" * 8, np.array([0, 1]))
+    assert groups_in([twins]) == []
