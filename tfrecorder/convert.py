@@ -19,6 +19,7 @@ import pandas as pd
 from tfrecorder.core.progress_bar import ProgressReporter, local_progress
 from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.core.schema import Schema, check_column_names
+from tfrecorder.rows.near_duplicates import bucket_shift
 from tfrecorder.rows.row_encoding import content_splits
 from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
 from tfrecorder.format import detection_keys, file_names
@@ -288,6 +289,7 @@ def convert(
                                    else {"image_size": list(options.image_size)} if options.image_size else {}),
                                 **job.resumed_entry()},
                 resumable=resumable, commit_buckets=max(1, -(-table.rows_estimate // DETECTION_BUCKET_ROWS)),
+                near_bucket_shift=bucket_shift(table.rows_estimate),  # LSH buckets as many as the size needs
                 base=_base,
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,

@@ -115,7 +115,7 @@ def written_image(dofn: EncodeAndWritePieces, split: str, resolved_uri: str, ima
     if dofn.config.statistics:
         if dofn._written is None:
             dofn._written = WrittenRows(STATISTICS_SCHEMA, near_duplicates=dofn._hashes_images(),
-                                        statistics=DetectionStatistics)
+                                        statistics=DetectionStatistics, near_shift=dofn.config.near_bucket_shift)
         phash = pending.perceptual_hash(resolved_uri) if pending is not None and dofn._hashes_images() else None
         dofn._written.add_row(split, image.row, [(IMAGE, resolved_uri, image.info, image.data)], example, phash,
                               digest=digest, place=image_place(dofn, split, image) if dofn._drops else None)

@@ -24,11 +24,13 @@ from tfrecorder.core.schema import Schema
 from tfrecorder.rows.dataset_statistics import DatasetStatistics
 from tfrecorder.io.perceptual_hash import perceptual_hash
 from tfrecorder.rows import near_duplicates
+from tfrecorder.rows.near_duplicates import BUCKET_SHIFT
 from tfrecorder.rows.duplicate_groups import BUCKETS, blocks_by_bucket, bucketed, content_digest, record_digests
 
 QUALITY = "quality"  # the encoders' tagged output of (key, value) for beam_pipelines.steps.find_duplicates
 STATISTICS_KEY = -1  # (STATISTICS_KEY, a bundle's DatasetStatistics)
 NEAR_OFFSET = BUCKETS  # (NEAR_OFFSET + LSH bucket, band keys); exact digests keep their bucket 0…BUCKETS-1
+assert near_duplicates.BUCKETS <= NEAR_OFFSET  # LSH buckets (fewer for a small job) stay below 2 × NEAR_OFFSET
 NEAR_ENTRIES = -2  # (NEAR_ENTRIES, [(phash, digest, split, row id)]): a part's batch, bucketed with the part
 FLUSH_ENTRIES = 32_768  # digests (and band keys) held before they leave by bucket: ~3 MB, and ~1 element per 32 rows
 # image-free rows' digests held column-wise (16 bytes of digest and 8 of row number per row, 24 more with
@@ -41,9 +43,11 @@ class WrittenRows:
     """Collects one encoder's written rows: statistics for the bundle, digests by bucket (`flush`)."""
 
     def __init__(self, schema: Schema, near_duplicates: bool = False, near_by_part: bool = False,
-                 statistics: Callable[[Schema], DatasetStatistics] = DatasetStatistics) -> None:
+                 statistics: Callable[[Schema], DatasetStatistics] = DatasetStatistics,
+                 near_shift: int = BUCKET_SHIFT) -> None:
         self.schema = schema
         self.near_duplicates = near_duplicates  # hash each row's first image perceptually (NEAR_KEYS)
+        self.near_shift = near_shift  # the job's LSH bucket shift (JobConfig.near_bucket_shift)
         # a resumable job's batches: hashes leave as they are (NEAR_ENTRIES), banded once for the whole part
         # (merged_by_key) rather than into ~1,000 small per-bucket blocks per batch
         self.near_by_part = near_by_part
@@ -127,7 +131,7 @@ class WrittenRows:
             if near:
                 yield beam.pvalue.TaggedOutput(QUALITY, (NEAR_ENTRIES, near))
             return
-        for bucket, found in near_duplicates.bucketed(near).items():
+        for bucket, found in near_duplicates.bucketed(near, self.near_shift).items():
             yield beam.pvalue.TaggedOutput(QUALITY, (NEAR_OFFSET + bucket, found))
 
     def take_statistics(self) -> Optional[beam.pvalue.TaggedOutput]:
@@ -145,14 +149,14 @@ class WrittenRows:
             yield statistics
 
 
-def merged_by_key(pairs: Sequence[tuple[int, Any]]) -> list[tuple[int, Any]]:
+def merged_by_key(pairs: Sequence[tuple[int, Any]], near_shift: int = BUCKET_SHIFT) -> list[tuple[int, Any]]:
     """Digest and band-key pairs of several flushes (a part's batches) with one pair per key: a bucket's
     digest lists concatenated, its NearBlocks joined, the hashes of NEAR_ENTRIES banded — the grouping
     step then gets one element per bucket per part instead of one per batch (Beam's cost is paid per
-    element). In key order."""
+    element; `near_shift`: the job's LSH bucket shift). In key order."""
     by_key: dict[int, list] = {}
     near = [entry for key, value in pairs if key == NEAR_ENTRIES for entry in value]
-    for bucket, block in near_duplicates.bucketed(near).items():
+    for bucket, block in near_duplicates.bucketed(near, near_shift).items():
         by_key.setdefault(NEAR_OFFSET + bucket, []).append(block)
     for key, value in pairs:
         if key != NEAR_ENTRIES:

@@ -173,7 +173,8 @@ class EncodeAndWritePieces(beam.DoFn):
         encoder = self._encoder_for(vocabularies)
         if self._written is None and self.config.statistics:
             self._written = WrittenRows(self.schema, near_duplicates=self._hashes_images(),
-                                        near_by_part=self.pieces_per_batch)  # a part's batches: banded at commit
+                                        near_by_part=self.pieces_per_batch,  # a part's batches: banded at commit
+                                        near_shift=self.config.near_bucket_shift)
         written = self._written
         fetched, pending = started or self.start_batch(batch, vocabularies)  # decoded on every core meanwhile
         read = reader_for(fetched)

@@ -37,6 +37,7 @@ from beam_pipelines.steps.shard_planning import Piece
 from tfrecorder.format import resume_files
 from tfrecorder.io import storage
 from tfrecorder.rows.dataset_statistics import merge_all
+from tfrecorder.rows.near_duplicates import BUCKET_SHIFT
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.table_stats import TableStats
 
@@ -111,7 +112,7 @@ def commit(config: JobConfig, part: Any, rows: int, pieces: Iterable[Piece], dis
     if quality is not None:
         quality_file = storage.join(resume_files.parts_dir(config.temp_dir),
                                     f"{key}.{uuid.uuid4().hex[:12]}{QUALITY_SUFFIX}")
-        storage.write_bytes(quality_file, pickle.dumps(part_quality(quality, config.schema), protocol=4))
+        storage.write_bytes(quality_file, pickle.dumps(part_quality(quality, config.schema, config.near_bucket_shift), protocol=4))
     manifest = {
         "part": repr(part)[:300],
         "rows": rows,
@@ -134,14 +135,14 @@ def commit(config: JobConfig, part: Any, rows: int, pieces: Iterable[Piece], dis
 QUALITY_SUFFIX = ".quality.pkl"
 
 
-def part_quality(pairs: Iterable[tuple], schema: Any) -> list[tuple]:
+def part_quality(pairs: Iterable[tuple], schema: Any, near_shift: int = BUCKET_SHIFT) -> list[tuple]:
     """A part's QUALITY pairs as committed: its statistics (one per batch: batches are fixed by the part)
     merged into one in an order of their content (the digest of each one pickled), so that the forked
     encoding processes, however many and in whatever order they return batches, give the same sketch;
     digest and band-key pairs one per bucket (collect_statistics.merged_by_key; their groups are sorted
     where they are written)."""
     statistics = [value for key, value in pairs if key == STATISTICS_KEY]
-    kept = merged_by_key([(key, value) for key, value in pairs if key != STATISTICS_KEY])
+    kept = merged_by_key([(key, value) for key, value in pairs if key != STATISTICS_KEY], near_shift)
     if statistics:
         statistics.sort(key=lambda found: hashlib.sha256(pickle.dumps(found, protocol=4)).digest())
         kept.append((STATISTICS_KEY, merge_all(statistics, schema)))

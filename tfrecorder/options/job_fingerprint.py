@@ -24,6 +24,7 @@ from tfrecorder.rows.row_encoding import content_splits
 from tfrecorder.core.version import __version__
 from tfrecorder.io import storage
 from tfrecorder.io.perceptual_hash import METHOD as PERCEPTUAL_HASH
+from tfrecorder.rows.near_duplicates import bucket_shift
 
 FINGERPRINT_VERSION = 2  # 2: a resumable image job's pieces end every PIECE_BATCHES batches (were every batch)
 
@@ -136,8 +137,10 @@ def job_fingerprint(table: Any, schema: Schema, options: Any, runner: str, is_de
             # issue 29: committed parts hold their statistics and digests (and band keys when searched)
             "statistics": options.statistics,
             "near_duplicate_distance": options.near_duplicate_distance,
-            # committed parts hold perceptual hashes: a part hashed by another method is not comparable
-            **({"perceptual_hash": PERCEPTUAL_HASH} if options.near_duplicate_distance else {}),
+            # committed parts hold perceptual hashes: a part hashed by another method is not comparable,
+            # nor one whose band keys were bucketed with another shift (it follows the row estimate)
+            **({"perceptual_hash": PERCEPTUAL_HASH, "near_bucket_shift": bucket_shift(table.rows_estimate)}
+               if options.near_duplicate_distance else {}),
             # issue 29: UNASSIGNED rows of images take their split from their image bytes (committed
             # parts hold those splits); "drop" commits each row's place in its piece with its digest
             **({"content_splits": True} if content_splits(schema, is_detection) else {}),

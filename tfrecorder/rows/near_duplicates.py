@@ -5,10 +5,11 @@ filed under every band's value ("home") and under each value one bit away ("prob
 7 bits of each other share a band differing in at most one bit (pigeonhole over 4 bands), so one's
 probe or home meets the other's home: every pair within MAX_GUARANTEED bits is a candidate, and a
 candidate counts when its Hamming distance is within the job's threshold. The pipeline sends these
-keys to BUCKETS buckets by band and the top bits of the value (beam_pipelines.steps.find_duplicates
-groups them there), so a bucket holds about rows × 68 / BUCKETS keys (of about rows × 36 / BUCKETS
-images) and never all rows. Images with identical bytes are exact
-duplicates already: each digest takes part once, under its smallest row id.
+keys to buckets by band and the top bits of the value (beam_pipelines.steps.find_duplicates
+groups them there): as many as the job's size needs (`bucket_shift`, from its row estimate:
+16 buckets for a small job, up to BUCKETS from about half a million rows), so a bucket holds at most
+about BUCKET_KEYS keys and never all rows, and a small job does not pay for a thousand nearly empty
+buckets. Images with identical bytes are exact duplicates already: each digest takes part once, under its smallest row id.
 
 Confirmed pairs (each once, whichever buckets found it) are joined into groups by connected components
 (`groups_of_pairs`): the one step whose state is not bounded by buckets — it holds the images that
@@ -39,15 +40,38 @@ def _order(entry: Entry) -> tuple:
     return member_order(entry[2], entry[3], *entry[4:5])
 
 
-BUCKET_SHIFT = 8  # a band's BUCKETS / BANDS = 256 buckets, by the top 8 of its 16 bits
+BUCKET_SHIFT = 8  # the largest count: a band's BUCKETS / BANDS = 256 buckets, by the top 8 of its 16 bits
 assert BANDS << (BAND_BITS - BUCKET_SHIFT) == BUCKETS
+MAX_BUCKET_SHIFT = 14  # the smallest count: 16 buckets, 4 a band
+KEYS_PER_IMAGE = BANDS * (1 + BAND_BITS)  # 68: each band's home and its 16 probes
+BUCKET_KEYS = 65_536  # band keys a bucket is sized to hold at most (about 1 MB of them)
 
 
-def bucket_of_key(key):
-    """A band key's bucket: its band and the top bits of its value (`key >> BUCKET_SHIFT`). A probe that
-    flips one of the low bits stays in its home's bucket, so an image's 68 keys fill 36 buckets, not up
-    to 68: its entry travels about half as many times (the pairs found are the same, keys being equal)."""
-    return key >> BUCKET_SHIFT
+def bucket_shift(rows_estimate: int) -> int:
+    """The job's bucket shift (`bucket_of_key`): the largest from BUCKET_SHIFT to MAX_BUCKET_SHIFT whose
+    `bucket_count` keeps rows × KEYS_PER_IMAGE / buckets within BUCKET_KEYS — 16 buckets up to ~15,000
+    rows, 1,024 (as many as ever) from ~500,000 rows, so a bucket's keys stay bounded whatever the size, and a
+    small job is not spread over a thousand nearly empty buckets (each costs a grouping element per
+    flush and a step call)."""
+    keys = max(0, int(rows_estimate)) * KEYS_PER_IMAGE
+    for shift in range(MAX_BUCKET_SHIFT, BUCKET_SHIFT, -1):
+        if keys <= bucket_count(shift) * BUCKET_KEYS:
+            return shift
+    return BUCKET_SHIFT
+
+
+def bucket_count(shift: int) -> int:
+    """How many buckets band keys go to with `shift`: BANDS << (BAND_BITS - shift), at most BUCKETS."""
+    return BANDS << (BAND_BITS - shift)
+
+
+def bucket_of_key(key, shift: int = BUCKET_SHIFT):
+    """A band key's bucket: its band and the top bits of its value (`key >> shift`, below
+    `bucket_count(shift)` ≤ BUCKETS). A probe that flips one of the low `shift` bits stays in its home's
+    bucket, so an image's 68 keys fill BANDS × (1 + BAND_BITS - shift) buckets (36 with shift 8, 12 with
+    14), not up to 68: its entry travels that many times. The pairs found are the same for any shift: a
+    pair is found where a home and an equal key meet, and equal keys are in the same bucket."""
+    return key >> shift
 
 
 def band_keys(phash: int) -> Iterator[tuple[int, bool]]:
@@ -86,9 +110,12 @@ _BASES = np.arange(BANDS, dtype=np.int64) << BAND_BITS
 _FLIPS = np.int64(1) << np.arange(BAND_BITS, dtype=np.int64)
 
 
-def bucketed(entries: Sequence[Entry]) -> dict[int, NearBlock]:
-    """Every entry's band keys (as `band_keys` gives them, computed with numpy) as one NearBlock per bucket:
-    one sort for all buckets (keys by bucket, then image), each block a slice of it."""
+def bucketed(entries: Sequence[Entry], shift: int = BUCKET_SHIFT) -> dict[int, NearBlock]:
+    """Every entry's band keys (as `band_keys` gives them, computed with numpy) as one NearBlock per bucket
+    (`bucket_of_key` with the job's `shift`): one sort for all buckets (keys by bucket, then image), each
+    block a slice of it."""
+    if not BUCKET_SHIFT <= shift <= BAND_BITS:
+        raise ValueError(f"bucket shift {shift} is not within {BUCKET_SHIFT}…{BAND_BITS}")
     if not entries:
         return {}
     hashes = np.fromiter((entry[0] for entry in entries), dtype=np.uint64, count=len(entries))
@@ -99,7 +126,7 @@ def bucketed(entries: Sequence[Entry]) -> dict[int, NearBlock]:
     homes[:, :, 0] = True
     owners = np.broadcast_to(np.arange(len(entries), dtype=np.int64)[:, None, None], keys.shape).ravel()
     keys, homes = keys.ravel(), homes.ravel()
-    buckets = bucket_of_key(keys)
+    buckets = bucket_of_key(keys, shift)
     order = np.lexsort((owners, buckets))  # by bucket, then image (stable: each image's keys in their order)
     keys, homes, owners, buckets = keys[order], homes[order], owners[order], buckets[order]
     starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])  # each bucket's first key
@@ -140,7 +167,7 @@ def candidate_keys(blocks: Iterable[NearBlock]) -> Iterator[tuple[int, bool, Ent
     The same pairs as iterating every block, found first: most probes meet no home, and the per-key
     Python work of `near_pairs` is spent on the few that do. A small bucket (a small job's: ~130 keys
     of 2,000 images) is sifted with sets and dicts, which cost a few microseconds where numpy's calls
-    cost ~0.1 ms a bucket (1,024 buckets a part); a large one in numpy."""
+    cost ~0.1 ms a bucket; a large one in numpy."""
     blocks = list(blocks)
     if not blocks:
         return

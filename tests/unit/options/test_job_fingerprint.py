@@ -104,3 +104,16 @@ def test_a_near_duplicate_job_names_its_perceptual_hash_method(tmp_path):
     assert searching["options"]["perceptual_hash"] and "perceptual_hash" not in fingerprint(source, tmp_path)["options"]
     older = {**searching, "options": {**searching["options"], "perceptual_hash": "phash-dct8-of-32x32"}}
     assert mismatch(older, searching).startswith("option perceptual_hash differs")
+
+
+def test_a_near_duplicate_job_names_its_bucket_shift_and_other_jobs_do_not(tmp_path):
+    """Committed parts hold band keys already bucketed by the job's shift (from its row estimate): a job
+    bucketed with another shift does not resume; a job without near search has no shift to compare."""
+    from tfrecorder.rows.near_duplicates import MAX_BUCKET_SHIFT
+
+    source = write_csv(tmp_path / "t.csv")
+    searching = fingerprint(source, tmp_path, near_duplicate_distance=7)
+    assert searching["options"]["near_bucket_shift"] == MAX_BUCKET_SHIFT  # a small table: 16 buckets
+    assert "near_bucket_shift" not in fingerprint(source, tmp_path)["options"]
+    older = {**searching, "options": {**searching["options"], "near_bucket_shift": 8}}
+    assert mismatch(older, searching).startswith("option near_bucket_shift differs")

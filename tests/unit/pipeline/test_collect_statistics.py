@@ -73,6 +73,19 @@ def test_near_duplicate_band_keys_leave_with_an_offset():
     assert len(near) > 1 and STATISTICS_KEY in keys and len(keys) - len(near) == 2
 
 
+def test_near_band_keys_go_to_as_many_buckets_as_the_jobs_shift_makes():
+    """The job's shift (JobConfig.near_bucket_shift) sets the LSH buckets: with 16 of them an image's
+    entry goes to 12 (1 + 2 a band), each key NEAR_OFFSET + bucket_of_key(key, shift)."""
+    from tfrecorder.rows.near_duplicates import MAX_BUCKET_SHIFT, bucket_count, bucket_of_key
+
+    written = WrittenRows(SCHEMA, near_duplicates=True, near_shift=MAX_BUCKET_SHIFT)
+    written.add_row("TRAIN", {"image_uri": "a.jpg", "label": "x"},
+                    [("image_uri", "a.jpg", ImageInfo("jpeg", 240, 320, 3), b"")], b"", phash=0x0123456789ABCDEF)
+    near = [o.value for o in written.finish() if o.value[0] >= NEAR_OFFSET]
+    assert len(near) == 12 and all(key - NEAR_OFFSET < bucket_count(MAX_BUCKET_SHIFT) for key, _block in near)
+    assert all(bucket_of_key(band, MAX_BUCKET_SHIFT) == key - NEAR_OFFSET for key, block in near for band, _h, _e in block)
+
+
 def test_a_parts_batches_send_hashes_banded_once_for_the_part():
     """A resumable job's batches (near_by_part) send their hashes as they are; merged_by_key bands them
     for the whole part and joins every bucket's values: one pair per key, as one flush of all would give."""
@@ -90,6 +103,7 @@ def test_a_parts_batches_send_hashes_banded_once_for_the_part():
             pairs.extend(output.value for output in by_part.finish() if output.value[0] != STATISTICS_KEY)
     assert sum(key == NEAR_ENTRIES for key, _value in pairs) == 2
     merged = merged_by_key(pairs)
+    assert len(merged_by_key(pairs, 14)) < len(merged)  # the job's shift: fewer buckets, fewer pairs
     expected = sorted((output.value for output in whole.finish() if output.value[0] != STATISTICS_KEY),
                       key=lambda pair: pair[0])
     assert [key for key, _value in merged] == [key for key, _value in expected]

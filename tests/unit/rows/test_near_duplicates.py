@@ -124,3 +124,60 @@ def test_small_and_large_buckets_give_the_same_candidates(monkeypatch):
         monkeypatch.setattr(near_duplicates, "SMALL_BUCKET", small_bucket)
         found += len(small)
     assert found
+
+
+def test_the_bucket_count_follows_the_rows_and_is_capped():
+    """bucket_shift: 16 buckets for a small job, more as rows grow so that a bucket's band keys stay
+    within BUCKET_KEYS, and never more than BUCKETS (a large job's buckets are today's)."""
+    from tfrecorder.rows.near_duplicates import (BUCKET_KEYS, BUCKET_SHIFT, KEYS_PER_IMAGE, MAX_BUCKET_SHIFT,
+                                                 bucket_count, bucket_shift)
+
+    assert bucket_count(BUCKET_SHIFT) == BUCKETS and bucket_count(MAX_BUCKET_SHIFT) == 16
+    assert bucket_shift(0) == bucket_shift(2_000) == MAX_BUCKET_SHIFT
+    assert bucket_shift(10**6) == bucket_shift(10**9) == BUCKET_SHIFT
+    shifts = [bucket_shift(rows) for rows in range(0, 2_000_000, 7_919)]
+    assert shifts == sorted(shifts, reverse=True) and set(shifts) == set(range(BUCKET_SHIFT, MAX_BUCKET_SHIFT + 1))
+    for rows in (1, 15_000, 16_000, 100_000, 490_000, 500_000):
+        assert rows * KEYS_PER_IMAGE <= bucket_count(bucket_shift(rows)) * BUCKET_KEYS
+
+
+def test_every_bucket_shift_finds_the_same_pairs_and_groups():
+    """Whatever the job's shift, the buckets (fewer, each image's entry sent to fewer of them) confirm the
+    same pairs and form the same groups as today's 1,024 buckets: random hashes with planted near copies
+    (1 to 9 bits away, beyond the guarantee too), chains and byte-identical copies."""
+    from tfrecorder.rows.near_duplicates import (BUCKET_SHIFT, MAX_BUCKET_SHIFT, bucket_count, bucket_of_key,
+                                                 candidate_keys, groups_of_pairs, near_pairs)
+
+    rng = random.Random(29)
+    entries = []
+    for i in range(1_500):
+        base = rng.getrandbits(64) if i % 5 else rng.getrandbits(64) & 0xFFFF_0000_FFFF_0000  # crowded bands too
+        digest = b"d%d" % i
+        entries.append((base, digest, "TRAIN", f"{i}.jpg"))
+        if i % 6 == 0:
+            near = _flip(base, rng.sample(range(64), rng.randint(1, 9)))
+            entries.append((near, b"n%d" % i, "TEST", f"{i}-n.jpg"))
+            if i % 12 == 0:  # a chain: a copy of the copy
+                entries.append((_flip(near, rng.sample(range(64), 2)), b"c%d" % i, "TRAIN", f"{i}-c.jpg"))
+        if i % 50 == 0:
+            entries.append((base, digest, "VALIDATION", f"{i}-same.jpg"))
+    rng.shuffle(entries)
+
+    def found(shift, distance):
+        halves = bucketed(entries[:700], shift), bucketed(entries[700:], shift)
+        pairs = []
+        for bucket in set(halves[0]) | set(halves[1]):
+            assert 0 <= bucket < bucket_count(shift) <= BUCKETS
+            blocks = [half[bucket] for half in halves if bucket in half]
+            assert all(bucket_of_key(key, shift) == bucket for block in blocks for key, _home, _entry in block)
+            pairs.extend(near_pairs(candidate_keys(blocks), distance))
+        return {(left[1], right[1]): (left, right) for left, right in pairs}, groups_of_pairs(pairs)
+
+    for distance in (3, MAX_GUARANTEED, 9):
+        pairs, groups = found(BUCKET_SHIFT, distance)
+        assert len(groups) > 100
+        for shift in range(BUCKET_SHIFT + 1, MAX_BUCKET_SHIFT + 1):
+            assert found(shift, distance) == (pairs, groups), (shift, distance)
+    sent = {shift: sum(len(block.entries) for block in bucketed(entries[:100], shift).values())
+            for shift in (BUCKET_SHIFT, MAX_BUCKET_SHIFT)}
+    assert sent == {BUCKET_SHIFT: 100 * 36, MAX_BUCKET_SHIFT: 100 * 12}  # BANDS × (1 + 16 − shift) buckets each
