@@ -3,6 +3,7 @@ options, which publishes exactly what an uninterrupted run publishes (apart from
 from __future__ import annotations
 
 import json
+import pickle
 import random
 import shutil
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import tfrecorder
+from beam_pipelines.steps.collect_statistics import NEAR_OFFSET
 from tfrecorder.errors import JobBusyError
 from tfrecorder.format import resume_files
 from support.resume_runs import (convert_code, detection_csv, fingerprint_file, image_parquet, incomplete, job_contents, manifests,
@@ -194,6 +196,11 @@ def test_a_resumed_job_publishes_the_statistics_and_duplicates_of_an_uninterrupt
     (job,) = incomplete(output)
     done = resume_files.committed_parts(str(job))
     assert 3 <= len(done) < 12 and all((job / manifest["quality"]).is_file() for manifest in done)
+    # a small job's band keys go to 16 LSH buckets (near_duplicates.bucket_shift), committed so and fingerprinted
+    assert json.loads(fingerprint_file(job).read_text())["options"]["near_bucket_shift"] == 14
+    near_keys = {key for manifest in done for key, _value in pickle.loads((job / manifest["quality"]).read_bytes())
+                 if key >= NEAR_OFFSET}
+    assert near_keys and max(near_keys) < NEAR_OFFSET + 16
     result = tfrecorder.convert(str(source), str(output), progress=False, beam_options={"direct_num_workers": 1},
                                 **options)
     assert result["resumed"] is True and result["parts_carried_over"] == len(done)
