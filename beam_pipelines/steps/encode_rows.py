@@ -23,7 +23,7 @@ from beam_pipelines.workers.decode_pool import DecodePool, Pending
 from beam_pipelines.workers.fork_pool import ForkPool
 from tfrecorder.errors import RowError, StorageReadError
 from tfrecorder.format.feature_spec import image_feature_prefix
-from tfrecorder.format.image_keys import digest_key, image_key_slots, key_hash, uri_key
+from tfrecorder.format.image_keys import image_key_slots, key_hash, sha256_key, uri_key
 from tfrecorder.format.lineage import DUPLICATE_REASON
 from tfrecorder.io import storage
 from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES
@@ -100,6 +100,7 @@ class EncodeAndWritePieces(beam.DoFn):
     _written: Optional[WrittenRows] = None  # statistics and digests of written rows (issue 29; this class only)
     image_keys = True  # pieces get keys sidecars (issue 28); subclasses writing other records say False
     base_keys: Mapping[int, str] = {}  # an append's: base key hashes the new rows meet → base job (EncodeImageParts)
+    _hashed: Optional[tuple[bytes, bytes]] = None  # _base_duplicate's last image bytes and their SHA-256
 
     def __init__(self, config: JobConfig) -> None:
         self.config = config
@@ -194,15 +195,12 @@ class EncodeAndWritePieces(beam.DoFn):
             contents = [image[3] for image in images]
             splits_by_content = self.config.content_splits and images and unassigned(row, self.schema)
             # The first image's SHA-256, once: its keys sidecar entry and the row's content digest share it
-            sha = hashlib.sha256(contents[0]).digest() if images and (keyed or written is not None
-                                                                      or splits_by_content) else None
-            digest = None
+            sha = self._sha256(contents[0]) if images and (keyed or written is not None or splits_by_content) else None
+            digest = (content_digest_of_first(sha, contents)  # issue 29: byte-identical images, one digest
+                      if images and (splits_by_content or written is not None) else None)
             if splits_by_content:
-                digest = content_digest_of_first(sha, contents)  # issue 29: byte-identical
                 split = split_of_digest(digest, self.config.split_ratios)  # images land in one split
             if written is not None:
-                if digest is None and images:
-                    digest = content_digest_of_first(sha, contents)
                 hashed = pending.perceptual_hash(images[0][1]) if pending and images else None
                 written.add_row(split, row, images, data, hashed, digest=digest,
                                 place=self._place(split, row, unknown) if self._drops else None)
@@ -231,9 +229,17 @@ class EncodeAndWritePieces(beam.DoFn):
         keys = [key_hash(uri_key(str(value)))]
         data = fetched.get(resolve_uri(str(value), self.config.base_dir))
         if isinstance(data, bytes):
-            keys.append(key_hash(digest_key(data)))
+            self._hashed = (data, hashlib.sha256(data).digest())
+            keys.append(key_hash(sha256_key(self._hashed[1])))
         job = next((self.base_keys[key] for key in keys if key in self.base_keys), None)
         return None if job is None else f"{DUPLICATE_REASON}: {job}"
+
+    def _sha256(self, data: bytes) -> bytes:
+        """The SHA-256 of an image's bytes: the one `_base_duplicate` took of this very bytes object (the
+        row's first image, not resized), else computed here, so an append does not hash an image twice."""
+        if self._hashed is not None and self._hashed[0] is data:
+            return self._hashed[1]
+        return hashlib.sha256(data).digest()
 
     def _writer(self, split: str) -> PieceWriter:
         writer = self.writers.get(split)
