@@ -32,6 +32,7 @@ from tfrecorder.legacy import v2_compat
 from tfrecorder.options.conversion_options import DEFAULT_MAX_SHARD_BYTES, ConvertOptions, OutputLocation
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.options.job_fingerprint import job_fingerprint
+from tfrecorder.options.piece_units import unit_batches
 from tfrecorder.options.job_resumption import check_resume, choose_job_dir
 from tfrecorder.result import ConversionResult, DataflowConversionResult
 from tfrecorder.rows import dataset_records, detection_encoder
@@ -290,6 +291,7 @@ def convert(
                                 **job.resumed_entry()},
                 resumable=resumable, commit_buckets=max(1, -(-table.rows_estimate // DETECTION_BUCKET_ROWS)),
                 near_bucket_shift=bucket_shift(table.rows_estimate),  # LSH buckets as many as the size needs
+                unit_batches=unit_batches(table.rows_estimate, resolved_schema, options.validate),
                 base=_base,
             )
             config, beam_options = launch.plan(config, table.rows_estimate, images_remote,

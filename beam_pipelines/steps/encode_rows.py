@@ -76,7 +76,6 @@ _PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL}  # the value name
 _LOCAL_FILE_ERRNOS = {errno.EIO, errno.ENXIO, errno.ENODEV, errno.EOVERFLOW}
 
 
-PIECE_BATCHES = 4  # a resumable job's pieces end every this many batches of a part's rows (EncodeImageParts)
 
 
 class EncodeAndWritePieces(beam.DoFn):
@@ -324,11 +323,13 @@ class EncodeImageParts(EncodeAndWritePieces):
     checks), encoded and written — then committed with its discards (beam_pipelines.steps.part_commits),
     or emitted from the manifest an earlier attempt or run committed, without reading it.
 
-    Rows are taken in units of PIECE_BATCHES batches of `config.batch_size` rows of the part (images
-    are still read a batch at a time), and each unit's pieces are closed with it (also in the forked
-    encoding processes, which get a unit per task), so piece boundaries, hence shards, depend only on
-    the part, never on which bundle, process or run encoded it. A unit of several batches makes a
-    piece (and its sidecars, its statistics and its answer to the parent) per 256 rows rather than 64.
+    Rows are taken in units of `config.unit_batches` batches of `config.batch_size` rows of the part
+    (images are still read a batch at a time), and each unit's pieces are closed with it (also in the
+    forked encoding processes, which get a unit per task), so piece boundaries, hence shards, depend
+    only on the part and the job's unit size (tfrecorder.options.piece_units: from the job's size,
+    256 to 2,048 rows), never on which bundle, process or run encoded it. Large units make pieces a
+    shard can be on its own (linked, not copied at the end) and fewer piece files, sidecars,
+    statistics flushes and answers to the parent.
     """
 
     pieces_per_batch = True
@@ -352,7 +353,7 @@ class EncodeImageParts(EncodeAndWritePieces):
             if isinstance(item, dict):
                 unit.append(item)
                 rows += 1
-                if len(unit) == self.config.batch_size * PIECE_BATCHES:
+                if len(unit) == self.config.batch_size * self.config.unit_batches:
                     ahead = self._encode_unit(unit, vocabularies, found, ahead)
                     unit = []
             elif item[0] == RECORDS:

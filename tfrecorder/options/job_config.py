@@ -15,6 +15,8 @@ from tfrecorder.io.image_probe import DEFAULT_MAX_IMAGE_BYTES, DEFAULT_MAX_IMAGE
 from tfrecorder.core.schema import Schema
 from tfrecorder.sources.source_protocol import RowSource
 
+BATCH_ROWS = 64  # rows per batch an image job reads, encodes and hands to an encoding process
+
 
 @dataclasses.dataclass(frozen=True)
 class JobConfig:
@@ -32,7 +34,8 @@ class JobConfig:
     compression: Optional[str]
     image_size: Optional[tuple[int, int]]
     validate: str  # "decode" (TensorFlow decodes every image: the default) or "header" (cheap checks)
-    batch_size: int = 64  # rows per Beam element from the source on (amortises per-element overhead)
+    batch_size: int = BATCH_ROWS  # rows per Beam element from the source on (amortises per-element overhead)
+    unit_batches: int = 4  # resumable image jobs: a unit of this many batches closes its pieces (options.piece_units)
     fetch_concurrency: int = 1  # images of a batch read in parallel (raise for remote storage)
     max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS  # larger images are discarded before any decode
     max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES  # larger image files are discarded unread

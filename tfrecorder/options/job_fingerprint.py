@@ -24,9 +24,10 @@ from tfrecorder.rows.row_encoding import content_splits
 from tfrecorder.core.version import __version__
 from tfrecorder.io import storage
 from tfrecorder.io.perceptual_hash import METHOD as PERCEPTUAL_HASH
+from tfrecorder.options.piece_units import unit_batches
 from tfrecorder.rows.near_duplicates import bucket_shift
 
-FINGERPRINT_VERSION = 2  # 2: a resumable image job's pieces end every PIECE_BATCHES batches (were every batch)
+FINGERPRINT_VERSION = 3  # 2: a resumable image job's pieces end every 4 batches (were every batch); 3: units grow with the job
 
 
 def frame_hash(frame: pd.DataFrame) -> str:
@@ -134,6 +135,8 @@ def job_fingerprint(table: Any, schema: Schema, options: Any, runner: str, is_de
             "box_units": options.box_units,
             "annotation_format": options.annotation_format,
             "encoding": options.encoding,
+            # a unit's pieces close together: its size (from the job's size) decides the shards' pieces
+            "unit_batches": unit_batches(table.rows_estimate, schema, options.validate),
             # issue 29: committed parts hold their statistics and digests (and band keys when searched)
             "statistics": options.statistics,
             "near_duplicate_distance": options.near_duplicate_distance,

@@ -117,3 +117,10 @@ def test_a_near_duplicate_job_names_its_bucket_shift_and_other_jobs_do_not(tmp_p
     assert "near_bucket_shift" not in fingerprint(source, tmp_path)["options"]
     older = {**searching, "options": {**searching["options"], "near_bucket_shift": 8}}
     assert mismatch(older, searching).startswith("option near_bucket_shift differs")
+
+
+def test_the_unit_size_a_job_was_cut_in_is_part_of_its_fingerprint(tmp_path):
+    source = write_csv(tmp_path / "t.csv")
+    old = fingerprint(source, tmp_path)
+    old["options"]["unit_batches"] += 1  # a run that cut its pieces in other units: its parts are not reusable
+    assert "option unit_batches differs" in mismatch(old, fingerprint(source, tmp_path))

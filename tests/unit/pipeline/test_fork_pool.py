@@ -17,8 +17,8 @@ from beam_pipelines.workers.fork_pool import ChildFailed, ForkPool
 from support.readers import read_job
 from support.replay import REPLAY, snapshot
 from beam_pipelines.launches import runners
-from beam_pipelines.steps import encode_rows
 from tfrecorder.io import storage
+from tfrecorder.options import piece_units
 
 pytestmark = pytest.mark.skipif(not runners.can_fork(), reason="forked encoding processes are Linux-only")
 
@@ -109,7 +109,7 @@ def pooled(monkeypatch, tmp_path) -> Path:
     one "pid path" line per piece file opened (a file, so that the children's writes show)."""
     monkeypatch.setattr(runners, "POOL_START_SECONDS", 0.0)
     monkeypatch.setattr(runners, "usable_cores", lambda: 2)
-    monkeypatch.setattr(encode_rows, "PIECE_BATCHES", 1)  # 200 rows: units of 64 rows reach both children
+    monkeypatch.setattr(piece_units, "MIN_UNIT_BATCHES", 1)  # 200 rows: units of 64 rows reach both children
     log = tmp_path / "piece-writers.log"
     real_open_write = storage.open_write
 
