@@ -37,6 +37,7 @@ FLUSH_ENTRIES = 32_768  # digests (and band keys) held before they leave by buck
 # places): ~12 MB (25 MB with duplicates="drop") before they leave — few flushes, so few grouping elements
 # (each flush sends up to BUCKETS of them) and large DigestBlocks (Beam's and pickle's cost is per element)
 FLUSH_BLOCK_ROWS = FLUSH_ENTRIES * 16
+STATISTICS_ROWS = 1_024  # rows of images held (their cells and image facts: ~0.5 MB) before they enter the sketches
 
 
 class WrittenRows:
@@ -53,7 +54,8 @@ class WrittenRows:
         self.near_by_part = near_by_part
         self._statistics_of = statistics  # the accumulator's class (detection jobs: DetectionStatistics)
         self.statistics = statistics(schema)
-        self._rows: dict[str, list] = {}
+        self._rows: dict[str, list] = {}  # rows held for the statistics (added STATISTICS_ROWS at a time)
+        self._rows_held = 0  # rows in _rows
         self._images: dict[str, dict[str, list]] = {}
         self._entries: list[tuple] = []
         # image-free rows by (part label, split, part key: duplicates="drop"): (digests, row numbers, places, pieces)
@@ -72,6 +74,7 @@ class WrittenRows:
         carried with its digest so that a dropped duplicate can be taken out of its piece."""
         extra = () if place is None else (place,)
         self._rows.setdefault(split, []).append(row)
+        self._rows_held += 1
         facts = self._images.setdefault(split, {})
         for column, _uri, info, data in images:
             facts.setdefault(column, []).append((info.format, info.height, info.width, info.channels, len(data)))
@@ -105,11 +108,12 @@ class WrittenRows:
         self._held += len(records)
 
     def end_batch(self) -> Iterator[beam.pvalue.TaggedOutput]:
-        """Add the batch's rows to the statistics; once FLUSH_ENTRIES digests are held, yield them by bucket
-        (Beam's cost is paid per element: one per bucket per flush, not one per row)."""
-        for split, rows in self._rows.items():
-            self.statistics.add_rows(split, rows, self._images.get(split, {}))
-        self._rows, self._images = {}, {}
+        """Once STATISTICS_ROWS rows are held, add them to the statistics (a sketch's cost is mostly paid
+        per call: a few calls per thousand rows, not per 64-row batch); once FLUSH_ENTRIES digests are
+        held, yield them by bucket (Beam's cost is paid per element: one per bucket per flush, not one per
+        row)."""
+        if self._rows_held >= STATISTICS_ROWS:
+            self._add_held_rows()
         if (len(self._entries) >= FLUSH_ENTRIES or self._held >= FLUSH_BLOCK_ROWS
                 or len(self._near) * 68 >= FLUSH_ENTRIES * 4):
             yield from self.flush()
@@ -134,15 +138,23 @@ class WrittenRows:
         for bucket, found in near_duplicates.bucketed(near, self.near_shift).items():
             yield beam.pvalue.TaggedOutput(QUALITY, (NEAR_OFFSET + bucket, found))
 
+    def _add_held_rows(self) -> None:
+        """Add the rows held since the last call to the statistics."""
+        for split, rows in self._rows.items():
+            self.statistics.add_rows(split, rows, self._images.get(split, {}))
+        self._rows, self._images, self._rows_held = {}, {}, 0
+
     def take_statistics(self) -> Optional[beam.pvalue.TaggedOutput]:
         """The bundle's statistics ((STATISTICS_KEY, statistics) on QUALITY), and a fresh accumulator for
-        the next bundle (digests still held are dropped: call `flush` first when the bundle succeeded)."""
+        the next bundle (rows and digests still held are dropped: call `finish` when the bundle succeeded)."""
         found, self.statistics = self.statistics, self._statistics_of(self.schema)
         self._entries, self._near, self._blocks, self._held = [], [], {}, 0
+        self._rows, self._images, self._rows_held = {}, {}, 0
         return beam.pvalue.TaggedOutput(QUALITY, (STATISTICS_KEY, found)) if found.rows else None
 
     def finish(self) -> Iterator[beam.pvalue.TaggedOutput]:
         """The bundle's last outputs: the digests still held, then its statistics."""
+        self._add_held_rows()
         yield from self.flush()
         statistics = self.take_statistics()
         if statistics is not None:

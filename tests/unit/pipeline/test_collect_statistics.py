@@ -32,6 +32,7 @@ def test_digests_leave_by_bucket_once_enough_are_held(monkeypatch):
     from beam_pipelines.steps import collect_statistics
 
     monkeypatch.setattr(collect_statistics, "FLUSH_ENTRIES", 3)
+    monkeypatch.setattr(collect_statistics, "STATISTICS_ROWS", 3)
     written = WrittenRows(SCHEMA)
     info = ImageInfo("jpeg", 4, 5, 3)
     for i in range(3):
@@ -41,6 +42,24 @@ def test_digests_leave_by_bucket_once_enough_are_held(monkeypatch):
     written.add_row("TRAIN", {"image_uri": "x.jpg", "label": "x"}, [("image_uri", "x.jpg", info, b"x")], b"")
     assert written.take_statistics().value[1].rows == {"TRAIN": 3}  # a failed bundle: its held digests go too
     assert list(written.flush()) == []
+
+
+def test_rows_enter_the_statistics_a_thousand_at_a_time_and_all_by_the_bundles_end(monkeypatch):
+    from beam_pipelines.steps import collect_statistics
+
+    monkeypatch.setattr(collect_statistics, "STATISTICS_ROWS", 4)
+    written = WrittenRows(SCHEMA)
+    info = ImageInfo("jpeg", 4, 5, 3)
+    for i in range(6):
+        written.add_row("TRAIN" if i % 2 else "TEST", {"image_uri": f"{i}.jpg", "label": "x"},
+                        [("image_uri", f"{i}.jpg", info, bytes([i]))], b"")
+        list(written.end_batch())
+        assert sum(written.statistics.rows.values()) == (4 if i >= 3 else 0)
+    statistics = [o.value[1] for o in written.finish() if o.value[0] == STATISTICS_KEY][0]
+    assert statistics.rows == {"TRAIN": 3, "TEST": 3}
+    assert statistics.features["TRAIN"]["image_uri"].present == 3  # the held rows' image facts too
+    written.add_row("TRAIN", {"image_uri": "x.jpg", "label": "x"}, [("image_uri", "x.jpg", info, b"x")], b"")
+    assert written.take_statistics() is None  # a failed bundle's held rows are dropped with it
 
 
 def test_image_free_rows_hash_their_records():
