@@ -10,6 +10,10 @@ run its batch handler.
   so the same tasks give every child the same work (and the same output files) on every run.
 - Bounded: at most `in_flight` tasks are queued per child; `submit` waits for a child's oldest result
   before giving it another, so memory holds a few batches whatever the job's size.
+- No child waits on the parent: while the parent waits for one child's answer it reads every other
+  child's finished answers too (kept until their turn), so a child whose answer is larger than the
+  pipe buffer goes on with its next task instead of blocking until the parent asks for that answer.
+  Results are still returned in the same order (each child's in its order, children in turn).
 - Failures surface: a handler's exception is sent back and re-raised by the parent (failing the
   bundle, which the runner may retry); a child that dies is reported; the parent then closes the
   pool. Children are daemonic and stop when the pool closes or the parent exits.
@@ -25,10 +29,12 @@ the handler uses (callers use it for local files only).
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import gc
 import multiprocessing
+import multiprocessing.connection
 import os
 import pickle
 import signal
@@ -95,18 +101,30 @@ class _Child:
                                        daemon=True, name="tfrecorder-encode")
         self.process.start()  # before any queue's feeder thread starts: no task is put before every fork
         writer.close()
-        self.outstanding = 0
+        self.outstanding = 0  # tasks sent whose results were not returned yet
+        self._read: collections.deque[bytes] = collections.deque()  # answers read from the pipe, not returned
 
-    def receive(self) -> Any:
+    @property
+    def unread(self) -> int:
+        """Tasks sent whose answers are still to come through the pipe."""
+        return self.outstanding - len(self._read)
+
+    def read_answer(self) -> None:
+        """Read the next answer from the pipe (waiting for it) and keep it for `receive`."""
         try:
             while not self.answers.poll(_POLL_SECONDS):
                 if not self.process.is_alive():
                     raise self._failed()
-            answer = self.answers.recv_bytes()
+            self._read.append(self.answers.recv_bytes())
         except (EOFError, OSError):  # the pipe closed before (or in the middle of) an answer
             raise self._failed() from None
+
+    def receive(self) -> Any:
+        """The oldest outstanding task's result (its exception re-raised)."""
+        if not self._read:
+            self.read_answer()
         self.outstanding -= 1
-        ok, value = pickle.loads(answer)
+        ok, value = pickle.loads(self._read.popleft())
         if not ok:
             raise value
         return value
@@ -147,7 +165,7 @@ class ForkPool:
         collected = []
         with self._closing_on_error():
             while child.outstanding >= self.in_flight:
-                collected.append(child.receive())
+                collected.append(self._receive(child))
             child.tasks.put(task)
             child.outstanding += 1
         return collected
@@ -155,7 +173,7 @@ class ForkPool:
     def drain(self) -> list:
         """Every outstanding result, child by child, in the order each child handled its tasks."""
         with self._closing_on_error():
-            return [child.receive() for child in self._children for _ in range(child.outstanding)]
+            return [self._receive(child) for child in self._children for _ in range(child.outstanding)]
 
     def broadcast(self, task: Any) -> tuple[list, list]:
         """Collect every outstanding result, then run `task` on every child: (those results, one answer
@@ -165,9 +183,23 @@ class ForkPool:
             for child in self._children:
                 child.tasks.put(task)
                 child.outstanding += 1
-            answers = [child.receive() for child in self._children]
+            answers = [self._receive(child) for child in self._children]
         self._next = 0
         return drained, answers
+
+    def _receive(self, child: _Child) -> Any:
+        """`child`'s oldest outstanding result. Until its answer arrives, the answers every child sends
+        are read as they come (and kept for their turn): a child blocked writing an answer to a full
+        pipe would otherwise idle until the parent asked for it."""
+        while child.unread == child.outstanding:  # none of its answers read yet
+            sending = [other for other in self._children if other.unread]
+            ready = multiprocessing.connection.wait([other.answers for other in sending], _POLL_SECONDS)
+            for other in sending:
+                if other.answers in ready:
+                    other.read_answer()
+                elif not other.process.is_alive() and other is child:
+                    raise child._failed()
+        return child.receive()
 
     def close(self, wait: bool = True) -> None:
         """Stop the children (letting them finish their current task when `wait`) and release the queues."""

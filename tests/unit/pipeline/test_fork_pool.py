@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -65,6 +66,39 @@ def test_tasks_go_round_robin_and_each_child_keeps_its_order():
     finally:
         pool.close()
     assert multiprocessing.active_children() == []
+
+
+def _timed(task):
+    """("wait", path): block until `path` exists; ("big", _): a 1 MB answer, larger than a pipe's
+    buffer; ("started", path): whether `path` existed when the task started."""
+    kind, path = task
+    if kind == "wait":
+        while not os.path.exists(path):
+            time.sleep(0.01)
+        return kind
+    if kind == "big":
+        return b"x" * (1 << 20)
+    return os.path.exists(path)
+
+
+def test_a_child_with_a_large_answer_goes_on_while_the_parent_waits_for_another(tmp_path):
+    """Child 1's first answer fills its pipe; the parent, waiting on child 0 (drain goes child by child),
+    reads it meanwhile, so child 1 starts its next task before child 0 ends its first."""
+    released = tmp_path / "released"
+    pool = ForkPool(2, _timed, in_flight=2)
+    try:
+        pool.submit(("wait", str(released)))  # child 0: blocks until released
+        pool.submit(("big", ""))  # child 1
+        pool.submit(("wait", str(released)))  # child 0 again, once released
+        pool.submit(("started", str(released)))  # child 1: did it start before child 0 was released?
+        releaser = threading.Timer(1.0, released.touch)  # long after child 1 could have started its task
+        releaser.start()
+        results = pool.drain()
+        releaser.join()
+    finally:
+        pool.close()
+    assert results[:2] == ["wait", "wait"] and len(results[2]) == 1 << 20
+    assert results[3] is False  # child 1 ran its second task while child 0 was still blocked
 
 
 def test_at_most_in_flight_tasks_wait_per_child():
