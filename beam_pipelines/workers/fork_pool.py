@@ -195,10 +195,10 @@ class ForkPool:
             sending = [other for other in self._children if other.unread]
             ready = multiprocessing.connection.wait([other.answers for other in sending], _POLL_SECONDS)
             for other in sending:
-                if other.answers in ready:
+                if other.answers in ready:  # an answer, or the end of the pipe of a child that died
                     other.read_answer()
-                elif not other.process.is_alive() and other is child:
-                    raise child._failed()
+            if not ready and not child.process.is_alive():
+                raise child._failed()
         return child.receive()
 
     def close(self, wait: bool = True) -> None:
