@@ -19,8 +19,10 @@ URI listed twice) are both members and the same one is kept in every grouping th
 Image-free rows (DigestBlocks) carry their places column-wise: per row three int64s (index into the
 block's piece names, record number, unknown labels) and, per block, its source part's key. Their
 Place has no cells (None) but (part key, row number in the part): the drop step reads the dropped rows'
-cells back from their source part (beam_pipelines.steps.drop_duplicates), so nothing per row but 24
-bytes travels with the digests.
+cells back from their source part (beam_pipelines.steps.drop_duplicates), so nothing per row but those
+three integers travels with the digests. A block's row numbers and places are pickled packed
+(`packed_ints`: ~2 bytes per row number, ~6 per place), and a bucket's blocks as one DigestBlocks: the
+in-process runner holds the whole grouping input in that form, several times over, at its peak.
 """
 from __future__ import annotations
 
@@ -134,11 +136,13 @@ class DigestBlock:
     source: str = ""  # the source part's key (tfrecorder.format.resume_files.part_key): where cells are read back
 
     def __reduce__(self) -> tuple:
-        """Pickled with its arrays as raw bytes: a numpy array's own pickling costs tens of microseconds,
-        and a part's blocks are pickled into its quality file and again by Beam."""
-        places = None if self.places is None else self.places.astype(np.int64, copy=False).tobytes()
-        return _block, (self.part, self.split, self.digests, self.rows.astype(np.int64, copy=False).tobytes(),
-                        places, self.pieces, self.source)
+        """Pickled with its arrays as compact bytes (`packed_ints`): a numpy array's own pickling costs tens
+        of microseconds, and a part's blocks are pickled into its quality file and again by Beam, whose
+        in-process runner holds the grouping's input several times over in that form (~4 copies at its
+        peak): ascending row numbers go as 16-bit steps, places as the narrowest integers holding them."""
+        places = None if self.places is None else tuple(packed_ints(column) for column in np.asarray(self.places).T)
+        return _packed_block, (self.part, self.split, self.digests, packed_ints(self.rows), places, self.pieces,
+                               self.source)
 
     def entries(self, chosen: Iterable[int]) -> Iterator[Entry]:
         for index in chosen:
@@ -151,11 +155,72 @@ class DigestBlock:
                 yield (*entry, (self.pieces[piece], record, unknown, None, self.source, row))
 
 
+def _packed_block(part: str, split: str, digests: bytes, rows: bytes, places: Optional[tuple[bytes, ...]],
+                  pieces: tuple[str, ...], source: str) -> DigestBlock:
+    """A DigestBlock from its pickled form (DigestBlock.__reduce__)."""
+    located = None if places is None else np.column_stack([unpacked_ints(column) for column in places])
+    return DigestBlock(part, split, digests, unpacked_ints(rows), located, pieces, source)
+
+
 def _block(part: str, split: str, digests: bytes, rows: bytes, places: Optional[bytes], pieces: tuple[str, ...],
            source: str) -> DigestBlock:
-    """A DigestBlock from its pickled form (DigestBlock.__reduce__)."""
+    """A DigestBlock pickled by an earlier version (raw int64 arrays): a resumed job's quality files."""
     located = None if places is None else np.frombuffer(places, dtype=np.int64).reshape(-1, 3)
     return DigestBlock(part, split, digests, np.frombuffer(rows, dtype=np.int64), located, pieces, source)
+
+
+class DigestBlocks(list):
+    """One bucket's DigestBlocks (of one flush or one part) pickled as one object: pickle's memo then writes
+    what they share (their class, part label, source key) once, not once per block."""
+
+    def __reduce__(self) -> tuple:
+        return DigestBlocks, (list(self),)
+
+
+_WIDTHS = (np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4"))
+_RAW, _ABSOLUTE, _STEPS = 0, 1, 2  # packed_ints' forms (the first byte's high nibble; its low one: item size)
+
+
+def _narrowest(largest: int) -> Optional[np.dtype]:
+    return next((width for width in _WIDTHS if largest < 1 << (8 * width.itemsize)), None)
+
+
+def packed_ints(values: np.ndarray) -> bytes:
+    """Integers (int64) in few bytes, whichever of three forms is shortest: as int64 (raw), as the narrowest
+    unsigned integers holding them (absolute), or — ascending values, such as a block's row numbers — the
+    first as int64 and the steps between them as the narrowest unsigned integers holding those (steps).
+    One byte says which form and width; `unpacked_ints` reverses it."""
+    values = np.asarray(values, dtype=np.int64)
+    forms = [bytes([_RAW << 4 | 8]) + values.astype("<i8", copy=False).tobytes()]
+    if values.size and int(values.min()) >= 0:
+        width = _narrowest(int(values.max()))
+        if width is not None:
+            forms.append(bytes([_ABSOLUTE << 4 | width.itemsize]) + values.astype(width).tobytes())
+    if values.size > 1:
+        steps = np.diff(values)
+        width = _narrowest(int(steps.max())) if int(steps.min()) >= 0 else None
+        if width is not None:
+            forms.append(bytes([_STEPS << 4 | width.itemsize]) + int(values[0]).to_bytes(8, "little", signed=True)
+                         + steps.astype(width).tobytes())
+    return min(forms, key=len)
+
+
+def unpacked_ints(data: bytes) -> np.ndarray:
+    """The int64 array `packed_ints` packed."""
+    form, size = data[0] >> 4, data[0] & 15
+    if form == _RAW:
+        return np.frombuffer(data, dtype="<i8", offset=1).astype(np.int64)
+    width = np.dtype(f"<u{size}")
+    if form == _ABSOLUTE:
+        return np.frombuffer(data, dtype=width, offset=1).astype(np.int64)
+    if form != _STEPS:
+        raise ValueError(f"not a packed_ints form: {data[0]:#x}")
+    steps = np.frombuffer(data, dtype=width, offset=9)
+    out = np.empty(len(steps) + 1, dtype=np.int64)
+    out[0] = int.from_bytes(data[1:9], "little", signed=True)
+    np.cumsum(steps, dtype=np.int64, out=out[1:])
+    out[1:] += out[0]
+    return out
 
 
 def record_digests(records: Iterable) -> list[bytes]:
