@@ -181,3 +181,27 @@ def test_blocks_pickled_by_an_earlier_version_still_load():
     assert block.rows.tolist() == [4, 9] and block.places.tolist() == [[0, 1, 0], [0, 2, 1]]
     [group] = groups_in([block])
     assert group.members == (("TRAIN", "p row 4"), ("TRAIN", "p row 9"))
+
+
+def test_blocks_pack_their_rows_and_places_whatever_the_steps():
+    """A flush's blocks are packed at once (16-bit steps) when every bucket's rows ascend closely, and
+    block by block otherwise (gaps of 65,536 or more, rows out of order): each block's rows and places,
+    before and after pickle, are its rows' in the order given."""
+    import pickle
+
+    import numpy as np
+
+    from tfrecorder.rows.duplicate_groups import blocks_by_bucket, record_digests
+
+    rng = np.random.default_rng(3)
+    digests = record_digests([bytes([i % 256, i // 256]) for i in range(3_000)])
+    buckets = np.array([bucket_of(d) for d in digests])
+    close = np.arange(3_000, dtype=np.int64) * 3 + 10**12  # ascending, large values, small steps
+    for rows in (close, close * 70_000, rng.permutation(close)):
+        places = np.column_stack([rows % 5, rows % 100_000, -(rows % 2)]).astype(np.int64)  # a negative column
+        blocks = blocks_by_bucket("p", "TRAIN", digests, rows, places, ("a",) * 5, "k")
+        for bucket, block in blocks.items():
+            for copy in (block, pickle.loads(pickle.dumps(block, protocol=5))):
+                assert copy.rows.tolist() == rows[buckets == bucket].tolist()
+                assert copy.places.tolist() == places[buckets == bucket].tolist()
+                assert copy.size == int((buckets == bucket).sum())
