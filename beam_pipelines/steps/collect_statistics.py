@@ -25,7 +25,8 @@ from tfrecorder.rows.dataset_statistics import DatasetStatistics
 from tfrecorder.io.perceptual_hash import perceptual_hash
 from tfrecorder.rows import near_duplicates
 from tfrecorder.rows.near_duplicates import BUCKET_SHIFT
-from tfrecorder.rows.duplicate_groups import BUCKETS, blocks_by_bucket, bucketed, content_digest, record_digests
+from tfrecorder.rows.duplicate_groups import (BUCKETS, DigestBlocks, blocks_by_bucket, bucketed, content_digest,
+                                              record_digests)
 
 QUALITY = "quality"  # the encoders' tagged output of (key, value) for beam_pipelines.steps.find_duplicates
 STATISTICS_KEY = -1  # (STATISTICS_KEY, a bundle's DatasetStatistics)
@@ -126,7 +127,7 @@ class WrittenRows:
             located = np.concatenate(places) if places else None
             for bucket, block in blocks_by_bucket(part, split, b"".join(digests), np.concatenate(rows), located,
                                                   tuple(pieces), source).items():
-                found_by_bucket.setdefault(bucket, []).append(block)
+                found_by_bucket.setdefault(bucket, DigestBlocks()).append(block)  # pickled as one
         self._blocks, self._held = {}, 0
         for bucket, found in found_by_bucket.items():
             yield beam.pvalue.TaggedOutput(QUALITY, (bucket, found))
@@ -173,8 +174,14 @@ def merged_by_key(pairs: Sequence[tuple[int, Any]], near_shift: int = BUCKET_SHI
     for key, value in pairs:
         if key != NEAR_ENTRIES:
             by_key.setdefault(key, []).append(value)
-    return [(key, near_duplicates.joined(values) if key >= NEAR_OFFSET else [item for value in values for item in value])
+    return [(key, near_duplicates.joined(values) if key >= NEAR_OFFSET else _concatenated(values))
             for key, values in sorted(by_key.items())]
+
+
+def _concatenated(values: Sequence[list]) -> list:
+    """A bucket's lists of entries as one (DigestBlocks when they all are: pickled as one)."""
+    joined = [item for value in values for item in value]
+    return DigestBlocks(joined) if all(isinstance(value, DigestBlocks) for value in values) else joined
 
 
 def _index_of(names: list[str], name: str) -> int:

@@ -19,8 +19,10 @@ URI listed twice) are both members and the same one is kept in every grouping th
 Image-free rows (DigestBlocks) carry their places column-wise: per row three int64s (index into the
 block's piece names, record number, unknown labels) and, per block, its source part's key. Their
 Place has no cells (None) but (part key, row number in the part): the drop step reads the dropped rows'
-cells back from their source part (beam_pipelines.steps.drop_duplicates), so nothing per row but 24
-bytes travels with the digests.
+cells back from their source part (beam_pipelines.steps.drop_duplicates), so nothing per row but those
+three integers travels with the digests. A block's row numbers and places are pickled packed
+(`packed_ints`: ~2 bytes per row number, ~6 per place), and a bucket's blocks as one DigestBlocks: the
+in-process runner holds the whole grouping input in that form, several times over, at its peak.
 """
 from __future__ import annotations
 
@@ -119,43 +121,133 @@ class DuplicateGroup:
                 for i, (split, row) in enumerate(self.members)]
 
 
-@dataclasses.dataclass(frozen=True)
 class DigestBlock:
     """Image-free rows' entries column-wise (one batch's rows of one bucket): their 16-byte digests
     concatenated, their split, and their row numbers in the source part `part` — no python object per row;
-    row ids ("<part> row <i>") are made only for rows found in a group."""
+    row ids ("<part> row <i>") are made only for rows found in a group.
 
-    part: str
-    split: str
-    digests: bytes
-    rows: np.ndarray  # int64
-    places: Optional[np.ndarray] = None  # duplicates="drop": int64 (rows, 3): piece index, record, unknown labels
-    pieces: tuple[str, ...] = ()  # the piece file names `places` index
-    source: str = ""  # the source part's key (tfrecorder.format.resume_files.part_key): where cells are read back
+    `rows` (int64) and `places` (duplicates="drop": int64 (rows, 3) of piece index into `pieces`, record
+    number, unknown labels) are given as arrays or in their packed form (`packed_ints` bytes; places as
+    a tuple of three packed columns), and unpacked on first use: a block crosses pickle several times
+    (its part's quality file, Beam's shuffle, which the in-process runner decodes and encodes again) in
+    its packed form, and only a block with a duplicate needs its row numbers."""
+
+    __slots__ = ("part", "split", "digests", "pieces", "source", "_rows", "_places")
+
+    def __init__(self, part: str, split: str, digests: bytes, rows: Union[np.ndarray, bytes],
+                 places: Union[np.ndarray, tuple[bytes, ...], None] = None, pieces: tuple[str, ...] = (),
+                 source: str = "") -> None:
+        self.part, self.split, self.digests = part, split, digests
+        self.pieces = pieces  # the piece file names `places` index
+        self.source = source  # the source part's key (tfrecorder.format.resume_files.part_key): where cells are read back
+        self._rows, self._places = rows, places
+
+    @property
+    def size(self) -> int:
+        return len(self.digests) // 16
+
+    @property
+    def rows(self) -> np.ndarray:
+        if isinstance(self._rows, bytes):
+            self._rows = unpacked_ints(self._rows)
+        return self._rows
+
+    @property
+    def places(self) -> Optional[np.ndarray]:
+        if isinstance(self._places, tuple):
+            self._places = np.column_stack([unpacked_ints(column) for column in self._places]).reshape(-1, 3)
+        return self._places
+
+    def __repr__(self) -> str:
+        return f"DigestBlock({self.part!r}, {self.split!r}, {self.size} rows)"
 
     def __reduce__(self) -> tuple:
-        """Pickled with its arrays as raw bytes: a numpy array's own pickling costs tens of microseconds,
-        and a part's blocks are pickled into its quality file and again by Beam."""
-        places = None if self.places is None else self.places.astype(np.int64, copy=False).tobytes()
-        return _block, (self.part, self.split, self.digests, self.rows.astype(np.int64, copy=False).tobytes(),
-                        places, self.pieces, self.source)
+        """Pickled in its packed form: a numpy array's own pickling costs tens of microseconds a block, and
+        Beam's in-process runner holds the grouping's whole input several times over as pickled bytes at
+        its peak: ascending row numbers go as 16-bit steps, places as the narrowest integers holding them."""
+        rows = self._rows if isinstance(self._rows, bytes) else packed_ints(self._rows)
+        places = self._places
+        if places is not None and not isinstance(places, tuple):
+            places = tuple(packed_ints(column) for column in np.asarray(places).reshape(-1, 3).T)
+        return _packed_block, (self.part, self.split, self.digests, rows, places, self.pieces, self.source)
 
     def entries(self, chosen: Iterable[int]) -> Iterator[Entry]:
+        rows, places = self.rows, self.places
         for index in chosen:
-            row = int(self.rows[index])
+            row = int(rows[index])
             entry = (self.digests[16 * index:16 * index + 16], self.split, f"{self.part} row {row}")
-            if self.places is None:
+            if places is None:
                 yield entry
             else:
-                piece, record, unknown = (int(value) for value in self.places[index])
+                piece, record, unknown = (int(value) for value in places[index])
                 yield (*entry, (self.pieces[piece], record, unknown, None, self.source, row))
+
+
+def _packed_block(part: str, split: str, digests: bytes, rows: bytes, places: Optional[tuple[bytes, ...]],
+                  pieces: tuple[str, ...], source: str) -> DigestBlock:
+    """A DigestBlock from its pickled form (DigestBlock.__reduce__), unpacked when first used."""
+    return DigestBlock(part, split, digests, rows, places, pieces, source)
 
 
 def _block(part: str, split: str, digests: bytes, rows: bytes, places: Optional[bytes], pieces: tuple[str, ...],
            source: str) -> DigestBlock:
-    """A DigestBlock from its pickled form (DigestBlock.__reduce__)."""
+    """A DigestBlock pickled by an earlier version (raw int64 arrays): a resumed job's quality files."""
     located = None if places is None else np.frombuffer(places, dtype=np.int64).reshape(-1, 3)
     return DigestBlock(part, split, digests, np.frombuffer(rows, dtype=np.int64), located, pieces, source)
+
+
+class DigestBlocks(list):
+    """One bucket's DigestBlocks (of one flush or one part) pickled as one object: pickle's memo then writes
+    what they share (their class, part label, source key) once, not once per block."""
+
+    def __reduce__(self) -> tuple:
+        return DigestBlocks, (list(self),)
+
+
+_WIDTHS = (np.dtype("<u1"), np.dtype("<u2"), np.dtype("<u4"))
+_RAW, _ABSOLUTE, _STEPS = 0, 1, 2  # packed_ints' forms (the first byte's high nibble; its low one: item size)
+
+
+def _narrowest(largest: int) -> Optional[np.dtype]:
+    return next((width for width in _WIDTHS if largest < 1 << (8 * width.itemsize)), None)
+
+
+def packed_ints(values: np.ndarray) -> bytes:
+    """Integers (int64) in few bytes, whichever of three forms is shortest: as int64 (raw), as the narrowest
+    unsigned integers holding them (absolute), or — ascending values, such as a block's row numbers — the
+    first as int64 and the steps between them as the narrowest unsigned integers holding those (steps).
+    One byte says which form and width; `unpacked_ints` reverses it."""
+    values = np.asarray(values, dtype=np.int64)
+    forms = [bytes([_RAW << 4 | 8]) + values.astype("<i8", copy=False).tobytes()]
+    if values.size and int(values.min()) >= 0:
+        width = _narrowest(int(values.max()))
+        if width is not None:
+            forms.append(bytes([_ABSOLUTE << 4 | width.itemsize]) + values.astype(width).tobytes())
+    if values.size > 1:
+        steps = np.diff(values)
+        width = _narrowest(int(steps.max())) if int(steps.min()) >= 0 else None
+        if width is not None:
+            forms.append(bytes([_STEPS << 4 | width.itemsize]) + int(values[0]).to_bytes(8, "little", signed=True)
+                         + steps.astype(width).tobytes())
+    return min(forms, key=len)
+
+
+def unpacked_ints(data: bytes) -> np.ndarray:
+    """The int64 array `packed_ints` packed."""
+    form, size = data[0] >> 4, data[0] & 15
+    if form == _RAW:
+        return np.frombuffer(data, dtype="<i8", offset=1).astype(np.int64)
+    width = np.dtype(f"<u{size}")
+    if form == _ABSOLUTE:
+        return np.frombuffer(data, dtype=width, offset=1).astype(np.int64)
+    if form != _STEPS:
+        raise ValueError(f"not a packed_ints form: {data[0]:#x}")
+    steps = np.frombuffer(data, dtype=width, offset=9)
+    out = np.empty(len(steps) + 1, dtype=np.int64)
+    out[0] = int.from_bytes(data[1:9], "little", signed=True)
+    np.cumsum(steps, dtype=np.int64, out=out[1:])
+    out[1:] += out[0]
+    return out
 
 
 def record_digests(records: Iterable) -> list[bytes]:
@@ -173,14 +265,48 @@ def blocks_by_bucket(part: str, split: str, digests: Union[bytes, Sequence[bytes
     joined = digests if isinstance(digests, bytes) else b"".join(digests)
     keys = (np.frombuffer(joined, dtype=">u4").reshape(-1, 4)[:, 0] % BUCKETS).astype(np.uint16)
     order = np.argsort(keys, kind="stable")  # 16-bit keys: numpy's stable sort is a radix sort
-    cells = np.frombuffer(joined, dtype="V16")
+    cells = np.frombuffer(joined, dtype="V16")[order].tobytes()
     bounds = np.flatnonzero(np.diff(keys[order])) + 1
+    starts = [0, *bounds.tolist()]
+    ends = [*bounds.tolist(), len(order)]
+    packed_rows = _packed_runs(np.asarray(rows, dtype=np.int64)[order], starts, ends)
+    packed_places = None if places is None else _packed_columns(np.asarray(places, dtype=np.int64)[order], starts, ends)
     out = {}
-    for chosen in np.split(order, bounds):
-        if chosen.size:
-            out[int(keys[chosen[0]])] = DigestBlock(part, split, cells[chosen].tobytes(), rows[chosen],
-                                                    None if places is None else places[chosen], pieces, source)
+    for index, (start, end) in enumerate(zip(starts, ends)):
+        if end > start:
+            out[int(keys[order[start]])] = DigestBlock(part, split, cells[16 * start:16 * end], packed_rows[index],
+                                                       None if packed_places is None else packed_places[index],
+                                                       pieces, source)
     return out
+
+
+def _packed_runs(values: np.ndarray, starts: list[int], ends: list[int]) -> list[bytes]:
+    """`packed_ints` of each run values[start:end], all at once when every run ascends in steps below
+    65,536 (a bucket's rows of a part: ~1,000 apart), else run by run."""
+    steps = np.diff(values)
+    inside = np.ones(len(steps), dtype=bool)
+    inside[np.asarray(starts[1:], dtype=np.int64) - 1] = False  # a step from one run to the next
+    within = steps[inside]
+    if within.size and (int(within.min()) < 0 or int(within.max()) >= 1 << 16):
+        return [packed_ints(values[start:end]) for start, end in zip(starts, ends)]
+    narrow = steps.astype("<u2").tobytes()
+    head, firsts = bytes([_STEPS << 4 | 2]), values[starts].tolist() if len(values) else []
+    return [head + first.to_bytes(8, "little", signed=True) + narrow[2 * start:2 * (end - 1)]
+            for first, start, end in zip(firsts, starts, ends)]
+
+
+def _packed_columns(places: np.ndarray, starts: list[int], ends: list[int]) -> list[tuple[bytes, ...]]:
+    """Each run's places as three `packed_ints` columns, each column in one width for every run (the
+    narrowest holding the column; int64 when negative)."""
+    columns = []
+    for column in places.reshape(-1, 3).T:
+        width = _narrowest(int(column.max())) if column.size and int(column.min()) >= 0 else None
+        if width is None:
+            columns.append((bytes([_RAW << 4 | 8]), column.astype("<i8").tobytes(), 8))
+        else:
+            columns.append((bytes([_ABSOLUTE << 4 | width.itemsize]), column.astype(width).tobytes(), width.itemsize))
+    return [tuple(head + data[size * start:size * end] for head, data, size in columns)
+            for start, end in zip(starts, ends)]
 
 
 def _duplicated_in_blocks(blocks: list[DigestBlock]) -> Iterator[Entry]:
@@ -197,7 +323,7 @@ def _duplicated_in_blocks(blocks: list[DigestBlock]) -> Iterator[Entry]:
     repeated = np.isin(prefixes, ordered[1:][same])
     start = 0
     for block in blocks:
-        size = len(block.rows)
+        size = block.size
         chosen = repeated[start:start + size]
         if chosen.any():
             yield from block.entries(np.flatnonzero(chosen).tolist())

@@ -147,3 +147,24 @@ def test_image_free_rows_with_places_keep_their_pieces_across_batches():
     located = {int(row): (block.pieces[int(p)], int(r)) for block in blocks
                for row, (p, r, _u) in zip(block.rows, block.places)}
     assert located == {0: ("a", 0), 1: ("b", 0), 2: ("b", 1), 3: ("c", 0)}
+
+
+def test_a_buckets_blocks_leave_and_merge_as_one_pickled_object():
+    """Image-free rows' blocks leave a flush as DigestBlocks (pickled as one: their class and part label
+    once), and a part's flushes merged by bucket stay so."""
+    from beam_pipelines.steps.collect_statistics import merged_by_key
+    from tfrecorder.rows.duplicate_groups import DigestBlocks
+
+    written = WrittenRows(Schema({"n": types.IntegerInput}))
+    pairs = []
+    for flush in range(2):
+        records = pa.array([b"r%d" % i for i in range(50)], type=pa.large_binary())
+        written.add_records("TRAIN", pa.RecordBatch.from_pydict({"n": list(range(50))}), records, "p",
+                            np.arange(50) + 50 * flush)
+        pairs.extend(o.value for o in written.flush())
+    assert pairs and all(type(value) is DigestBlocks for _key, value in pairs)
+    merged = merged_by_key(pairs)
+    assert all(type(value) is DigestBlocks for _key, value in merged)
+    assert sum(block.size for _key, value in merged for block in value) == 100
+    groups = [g.members for _key, value in merged for g in groups_in(value)]  # r0..r49 written twice
+    assert len(groups) == 50 and (("TRAIN", "p row 0"), ("TRAIN", "p row 50")) in groups

@@ -109,3 +109,99 @@ def test_blocks_pickle_their_arrays_as_bytes_and_group_as_before():
     prefix = b"\x00" * 8
     twins = DigestBlock("p", "TRAIN", prefix + b"a" * 8 + prefix + b"b" * 8, np.array([0, 1]))
     assert groups_in([twins]) == []
+
+
+def test_packed_ints_take_the_shortest_form_and_come_back_as_int64():
+    """Row numbers and places are pickled packed: ascending values as narrow steps, small ones narrow,
+    anything else (negative, descending with large values) as int64; every form comes back exactly."""
+    import numpy as np
+
+    from tfrecorder.rows.duplicate_groups import packed_ints, unpacked_ints
+
+    ascending = np.arange(70_000, 70_000 + 1_300 * 1_000, 1_300, dtype=np.int64)  # a bucket's rows of a part
+    cases = [[], [5], [3, 1, 2], [2**40, 2**40 + 3], [-1, 5], [2**40, 0], [0, 65_535, 65_535 + 70_000],
+             [2**63 - 1, -(2**63)], ascending.tolist()]
+    for values in cases:
+        packed = packed_ints(np.array(values, dtype=np.int64))
+        back = unpacked_ints(packed)
+        assert back.dtype == np.int64 and back.tolist() == values, values
+    assert len(packed_ints(ascending)) == 1 + 8 + 2 * (len(ascending) - 1)  # 16-bit steps
+    assert len(packed_ints(np.array([3, 1, 2]))) == 1 + 3  # small: one byte each
+    assert len(packed_ints(np.array([2**40, 0]))) == 1 + 16  # neither: int64
+
+
+def test_a_buckets_blocks_pickle_as_one_in_about_20_bytes_a_row():
+    """What the grouping step's input holds per image-free row (the in-process runner keeps several
+    copies of it at once): the 16-byte digest and ~2 bytes of row number, the blocks of a bucket
+    sharing their part label; with places ~6 bytes more. The copy groups as the original."""
+    import pickle
+
+    import numpy as np
+
+    from tfrecorder.rows.duplicate_groups import DigestBlocks, blocks_by_bucket, record_digests
+
+    rng = np.random.default_rng(0)
+    rows_in_part = 90_000  # a part's bucket gets ~70 TRAIN rows, ~9 of each other split
+    blocks, plain = DigestBlocks(), []
+    for split, share in (("TRAIN", 0.8), ("VALIDATION", 0.1), ("TEST", 0.1)):
+        rows = np.sort(rng.choice(rows_in_part, int(rows_in_part * share), replace=False)).astype(np.int64)
+        digests = record_digests([f"{split}{row}".encode() for row in rows.tolist()])
+        digests[0] = digests[1]  # one duplicate pair per split
+        places = np.column_stack([rows % 3, rows // 3, rows % 2]).astype(np.int64)
+        for located, kept in ((None, blocks), (places, plain)):
+            found = blocks_by_bucket("CSV bytes from 123456789", split, digests, rows, located, ("a", "b", "c"), "key")
+            kept.append(found[bucket_of(digests[0])])
+    size = len(pickle.dumps(blocks, protocol=5))
+    rows = sum(len(block.rows) for block in blocks)
+    assert size < 21 * rows, size / rows  # 28 with int64 row numbers, each block pickled alone
+    assert size < sum(len(pickle.dumps(block, protocol=5)) for block in blocks)  # shared, not per block
+    copy = pickle.loads(pickle.dumps(blocks, protocol=5))
+    assert type(copy) is DigestBlocks and groups_in(copy) == groups_in(blocks) and len(groups_in(copy)) == 3
+    with_places = pickle.loads(pickle.dumps(DigestBlocks(plain), protocol=5))
+    assert all(a.places.tolist() == b.places.tolist() and a.rows.tolist() == b.rows.tolist()
+               for a, b in zip(with_places, plain))
+    assert len(pickle.dumps(DigestBlocks(plain), protocol=5)) < size + 7 * rows  # places: ~6 bytes a row
+
+
+def test_blocks_pickled_by_an_earlier_version_still_load():
+    """A resumed job's quality files may hold blocks pickled with raw int64 arrays (before packing)."""
+    import pickle
+
+    import numpy as np
+
+    from tfrecorder.rows import duplicate_groups
+
+    class Earlier:
+        def __reduce__(self):
+            places = np.array([[0, 1, 0], [0, 2, 1]], dtype=np.int64).tobytes()
+            return duplicate_groups._block, ("p", "TRAIN", b"d" * 32, np.array([4, 9], dtype=np.int64).tobytes(),
+                                             places, ("piece",), "k")
+
+    block = pickle.loads(pickle.dumps(Earlier(), protocol=4))
+    assert block.rows.tolist() == [4, 9] and block.places.tolist() == [[0, 1, 0], [0, 2, 1]]
+    [group] = groups_in([block])
+    assert group.members == (("TRAIN", "p row 4"), ("TRAIN", "p row 9"))
+
+
+def test_blocks_pack_their_rows_and_places_whatever_the_steps():
+    """A flush's blocks are packed at once (16-bit steps) when every bucket's rows ascend closely, and
+    block by block otherwise (gaps of 65,536 or more, rows out of order): each block's rows and places,
+    before and after pickle, are its rows' in the order given."""
+    import pickle
+
+    import numpy as np
+
+    from tfrecorder.rows.duplicate_groups import blocks_by_bucket, record_digests
+
+    rng = np.random.default_rng(3)
+    digests = record_digests([bytes([i % 256, i // 256]) for i in range(3_000)])
+    buckets = np.array([bucket_of(d) for d in digests])
+    close = np.arange(3_000, dtype=np.int64) * 3 + 10**12  # ascending, large values, small steps
+    for rows in (close, close * 70_000, rng.permutation(close)):
+        places = np.column_stack([rows % 5, rows % 100_000, -(rows % 2)]).astype(np.int64)  # a negative column
+        blocks = blocks_by_bucket("p", "TRAIN", digests, rows, places, ("a",) * 5, "k")
+        for bucket, block in blocks.items():
+            for copy in (block, pickle.loads(pickle.dumps(block, protocol=5))):
+                assert copy.rows.tolist() == rows[buckets == bucket].tolist()
+                assert copy.places.tolist() == places[buckets == bucket].tolist()
+                assert copy.size == int((buckets == bucket).sum())
