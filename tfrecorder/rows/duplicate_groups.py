@@ -189,13 +189,6 @@ def _packed_block(part: str, split: str, digests: bytes, rows: bytes, places: Op
     return DigestBlock(part, split, digests, rows, places, pieces, source)
 
 
-def _block(part: str, split: str, digests: bytes, rows: bytes, places: Optional[bytes], pieces: tuple[str, ...],
-           source: str) -> DigestBlock:
-    """A DigestBlock pickled by an earlier version (raw int64 arrays): a resumed job's quality files."""
-    located = None if places is None else np.frombuffer(places, dtype=np.int64).reshape(-1, 3)
-    return DigestBlock(part, split, digests, np.frombuffer(rows, dtype=np.int64), located, pieces, source)
-
-
 class DigestBlocks(list):
     """One bucket's DigestBlocks (of one flush or one part) pickled as one object: pickle's memo then writes
     what they share (their class, part label, source key) once, not once per block."""

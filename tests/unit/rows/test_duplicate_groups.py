@@ -163,26 +163,6 @@ def test_a_buckets_blocks_pickle_as_one_in_about_20_bytes_a_row():
     assert len(pickle.dumps(DigestBlocks(plain), protocol=5)) < size + 7 * rows  # places: ~6 bytes a row
 
 
-def test_blocks_pickled_by_an_earlier_version_still_load():
-    """A resumed job's quality files may hold blocks pickled with raw int64 arrays (before packing)."""
-    import pickle
-
-    import numpy as np
-
-    from tfrecorder.rows import duplicate_groups
-
-    class Earlier:
-        def __reduce__(self):
-            places = np.array([[0, 1, 0], [0, 2, 1]], dtype=np.int64).tobytes()
-            return duplicate_groups._block, ("p", "TRAIN", b"d" * 32, np.array([4, 9], dtype=np.int64).tobytes(),
-                                             places, ("piece",), "k")
-
-    block = pickle.loads(pickle.dumps(Earlier(), protocol=4))
-    assert block.rows.tolist() == [4, 9] and block.places.tolist() == [[0, 1, 0], [0, 2, 1]]
-    [group] = groups_in([block])
-    assert group.members == (("TRAIN", "p row 4"), ("TRAIN", "p row 9"))
-
-
 def test_blocks_pack_their_rows_and_places_whatever_the_steps():
     """A flush's blocks are packed at once (16-bit steps) when every bucket's rows ascend closely, and
     block by block otherwise (gaps of 65,536 or more, rows out of order): each block's rows and places,
