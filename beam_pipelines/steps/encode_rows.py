@@ -76,8 +76,6 @@ _PATH_ERRNOS = {errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL}  # the value name
 _LOCAL_FILE_ERRNOS = {errno.EIO, errno.ENXIO, errno.ENODEV, errno.EOVERFLOW}
 
 
-
-
 class EncodeAndWritePieces(beam.DoFn):
     """Encode batches of rows into Examples and append them to piece files; emits one Piece per file.
 
@@ -212,12 +210,13 @@ class EncodeAndWritePieces(beam.DoFn):
             yield from written.end_batch()
         self._rows_done.add(len(batch))
 
-    def encode_batches(self, rows: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
-        """`encode_batch` of each `config.batch_size` rows of `rows` in turn (a part's unit of pieces:
-        images read a batch at a time, pieces left open for the next batch)."""
+    def encode_unit(self, rows: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]]):
+        """A part's unit of pieces (EncodeImageParts): `encode_batch` of each `config.batch_size` rows in
+        turn (images read a batch at a time, pieces left open for the next batch), then its pieces closed."""
         size = self.config.batch_size
         for start in range(0, len(rows), size):
             yield from self.encode_batch(rows[start:start + size], vocabularies)
+        yield from self.close_pieces()
 
     def _base_duplicate(self, row: Mapping[str, Any], fetched: Mapping[str, Any]) -> Optional[str]:
         """The discard reason of a row whose first image (its URI as the table names it, or the SHA-256 of
@@ -304,10 +303,8 @@ class EncodeAndWritePieces(beam.DoFn):
             self._rows_done = RowsCounted()  # Beam's counters live in the parent
         operation, batch = task
         if operation == "batch":
-            outputs = list(self.encode_batches(batch, self._vocabularies) if self.pieces_per_batch
+            outputs = list(self.encode_unit(batch, self._vocabularies) if self.pieces_per_batch
                            else self.encode_batch(batch, self._vocabularies))
-            if self.pieces_per_batch:
-                outputs.extend(self.close_pieces())
             return outputs, self._rows_done.take()
         if operation == "finish":
             return list(self.close_pieces()), 0
@@ -392,8 +389,7 @@ class EncodeImageParts(EncodeAndWritePieces):
                     self._rows_done.add(rows)
                     found.add(outputs)
             elif prepared:
-                found.add(self.encode_batches(prepared, vocabularies))
-                found.add(self.close_pieces())
+                found.add(self.encode_unit(prepared, vocabularies))
             return None
         size = self.config.batch_size
         for start in range(0, len(prepared), size):

@@ -33,7 +33,7 @@ def uri_key(uri: str) -> str:
 
 
 def digest_key(data: bytes) -> str:
-    return DIGEST + hashlib.sha256(data).hexdigest()
+    return sha256_key(hashlib.sha256(data).digest())
 
 
 def sha256_key(sha256: bytes) -> str:
