@@ -133,6 +133,23 @@ def test_explicit_schema_overrides_arrow_types_like_for_a_dataframe(parquet_dir,
     assert metadata["vocabularies"]["colour"] == ["green", "red"]
 
 
+def test_columns_outside_the_schema_show_in_discarded_csv_as_the_frame_holds_them(parquet_dir, tmp_path):
+    """They keep their numbers, datetimes and lists through the pipeline (no text per row): discarded.csv
+    shows str() of each value, the same from the frame and from its Parquet files."""
+    schema = {"id": "IntegerInput", "split": "SplitKey", "label": "StringLabel"}
+    from_frame = tfrecorder.convert(mixed_frame(), tmp_path / "a", schema=schema, progress=False)
+    from_files = tfrecorder.convert(parquet_dir, tmp_path / "b", schema=schema, progress=False)
+    assert outcome(from_files) == outcome(from_frame)
+    with open(os.path.join(from_frame["tfrecord_dir"], "discarded.csv"), newline="", encoding="utf-8") as stream:
+        shown = {int(row["id"]): row for row in csv.DictReader(stream)}
+    frame = mixed_frame().astype(object)
+    assert len(shown) == outcome(from_frame)[0]["discarded"] > 10
+    for column in ("count", "price", "flag", "local_time", "naive_time", "vector", "colour", "note"):
+        expected = ["" if value is None or not isinstance(value, list) and pd.isna(value) else str(value)
+                    for value in frame.loc[sorted(shown), column]]
+        assert [shown[i][column] for i in sorted(shown)] == expected, column
+
+
 def test_an_explicit_schema_that_does_not_fit_is_refused_before_work(parquet_dir, tmp_path):
     with pytest.raises(ValueError, match="column 'colour' is declared IntegerInput but holds 'red'"):
         tfrecorder.convert(parquet_dir, tmp_path / "out", schema={"split": "SplitKey", "colour": "IntegerInput"})

@@ -27,7 +27,8 @@ from tfrecorder.io.perceptual_hash import METHOD as PERCEPTUAL_HASH
 from tfrecorder.options.piece_units import unit_batches
 from tfrecorder.rows.near_duplicates import bucket_shift
 
-FINGERPRINT_VERSION = 3  # 2: a resumable image job's pieces end every 4 batches (were every batch); 3: units grow with the job
+FINGERPRINT_VERSION = 4  # 2: a resumable image job's pieces end every 4 batches (were every batch); 3: units grow with
+# the job; 4: columns outside the schema keep their numbers, datetimes and lists (their discarded rows sort otherwise)
 
 
 def frame_hash(frame: pd.DataFrame) -> str:

@@ -6,7 +6,10 @@ exactly the input: integers (and booleans, as 0/1) as int64, floats as float64, 
 lists (NaN and inf inside stay values: Arrow's pandas conversion would turn NaN into null),
 datetime64 columns as int64 nanoseconds since the epoch (UTC; others as ISO-8601 text with their
 offset and full precision — both are what DatetimeInput encodes), categoricals as
-their values, everything else as text (or bytes, if the column holds bytes). Missing values
+their values, everything else as text (or bytes, if the column holds bytes). A column outside the
+schema is only shown in discarded.csv, by str() of each value: its numbers, booleans, datetimes and
+lists of numbers keep their type (`kept_outside_schema`), so text is made only for the rows discarded;
+its other values are text. Missing values
 (None/NaN/NaT/pd.NA) become nulls. A column whose values do not fit its declared type is staged as
 text, so each bad value becomes a row-level discard in the pipeline, not a driver crash.
 """
@@ -103,8 +106,46 @@ def _array_lists(series: pd.Series, role: types.ColumnType) -> Optional[pa.Array
     return pa.array(cells, pa.list_(_ARROW_TYPES[role.dtype]), from_pandas=False)
 
 
+def _numeric(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_boolean(kind) or (
+        pa.types.is_floating(kind) and not pa.types.is_float16(kind))
+
+
+def kept_outside_schema(values: pa.Array) -> bool:
+    """Whether a column outside the schema keeps its Arrow type: numbers (float16 aside, whose values read
+    back as NumPy scalars), booleans, nanosecond timestamps (read back as pandas Timestamps, whose str() a
+    frame's datetimes give), and lists of numbers without a missing element. Its values only show in
+    discarded.csv (str() of each), so their text is made only for the rows discarded: text for every row
+    costs a Python call per value, more than encoding the schema's columns."""
+    kind = values.type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        return _numeric(kind.value_type) and not pa.types.is_boolean(kind.value_type) and values.flatten().null_count == 0
+    return _numeric(kind) or pa.types.is_timestamp(kind) and kind.unit == "ns"
+
+
+def _outside_schema(series: pd.Series) -> Optional[pa.Array]:
+    """A column outside the schema in its own type, when kept_outside_schema (None: staged as text). Its
+    values read back as the frame's (Python numbers; lists as the cells' `tolist()`, NaN inside a value)."""
+    try:
+        if pd.api.types.is_object_dtype(series):  # lists: Arrow infers the element type, or refuses
+            values = pa.array(series.to_numpy(dtype=object), from_pandas=False)
+            return values if pa.types.is_list(values.type) and kept_outside_schema(values) else None
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            return None
+        if pd.api.types.is_datetime64_any_dtype(series):
+            series = series.dt.as_unit("ns")  # beyond 1677..2262: OutOfBoundsDatetime, text
+        values = pa.array(series, from_pandas=True)  # NaN, NaT and pd.NA: nulls
+    except _CONVERSION_ERRORS:
+        return None
+    return values if kept_outside_schema(values) else None
+
+
 def stage_column(series: pd.Series, role: Optional[types.ColumnType]) -> pa.Array:
     """One column as an Arrow array that reads back as exact python values (role None: not converted)."""
+    if role is None:
+        kept = _outside_schema(series)
+        if kept is not None:
+            return kept
     as_text = role is None or role in _TEXT_ROLES or role.dtype == "string" and not role.is_list
     try:
         fast = _vectorised(series, types.StringInput if as_text else role) if role is None or not role.is_list else None

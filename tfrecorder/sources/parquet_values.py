@@ -4,10 +4,12 @@ A user's Parquet file holds whatever Arrow types its writer chose (int8, float32
 time zone, dictionaries, fixed_size_list, large_string, ...). Conformed, every column has the type a
 DataFrame column in the same role is staged with: integers (and booleans, as 0/1) int64, floats
 float64, datetimes int64 nanoseconds since the epoch (UTC), lists Arrow lists of those, text string
-(or binary for bytes). A value that does not fit its role becomes its text, exactly as staging
-writes it, so the row encoder discards that row with the same reason. Both encoders then read one
-set of types, and a Parquet file gives the same records, split hashes and discarded.csv cells as
-the same data converted as a DataFrame.
+(or binary for bytes); a column outside the schema keeps its numbers, booleans, timestamps (as
+nanoseconds) and lists of numbers (`kept_outside_schema`, as staging does), its other values become
+text. A value that does not fit its role becomes its text, exactly as staging writes it, so the row
+encoder discards that row with the same reason. Both encoders then read one set of types, and a
+Parquet file gives the same records, split hashes and discarded.csv cells as the same data converted
+as a DataFrame.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tfrecorder.core import types
-from tfrecorder.sources.dataframe_staging import cell_text
+from tfrecorder.sources.dataframe_staging import cell_text, kept_outside_schema
 
 _TEXT_ROLES = (types.SplitKey, types.ImageUri, types.StringLabel, types.MultiLabel)  # staged as text
 _ELEMENTS = {"int64": pa.int64(), "float32": pa.float64(), "float64": pa.float64(), "string": pa.string()}
@@ -82,7 +84,7 @@ def _epoch_nanoseconds(values: pa.Array) -> pa.Array:
 
 
 def conform_column(values: pa.Array, role: Optional[types.ColumnType]) -> pa.Array:
-    """One column in its role's staged type (role None: a column outside the schema, kept as text)."""
+    """One column in its role's staged type (role None: a column outside the schema, as staging keeps it)."""
     kind = values.type
     if pa.types.is_dictionary(kind):  # categoricals are staged as their values
         values, kind = values.cast(kind.value_type), kind.value_type
@@ -94,6 +96,12 @@ def conform_column(values: pa.Array, role: Optional[types.ColumnType]) -> pa.Arr
         return values.cast(pa.binary())
     if pa.types.is_null(kind):
         return values.cast(pa.string())
+    if role is None:
+        if pa.types.is_timestamp(kind) and kind.unit != "ns":  # beyond what nanoseconds hold: text
+            nanoseconds = _cast(values, pa.timestamp("ns", kind.tz))
+            values = values if nanoseconds is None else nanoseconds
+        if kept_outside_schema(values):
+            return values
     if role is None or role in _TEXT_ROLES or (role.dtype == "string" and not role.is_list):
         return as_text(values)
     if role.is_list:

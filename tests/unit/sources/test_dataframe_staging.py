@@ -61,6 +61,35 @@ def test_values_that_do_not_fit_the_declared_type_are_staged_as_text():
     assert rows == {"n": ["1", "seven"], "v": ['["a", 1.5]', "oops"], "big": ["18446744073709551615", "1"]}
 
 
+def test_columns_outside_the_schema_keep_numbers_datetimes_and_numeric_lists():
+    """discarded.csv shows them by str(): kept in their type, they read back as values whose str() is the
+    frame's own; other columns are staged as text."""
+    frame = pd.DataFrame({
+        "split": ["TRAIN", "TEST", "TRAIN"],
+        "i8": np.array([1, -2, 3], dtype=np.int8), "u64": np.array([2**64 - 1, 0, 1], dtype=np.uint64),
+        "ni": pd.array([None, 7, 8], dtype="Int64"), "flag": [True, False, True],
+        "f32": np.array([0.1, np.nan, 2], dtype=np.float32),
+        "when": pd.to_datetime(["2020-01-01 00:00:00.000000001", None, "1999-12-31"], format="ISO8601").tz_localize("Asia/Kolkata"),
+        "vec": [np.array([np.nan, 1.5]), np.array([2.0]), np.array([], dtype=float)], "py": [[1, 2], [3], []],
+        "far": pd.Series(np.array(["2500-01-01", "1970-01-01", "1970-01-02"], dtype="datetime64[s]")),
+        "words": [["a"], ["b"], []], "mixed": [1, "x", None], "half": np.array([1, 2, 3], dtype=np.float16),
+        "bools": [[True], [False], []],
+    })
+    buffer = io.BytesIO()
+    write_parquet(frame, Schema({"split": "SplitKey"}), buffer)
+    table = pq.read_table(io.BytesIO(buffer.getvalue()))
+    assert {name: str(table.schema.field(name).type) for name in table.column_names} == {
+        "split": "string", "i8": "int8", "u64": "uint64", "ni": "int64", "flag": "bool", "f32": "float",
+        "when": "timestamp[ns, tz=Asia/Kolkata]", "vec": "list<element: double>", "py": "list<element: int64>",
+        "far": "string", "words": "string", "mixed": "string", "half": "string", "bools": "string"}
+    rows = table.to_pydict()
+    for name in ("i8", "u64", "ni", "flag", "f32", "when", "vec", "py"):
+        values = [v.tolist() if isinstance(v, np.ndarray) else v for v in frame[name].astype(object)]
+        assert [None if v is None else str(v) for v in rows[name]] == [
+            None if not isinstance(v, list) and pd.isna(v) else str(v) for v in values], name
+    assert rows["far"][0] == "2500-01-01 00:00:00" and rows["words"][0] == '["a"]' and rows["bools"][0] == "[true]"
+
+
 def test_chunks_become_row_groups_and_a_late_misfit_restages_its_column_as_text(monkeypatch):
     from tfrecorder.sources import dataframe_staging
 

@@ -78,6 +78,26 @@ def test_values_are_cast_to_their_roles_staged_type_or_become_text(role, values,
                               pa.list_(pa.float64()), pa.list_(pa.string()))
 
 
+@pytest.mark.parametrize("values, arrow_type, kept_type, expected", [
+    ([1, None], pa.int8(), pa.int8(), [1, None]),
+    ([True, None], pa.bool_(), pa.bool_(), [True, None]),
+    ([0.5, float("nan")], pa.float32(), pa.float32(), [0.5, None]),
+    ([dt.datetime(2020, 1, 1, 0, 0, 0, 5)], pa.timestamp("us", "UTC"), pa.timestamp("ns", "UTC"),
+     [pd.Timestamp("2020-01-01 00:00:00.000005", tz="UTC")]),
+    ([[1, 2]], pa.list_(pa.int32(), 2), pa.list_(pa.int32(), 2), [[1, 2]]),
+    ([[float("nan")]], pa.large_list(pa.float64()), pa.large_list(pa.float64()), None),
+    ([dt.datetime(3000, 1, 1)], pa.timestamp("us"), pa.string(), ["3000-01-01 00:00:00"]),  # beyond nanoseconds
+    ([dt.date(2020, 1, 2)], pa.date32(), pa.string(), ["2020-01-02"]),
+    ([1.5], pa.float16(), pa.string(), ["1.5"]),
+    ([[True]], pa.list_(pa.bool_()), pa.string(), ["[true]"]),
+])
+def test_columns_outside_the_schema_keep_numbers_timestamps_and_numeric_lists(values, arrow_type, kept_type, expected):
+    conformed = conform_column(pa.array(values, arrow_type), None)
+    assert conformed.type == kept_type
+    if expected is not None:
+        assert conformed.to_pylist() == expected
+
+
 def test_floats_in_integer_columns_are_never_truncated():
     """Whole floats are integers; a column with any other float is staged as text, as staging does with a
     DataFrame's column, and the encoder discards those rows (pyarrow itself would truncate 2.5 to 2)."""
