@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/tabular_bench.py                  # 1M rows, RSS at 250k and 1M rows
     .venv/bin/python benchmarks/tabular_bench.py --rows 200000 --repeats 1 --memory-rows 50000,200000
     .venv/bin/python benchmarks/tabular_bench.py --tensorflow without        # only without TF imported
+    .venv/bin/python benchmarks/tabular_bench.py --narrow --only dataframe,parquet --tensorflow without
 
 The table: an int, a float (FloatInput), a float64 (DoubleInput), a string, a datetime with 10% missing,
 a fixed-length list of 4 floats, a string label and a split column. Variants, each in a fresh process
@@ -15,7 +16,9 @@ and everything up to metadata.json included), run in turn `--repeats` times and 
   parquet    - tfrecorder.convert("table.parquet", out, same schema) (written once by pandas, beforehand).
 Each convert variant runs without TensorFlow imported in the converting process and with it imported
 beforehand (as in a notebook that trains: "+tf"), per --tensorflow (default both). Targets (issue 32):
-dataframe ≥ 10×, csv ≥ 7×, parquet ≥ 10× the naive loop.
+dataframe ≥ 10×, csv ≥ 7×, parquet ≥ 10× the naive loop. With --narrow, each kind also runs as
+"<kind>-narrow": a schema of three columns (split, f64, label), the other five outside the schema (not
+features, but carried for discarded.csv): what a table wider than its features costs.
 Wall clock and CPU time (the process and its finished worker processes) are both reported: the machine
 may be shared, and CPU-time ratios are the honest figure under load (the load average is printed).
 Peak RSS of convert(csv) and of convert(frame) (above the RSS with the frame built) is measured at two
@@ -40,6 +43,7 @@ OUT = HERE / ".out" / "tabular"
 LABELS = ("cat", "dog", "fox", "owl")
 TARGETS = {"dataframe": 10.0, "csv": 7.0, "parquet": 10.0}  # × naive, issue 32
 SCHEMA = {"f64": "DoubleInput"}  # float64 is never inferred
+NARROW_SCHEMA = {"split": "SplitKey", "f64": "DoubleInput", "label": "StringLabel"}  # the "-narrow" variants
 
 
 def make_frame(rows: int):
@@ -80,8 +84,12 @@ def parquet_path(rows: int) -> Path:
     return path
 
 
+def kind_of(variant: str) -> str:
+    return variant.split("+")[0].split("-")[0]
+
+
 def source_for(variant: str, rows: int):
-    kind = variant.split("+")[0]
+    kind = kind_of(variant)
     return {"csv": csv_path, "parquet": parquet_path}.get(kind, make_frame)(rows)
 
 
@@ -144,7 +152,7 @@ def run_variant(variant: str, rows: int) -> dict:
         naive(source, out)
         records = rows
     else:
-        schema = {**_inferred(source), **SCHEMA}
+        schema = NARROW_SCHEMA if "-narrow" in variant else {**_inferred(source), **SCHEMA}
         result = tfrecorder.convert(source if not isinstance(source, Path) else str(source), str(out), schema=schema,
                                     progress=False)
         records = sum(result["written"].values())
@@ -175,6 +183,7 @@ def main() -> None:
     parser.add_argument("--tensorflow", choices=("both", "without", "with"), default="both",
                         help="convert with TensorFlow imported in the converting process, without, or both")
     parser.add_argument("--only", help="comma-separated convert kinds to run (dataframe,csv,parquet)")
+    parser.add_argument("--narrow", action="store_true", help="also run each kind with a three-column schema")
     parser.add_argument("--variant", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.variant:
@@ -182,6 +191,7 @@ def main() -> None:
         return
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}")
     kinds = tuple(args.only.split(",")) if args.only else ("dataframe", "csv", "parquet")
+    kinds += tuple(kind + "-narrow" for kind in kinds) if args.narrow else ()
     suffixes = {"both": ("", "+tf"), "without": ("",), "with": ("+tf",)}[args.tensorflow]
     variants = ("naive",) + tuple(kind + suffix for kind in kinds for suffix in suffixes)
     for variant in variants:
@@ -201,8 +211,8 @@ def main() -> None:
         cpu = statistics.median(r["cpu"] for r in results[variant])
         print(f"{variant:<14}{wall:>9.2f}{cpu:>9.2f}{args.rows / wall:>11,.0f}{base_wall / wall:>16.2f}{base_cpu / cpu:>15.2f}")
     print("\ntargets (issue 32, × naive):")
-    for variant in variants[1:]:
-        target = TARGETS[variant.split("+")[0]]
+    for variant in (v for v in variants[1:] if "-narrow" not in v):
+        target = TARGETS[kind_of(variant)]
         wall = base_wall / statistics.median(r["wall"] for r in results[variant])
         cpu = base_cpu / statistics.median(r["cpu"] for r in results[variant])
         print(f"  {variant:<14} ≥ {target:.0f}×: wall {wall:.2f}× {'met' if wall >= target else 'NOT met'}, "

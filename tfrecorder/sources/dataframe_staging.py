@@ -74,7 +74,10 @@ def _as_list(value: Any) -> Any:
 
 
 def _vectorised(series: pd.Series, role: types.ColumnType) -> Optional[pa.Array]:
-    """Fast paths for typed (non-object) pandas columns; None when the generic path must decide."""
+    """Fast paths for typed pandas columns and object columns of text; None when the generic path must decide."""
+    if pd.api.types.is_object_dtype(series) and role.dtype == "string" and not role.is_list:
+        values = pa.array(series.to_numpy(dtype=object), from_pandas=True)  # str and missing values (pandas 2's
+        return values if pa.types.is_string(values.type) else None  # text columns): Arrow's own strings
     if isinstance(series.dtype, pd.CategoricalDtype) or pd.api.types.is_object_dtype(series):
         return None
     missing = series.isna().to_numpy()
@@ -127,9 +130,10 @@ def _outside_schema(series: pd.Series) -> Optional[pa.Array]:
     """A column outside the schema in its own type, when kept_outside_schema (None: staged as text). Its
     values read back as the frame's (Python numbers; lists as the cells' `tolist()`, NaN inside a value)."""
     try:
-        if pd.api.types.is_object_dtype(series):  # lists: Arrow infers the element type, or refuses
+        if pd.api.types.is_object_dtype(series):  # Arrow infers the type (NaN inside lists stays a value), or refuses
             values = pa.array(series.to_numpy(dtype=object), from_pandas=False)
-            return values if pa.types.is_list(values.type) and kept_outside_schema(values) else None
+            kept = pa.types.is_string(values.type) or pa.types.is_list(values.type) and kept_outside_schema(values)
+            return values if kept else None  # (text: what staging writes for str values)
         if isinstance(series.dtype, pd.CategoricalDtype):
             return None
         if pd.api.types.is_datetime64_any_dtype(series):

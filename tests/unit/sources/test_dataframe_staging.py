@@ -43,9 +43,11 @@ def test_every_dtype_reads_back_as_exact_python_values():
 def test_string_dtype_columns_are_staged_from_their_own_buffers():
     frame = pd.DataFrame({"py": pd.array(["a", None, ""], dtype="string[python]"),
                           "arrow": pd.array(["é", "b", None], dtype="string[pyarrow]"),
-                          "obj": pd.Series(["x", None, "z"], dtype=object)})
-    rows = staged(frame, Schema.infer(frame))
-    assert rows == {"py": ["a", None, ""], "arrow": ["é", "b", None], "obj": ["x", None, "z"]}
+                          "obj": pd.Series(["x", None, "z"], dtype=object), "nan": pd.Series(["x", np.nan, pd.NA], dtype=object),
+                          "mixed": pd.Series(["x", 2, b"\xff"], dtype=object)})
+    rows = staged(frame, Schema({name: "StringInput" for name in frame.columns}))
+    assert rows == {"py": ["a", None, ""], "arrow": ["é", "b", None], "obj": ["x", None, "z"], "nan": ["x", None, None],
+                    "mixed": [b"x", b"2", b"\xff"]}
 
 
 def test_datetimes_beyond_nanoseconds_and_python_datetimes_are_staged_as_iso_text():
