@@ -430,6 +430,22 @@ class TableEncoder:
         return EncodedBatch(records, prepared.codes[keep], unknown[keep], sorted(prepared.reasons.items()))
 
 
+def _rows_with_new_labels(batch: pa.RecordBatch, columns: Sequence[str], known: dict[str, set]) -> pa.RecordBatch:
+    """The rows whose label in one of `columns` is not among its `known` labels yet. Once a TRAIN row was
+    found, only they can add to the vocabularies, so the others' splits need not be decided: for a table
+    without a split column that is a hash of each row's text, most of counting such a table."""
+    keep = None
+    for column in columns:
+        values = batch.column(column)
+        distinct = pc.unique(values)
+        labels = known.get(column, ())
+        new = distinct.filter(pa.array([str(label) not in labels for label in distinct.to_pylist()], pa.bool_()))
+        if len(new):
+            rows = pc.is_in(values, value_set=new)  # a missing label too: its row is discarded, not counted
+            keep = rows if keep is None else pc.or_(keep, rows)
+    return batch.slice(0, 0) if keep is None else batch.filter(keep)
+
+
 def count_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float], stats,
                 content_splits: bool = False) -> None:
     """Add a batch to a TableStats exactly as StatsCounter.count adds its rows (tfrecorder.rows.table_stats)."""
@@ -441,6 +457,10 @@ def count_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[fl
     multi_label_columns = schema.columns_of(types.MultiLabel)
     if stats.train_found and not (label_columns or multi_label_columns):
         return
+    if stats.train_found and not multi_label_columns:
+        batch = _rows_with_new_labels(batch, label_columns, stats.labels)
+        if not batch.num_rows:
+            return
     train = np.flatnonzero(prepare_batch(batch, schema, split_ratios, content_splits).codes == _CODE[splits.TRAIN])
     if not len(train):
         return

@@ -241,6 +241,26 @@ def test_image_tables_prepare_and_count_as_the_row_path_does(lines, batch_rows):
     assert by_batches == by_rows
 
 
+def test_counting_decides_splits_only_for_rows_that_can_add_a_label(monkeypatch):
+    """Once a TRAIN row is found, a row whose label is already known cannot change the vocabulary: the rows
+    of a table without a split column are hashed for their split only where a label is new (a missing one
+    discards its row before any hash), and the counts are those of counting every row."""
+    n = 400
+    frame = pd.DataFrame({"id": np.arange(n), "label": [("cat", "dog")[i % 2] for i in range(n)]})
+    frame.loc[150:159, "label"] = "owl"  # first seen in the second batch
+    frame.loc[390, "label"] = None
+    schema = Schema({"id": "IntegerInput", "label": "StringLabel"})
+    batches = staged_batches(frame, schema, 100)
+    hashed, split_keys = [], columnar_encoder.split_keys
+    monkeypatch.setattr(columnar_encoder, "split_keys", lambda batch, schema: hashed.append(batch.num_rows) or split_keys(batch, schema))
+    counted, by_rows = TableStats(), TableStats()
+    for batch in batches:
+        columnar_encoder.count_batch(batch, schema, RATIOS, counted)
+    StatsCounter(schema, RATIOS).count([row for batch in batches for row in batch.to_pylist()], by_rows)
+    assert counted == by_rows and counted.vocabularies == {"label": ["cat", "dog", "owl"]}
+    assert hashed == [100, 10]
+
+
 def test_float64_bits_and_utc_nanoseconds_are_stored_as_the_contract_says():
     frame = pd.DataFrame({"split": ["TRAIN"], "d": [0.1],
                           "t": pd.to_datetime(["2020-01-01 01:00"]).tz_localize("Europe/Paris")})
