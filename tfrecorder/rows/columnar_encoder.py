@@ -156,25 +156,65 @@ def prepare_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[
     pending = np.flatnonzero(unassigned & (prepared.codes != DISCARDED))
     if len(pending) and not content_splits:  # assigned by hashing the whole row, as the row path does (python values of the row)
         keys = split_keys(batch.take(pa.array(pending)), schema)
-        prepared.codes[pending] = [_CODE[splits.assign_split(key, split_ratios)] for key in keys]
+        prepared.codes[pending] = splits.split_indices(keys, split_ratios)  # SPLITS order: the codes
     return prepared
 
 
 def split_keys(batch: pa.RecordBatch, schema: Schema) -> list[str]:
     """row_encoding.split_key of each row of an image-free batch, built column by column: the JSON text
-    json.dumps({column: str(value)}, sort_keys=True) writes, each column's values converted and escaped
-    in one pass (json's own escaping), then joined per row (a third of json.dumps per row's cost)."""
+    json.dumps({column: str(value)}, sort_keys=True) writes, each column's texts made in one pass
+    (`_json_texts`), then joined per row by Arrow."""
     if schema.image_columns:
         return [split_key(values, schema) for values in batch.to_pylist()]
-    escape = json.encoder.encode_basestring_ascii  # what json.dumps uses (ensure_ascii)
     names, pieces = batch.schema.names, []
     for index, column in enumerate(sorted(schema)):
-        values = batch.column(names.index(column)).to_pylist() if column in names else [None] * batch.num_rows
-        prefix = ("{" if index == 0 else ", ") + escape(column) + ": "
-        pieces.append([prefix + text for text in map(escape, map(str, values))])
+        values = batch.column(names.index(column)) if column in names else pa.nulls(batch.num_rows)
+        pieces.append(_json_texts(values, ("{" if index == 0 else ", ") + _JSON_TEXT(column) + ": "))
     if not pieces:
         return ["{}"] * batch.num_rows
-    return [row + "}" for row in map("".join, zip(*pieces))]
+    return pc.binary_join_element_wise(*pieces, pa.scalar("}"), "").to_pylist()
+
+
+_JSON_TEXT = json.encoder.encode_basestring_ascii  # a str as json.dumps writes it (ensure_ascii)
+_PLAIN_TEXT = r"^[ !#-\[\]-~]*$"  # printable ASCII but " and \: a JSON string of it is the text in quotes
+
+
+def _json_texts(values: pa.Array, prefix: str) -> pa.Array:
+    """`prefix` + the JSON string of str(value) for each value (a missing one: "None", as str(None)).
+    Integers and plain-ASCII strings are Arrow's own text (str() of an int is its decimals, and such a
+    string needs no escape); other values go through str() and json's escaping in one pass."""
+    kind = values.type
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _is_number(kind.value_type):
+        texts = pc.fill_null(_list_texts(values), "None")
+        return pc.binary_join_element_wise(prefix + '"', texts, '"', "")
+    plain = pa.types.is_integer(kind) or pa.types.is_string(kind) and pc.all(
+        pc.match_substring_regex(values, _PLAIN_TEXT)).as_py() is not False
+    if not plain:
+        texts = pa.array(list(map(_JSON_TEXT, map(str, values.to_pylist()))), pa.string())
+        return pc.binary_join_element_wise(prefix, texts, "")
+    texts = pc.fill_null(values.cast(pa.string()), "None")
+    return pc.binary_join_element_wise(prefix + '"', texts, '"', "")
+
+
+def _is_number(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_floating(kind) and not pa.types.is_float16(kind)
+
+
+def _number_texts(values: pa.Array) -> pa.Array:
+    """str() of each number (missing: "None"): Arrow's decimals for integers, Python's repr for floats."""
+    if pa.types.is_integer(values.type):
+        return pc.fill_null(values.cast(pa.string()), "None")
+    return pa.array(list(map(str, values.to_pylist())), pa.string())
+
+
+def _list_texts(values: pa.Array) -> pa.Array:
+    """str() of each list of numbers, "[1.5, nan, None]" (a missing list: null), which JSON needs no escape
+    for: the elements' texts joined by Arrow, no Python list made per row."""
+    offsets = values.offsets.to_numpy()
+    start, stop = int(offsets[0]), int(offsets[-1])
+    elements = _number_texts(values.values.slice(start, stop - start))
+    lists = type(values).from_arrays(pa.array(offsets - start, values.offsets.type), elements, mask=values.is_null())
+    return pc.binary_join_element_wise("[", pc.binary_join(lists, ", "), "]", "")
 
 
 def _discard_rows(prepared: Prepared, reasons: list, indices: np.ndarray) -> None:
