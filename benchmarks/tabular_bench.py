@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/tabular_bench.py --rows 200000 --repeats 1 --memory-rows 50000,200000
     .venv/bin/python benchmarks/tabular_bench.py --tensorflow without        # only without TF imported
     .venv/bin/python benchmarks/tabular_bench.py --narrow --only dataframe,parquet --tensorflow without
+    .venv/bin/python benchmarks/tabular_bench.py --splitless --only dataframe,csv --tensorflow without
 
 The table: an int, a float (FloatInput), a float64 (DoubleInput), a string, a datetime with 10% missing,
 a fixed-length list of 4 floats, a string label and a split column. Variants, each in a fresh process
@@ -18,7 +19,9 @@ Each convert variant runs without TensorFlow imported in the converting process 
 beforehand (as in a notebook that trains: "+tf"), per --tensorflow (default both). Targets (issue 32):
 dataframe ≥ 10×, csv ≥ 7×, parquet ≥ 10× the naive loop. With --narrow, each kind also runs as
 "<kind>-narrow": a schema of three columns (split, f64, label), the other five outside the schema (not
-features, but carried for discarded.csv): what a table wider than its features costs.
+features, but carried for discarded.csv): what a table wider than its features costs. With
+--splitless, as "<kind>-splitless": the table without its split column, every row's split a hash of
+its text (the naive loop still writes the given splits).
 Wall clock and CPU time (the process and its finished worker processes) are both reported: the machine
 may be shared, and CPU-time ratios are the honest figure under load (the load average is printed).
 Peak RSS of convert(csv) and of convert(frame) (above the RSS with the frame built) is measured at two
@@ -39,6 +42,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # the checkout this script is in, not another installed copy
 OUT = HERE / ".out" / "tabular"
 LABELS = ("cat", "dog", "fox", "owl")
 TARGETS = {"dataframe": 10.0, "csv": 7.0, "parquet": 10.0}  # × naive, issue 32
@@ -64,22 +68,26 @@ def make_frame(rows: int):
     })
 
 
-def csv_path(rows: int) -> Path:
-    path = OUT / f"table-{rows}.csv"
+def splitless_frame(rows: int):
+    return make_frame(rows).drop(columns="split")
+
+
+def csv_path(rows: int, splitless: bool = False) -> Path:
+    path = OUT / f"table-{rows}{'-splitless' if splitless else ''}.csv"
     if not path.exists():
         OUT.mkdir(parents=True, exist_ok=True)
-        frame = make_frame(rows)
+        frame = (splitless_frame if splitless else make_frame)(rows)
         frame["vec"] = [json.dumps(v.tolist()) for v in frame["vec"]]
         frame.to_csv(str(path) + ".tmp", index=False)
         os.replace(str(path) + ".tmp", path)
     return path
 
 
-def parquet_path(rows: int) -> Path:
-    path = OUT / f"table-{rows}.parquet"
+def parquet_path(rows: int, splitless: bool = False) -> Path:
+    path = OUT / f"table-{rows}{'-splitless' if splitless else ''}.parquet"
     if not path.exists():
         OUT.mkdir(parents=True, exist_ok=True)
-        make_frame(rows).to_parquet(str(path) + ".tmp", index=False)
+        (splitless_frame if splitless else make_frame)(rows).to_parquet(str(path) + ".tmp", index=False)
         os.replace(str(path) + ".tmp", path)
     return path
 
@@ -89,8 +97,10 @@ def kind_of(variant: str) -> str:
 
 
 def source_for(variant: str, rows: int):
-    kind = kind_of(variant)
-    return {"csv": csv_path, "parquet": parquet_path}.get(kind, make_frame)(rows)
+    kind, splitless = kind_of(variant), "-splitless" in variant
+    if kind in ("csv", "parquet"):
+        return (csv_path if kind == "csv" else parquet_path)(rows, splitless)
+    return (splitless_frame if splitless else make_frame)(rows)
 
 
 def naive(frame, out: Path) -> None:
@@ -184,6 +194,7 @@ def main() -> None:
                         help="convert with TensorFlow imported in the converting process, without, or both")
     parser.add_argument("--only", help="comma-separated convert kinds to run (dataframe,csv,parquet)")
     parser.add_argument("--narrow", action="store_true", help="also run each kind with a three-column schema")
+    parser.add_argument("--splitless", action="store_true", help="also run each kind without its split column")
     parser.add_argument("--variant", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.variant:
@@ -192,6 +203,7 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}")
     kinds = tuple(args.only.split(",")) if args.only else ("dataframe", "csv", "parquet")
     kinds += tuple(kind + "-narrow" for kind in kinds) if args.narrow else ()
+    kinds += tuple(kind + "-splitless" for kind in kinds if "-" not in kind) if args.splitless else ()
     suffixes = {"both": ("", "+tf"), "without": ("",), "with": ("+tf",)}[args.tensorflow]
     variants = ("naive",) + tuple(kind + suffix for kind in kinds for suffix in suffixes)
     for variant in variants:
@@ -211,7 +223,7 @@ def main() -> None:
         cpu = statistics.median(r["cpu"] for r in results[variant])
         print(f"{variant:<14}{wall:>9.2f}{cpu:>9.2f}{args.rows / wall:>11,.0f}{base_wall / wall:>16.2f}{base_cpu / cpu:>15.2f}")
     print("\ntargets (issue 32, × naive):")
-    for variant in (v for v in variants[1:] if "-narrow" not in v):
+    for variant in (v for v in variants[1:] if "-" not in v):
         target = TARGETS[kind_of(variant)]
         wall = base_wall / statistics.median(r["wall"] for r in results[variant])
         cpu = base_cpu / statistics.median(r["cpu"] for r in results[variant])
