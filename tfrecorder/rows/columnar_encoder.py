@@ -210,6 +210,8 @@ def _number_texts(values: pa.Array) -> pa.Array:
 def _list_texts(values: pa.Array) -> pa.Array:
     """str() of each list of numbers, "[1.5, nan, None]" (a missing list: null), which JSON needs no escape
     for: the elements' texts joined by Arrow, no Python list made per row."""
+    if not len(values):
+        return pa.array([], pa.string())
     offsets = values.offsets.to_numpy()
     start, stop = int(offsets[0]), int(offsets[-1])
     elements = _number_texts(values.values.slice(start, stop - start))

@@ -6,12 +6,12 @@ exactly the input: integers (and booleans, as 0/1) as int64, floats as float64, 
 lists (NaN and inf inside stay values: Arrow's pandas conversion would turn NaN into null),
 datetime64 columns as int64 nanoseconds since the epoch (UTC; others as ISO-8601 text with their
 offset and full precision — both are what DatetimeInput encodes), categoricals as
-their values, everything else as text (or bytes, if the column holds bytes). A column outside the
-schema is only shown in discarded.csv, by str() of each value: its numbers, booleans, datetimes and
-lists of numbers keep their type (`kept_outside_schema`), so text is made only for the rows discarded;
-its other values are text. Missing values
+their values, everything else as text (or bytes, if the column holds bytes). Missing values
 (None/NaN/NaT/pd.NA) become nulls. A column whose values do not fit its declared type is staged as
-text, so each bad value becomes a row-level discard in the pipeline, not a driver crash.
+text, so each bad value becomes a row-level discard in the pipeline, not a driver crash. A column
+outside the schema is only shown in discarded.csv, by str() of each value: its numbers, booleans,
+datetimes and lists of numbers keep their type (`kept_outside_schema`), so text is made only for the
+rows discarded; its other values are text.
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ import collections
 
 import pytest
 
-from tfrecorder.core.splits import UNASSIGNED, assign_split, normalize_split, validate_split_ratios
+from tfrecorder.core.splits import SPLITS, UNASSIGNED, assign_split, normalize_split, split_indices, validate_split_ratios
 
 
 @pytest.mark.parametrize(
@@ -25,6 +25,12 @@ def test_assignment_is_deterministic_and_follows_ratios():
     assert abs(counts["TRAIN"] / len(keys) - 0.8) < 0.02
     assert abs(counts["VALIDATION"] / len(keys) - 0.1) < 0.02
     assert set(counts) == {"TRAIN", "VALIDATION", "TEST"}
+
+
+@pytest.mark.parametrize("ratios", [(0.8, 0.1, 0.1), (0.7, 0.3, 0.0), (1.0, 0.0, 0.0), (0.1, 0.45, 0.45), (1 / 3, 1 / 3, 1 / 3)])
+def test_split_indices_assign_every_key_as_assign_split_does(ratios):
+    keys = [f'{{"id": "{i}", "text": "ü{i}"}}' for i in range(20_000)] + [""]
+    assert [SPLITS[i] for i in split_indices(keys, ratios)] == [assign_split(k, ratios) for k in keys]
 
 
 def test_ratios_change_assignment():
