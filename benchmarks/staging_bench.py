@@ -11,12 +11,14 @@ from __future__ import annotations
 import io
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from tfrecorder.sources import dataframe_staging
-from tfrecorder.core.schema import infer_schema
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout this script is in
+from tfrecorder.sources import dataframe_staging  # noqa: E402
+from tfrecorder.core.schema import infer_schema  # noqa: E402
 
 
 def mixed_frame(rows: int) -> pd.DataFrame:
