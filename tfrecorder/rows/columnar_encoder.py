@@ -181,19 +181,19 @@ _PLAIN_TEXT = r"^[ !#-\[\]-~]*$"  # printable ASCII but " and \: a JSON string o
 
 def _json_texts(values: pa.Array, prefix: str) -> pa.Array:
     """`prefix` + the JSON string of str(value) for each value (a missing one: "None", as str(None)).
-    Integers and plain-ASCII strings are Arrow's own text (str() of an int is its decimals, and such a
-    string needs no escape); other values go through str() and json's escaping in one pass."""
+    Integers, plain-ASCII strings and lists of numbers are made text by Arrow (str() of an int is its
+    decimals, and none of these needs an escape); other values go through str() and json's escaping."""
     kind = values.type
     if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and _is_number(kind.value_type):
         texts = pc.fill_null(_list_texts(values), "None")
-        return pc.binary_join_element_wise(prefix + '"', texts, '"', "")
-    plain = pa.types.is_integer(kind) or pa.types.is_string(kind) and pc.all(
-        pc.match_substring_regex(values, _PLAIN_TEXT)).as_py() is not False
-    if not plain:
+    elif pa.types.is_integer(kind):
+        texts = _number_texts(values)
+    elif pa.types.is_string(kind) and pc.all(pc.match_substring_regex(values, _PLAIN_TEXT)).as_py() is not False:
+        texts = pc.fill_null(values, "None")
+    else:
         texts = pa.array(list(map(_JSON_TEXT, map(str, values.to_pylist()))), pa.string())
         return pc.binary_join_element_wise(prefix, texts, "")
-    texts = pc.fill_null(values.cast(pa.string()), "None")
-    return pc.binary_join_element_wise(prefix + '"', texts, '"', "")
+    return pc.binary_join_element_wise(prefix + '"', texts, '"', "")  # texts JSON escapes nothing in
 
 
 def _is_number(kind: pa.DataType) -> bool:
