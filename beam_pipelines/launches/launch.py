@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping, NoReturn, Optional, Union
 
+from beam_pipelines.graphs.tabular_graph import is_tabular
 from beam_pipelines.launches import dataflow_job, runners
 from beam_pipelines.launches.portable_launch import PortableLaunch, check_request as check_portable_request
 from tfrecorder.core.caller_heap import caller_objects_frozen
@@ -61,13 +62,16 @@ class LocalLaunch:
 
     def plan(self, config: JobConfig, rows_estimate: int, images_remote: bool,
              encoding_pool: bool = True) -> tuple[JobConfig, dict[str, Any]]:
-        """The config with its forked encoding processes (the image graph's pool, `encoding_pool`), and the
-        Beam options that spread the rest of the work over the cores when that pays off."""
+        """The config with its forked encoding processes (the image and tabular graphs' pools,
+        `encoding_pool`), and the Beam options that spread the rest of the work over the cores when that
+        pays off. `images_remote`: the images, or the table itself, live in an object store."""
         threads_use_every_core = decodes_images(config)
-        if encoding_pool and config.schema.image_columns:
+        if encoding_pool and (config.schema.image_columns or is_tabular(config)):
+            known = None if config.schema.image_columns else config.source.known_parts()
             config = dataclasses.replace(config, encode_processes=runners.encode_processes(
                 rows_estimate, self.beam_options, threads_use_every_core=threads_use_every_core,
-                local_files=not (storage.is_remote(config.temp_dir) or images_remote)))
+                local_files=not (storage.is_remote(config.temp_dir) or images_remote),
+                tabular=not config.schema.image_columns, parts=None if known is None else len(known)))
         return config, runners.local_options(rows_estimate, self.beam_options,
                                              threads_use_every_core=threads_use_every_core,
                                              encode_processes=config.encode_processes,

@@ -35,7 +35,8 @@ REFUSED_RUNNERS = {
 }
 # Local jobs spread their per-row work over the cores in one of two ways (encode_processes, local_options):
 # - forked encoding processes (beam_pipelines.workers.fork_pool): each child encodes and writes whole batches
-#   while the in-process worker reads and checks rows. Measured on 2 cores (benchmarks/convert_bench.py,
+#   while the in-process worker reads and checks rows (image-free tables: each child reads, encodes, writes
+#   and commits whole parts, ~TABULAR_ROW_SECONDS a row, so ~35,000 rows on 2 cores pay). Measured on 2 cores (benchmarks/convert_bench.py,
 #   header mode, shared machine): one process spends 130-190 µs of CPU per row (ROW_SECONDS), and
 #   starting and stopping two forked children costs ~30 ms (POOL_START_SECONDS, with a margin), so the
 #   pool is used once the rows' work it takes off the in-process worker beats twice that cost
@@ -197,18 +198,24 @@ def can_fork() -> bool:
 
 
 def encode_processes(rows: int, options: Optional[Mapping[str, Any]] = None, cores: Optional[int] = None,
-                     threads_use_every_core: bool = False, local_files: bool = True) -> int:
-    """How many forked processes encode and write a local image job's batches (1: the in-process worker).
+                     threads_use_every_core: bool = False, local_files: bool = True,
+                     tabular: bool = False, parts: Optional[int] = None) -> int:
+    """How many forked processes encode and write a local job's rows (1: the in-process worker): an image
+    job's batches, or an image-free (`tabular`) job's whole parts, whose rows cost TABULAR_ROW_SECONDS.
 
-    A process per core for jobs of enough rows whose images and output are local files (a fork must
-    not share network clients), unless the heavy work already runs on a thread per core
-    (`threads_use_every_core`: validate="decode") or the caller chose Beam's workers
-    (`direct_num_workers` / `direct_running_mode`; `direct_num_workers=1` keeps a job on one core).
+    A process per core (at most one per part, when the `parts` are known beforehand) for jobs of enough
+    rows whose source, images and output are local files (a fork must not share network clients),
+    unless the heavy work already runs on a thread per core (`threads_use_every_core`:
+    validate="decode") or the caller chose Beam's workers (`direct_num_workers` /
+    `direct_running_mode`; `direct_num_workers=1` keeps a job on one core).
     """
     cores = usable_cores() if cores is None else cores
+    if parts is not None:
+        cores = min(cores, parts)
     if (threads_use_every_core or not local_files or not can_fork()
             or any(name in (options or {}) for name in _WORKER_OPTIONS)
-            or not worker_processes_pay_off(rows, cores, POOL_START_SECONDS)):
+            or not worker_processes_pay_off(rows, cores, POOL_START_SECONDS,
+                                            row_seconds=TABULAR_ROW_SECONDS if tabular else ROW_SECONDS)):
         return 1
     return cores
 

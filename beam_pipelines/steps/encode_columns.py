@@ -1,10 +1,13 @@
 """The encode stage of image-free tables: each part read, prepared and encoded a whole Arrow batch at a time.
 
 A resumable job closes a part's pieces at the part's end and commits them with its discards
-(beam_pipelines.steps.part_commits): a part done once is never read again."""
+(beam_pipelines.steps.part_commits): a part done once is never read again. A large local job's parts
+are read, encoded and committed by forked processes, one per core (`config.encode_processes`,
+beam_pipelines.workers.fork_pool): a child answers with the part's manifest alone, which the step
+emits as it emits a part committed by an earlier run."""
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Optional
 
 import apache_beam as beam
 import numpy as np
@@ -16,7 +19,8 @@ from beam_pipelines.steps import part_commits
 from beam_pipelines.steps.discard_files import DISCARD, DiscardPartWriter
 from beam_pipelines.steps.collect_statistics import QUALITY, WrittenRows, part_label
 from beam_pipelines.steps.piece_files import PieceWriter
-from beam_pipelines.steps.progress_counters import RowsDone
+from beam_pipelines.steps.progress_counters import RowsDone, RowsDoneInChild, count_rows
+from beam_pipelines.workers.fork_pool import ForkPool
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, read_batches
 from tfrecorder.format import resume_files
 from tfrecorder.rows import columnar_encoder
@@ -28,6 +32,8 @@ class EncodePart(beam.DoFn):
     (rolled over at max_shard_bytes, one open piece per split, closed at the part's end: pieces depend
     only on their part, so every runner, and a resumed job, publishes the same shards)."""
 
+    _pool: Optional[ForkPool] = None
+
     def __init__(self, config: JobConfig) -> None:
         self.config = config
 
@@ -38,23 +44,44 @@ class EncodePart(beam.DoFn):
         self._written = WrittenRows(self.schema) if self.config.statistics else None
         self._drops = self._written is not None and self.config.duplicates == "drop"  # rows carry their places
 
+    def teardown(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
     def start_bundle(self) -> None:
         self.writers: dict[str, PieceWriter] = {}
         if self._written is not None:
             self._written.take_statistics()  # what a failed bundle attempt left
+        if self._pool is not None and (self._pool.closed or self._pool.outstanding):
+            self._pool.close(wait=False)  # a failed bundle's: parts its children committed are re-emitted
+            self._pool = None  # from their manifests by the retry; the others are encoded again
 
     def process(self, part, vocabularies: Mapping[str, list[str]]):
         if self._encoder is None:
             self._encoder = columnar_encoder.TableEncoder(self.schema, vocabularies)
+        if self.config.resumable and self.config.encode_processes > 1:
+            if self._pool is None:  # forked with the encoder built: the children inherit it
+                self._pool = ForkPool(self.config.encode_processes, self._part_in_child)
+            for manifest, rows in self._pool.submit(part):
+                count_rows(rows)
+                yield from part_commits.emit(self.config, manifest)
+            return
         if self.config.resumable:
-            yield from self._process_part(part)
+            yield from part_commits.emit(self.config, self._part_manifest(part))
             return
         yield from self._encode(part)
         for writer in self.writers.values():  # pieces end with their part, as a resumable job's do
             yield writer.close()
         self.writers = {}
 
-    def _process_part(self, part):
+    def _part_in_child(self, part) -> tuple[dict, int]:
+        """A forked child's handler: the part's manifest (`_part_manifest`) and the rows it did."""
+        if not isinstance(self._rows_done, RowsDoneInChild):
+            self._rows_done = RowsDoneInChild(self.config)
+        return self._part_manifest(part), self._rows_done.take()
+
+    def _part_manifest(self, part) -> dict:
         """A resumable job's part: its pieces (closed at the part's end) and discards committed in its
         manifest, or the manifest an earlier attempt or run committed (part_commits)."""
         manifest = part_commits.committed(self.config, part)
@@ -81,7 +108,7 @@ class EncodePart(beam.DoFn):
             closed = discards.close()
             manifest = part_commits.commit(self.config, part, self._rows, pieces, closed if closed.rows else None,
                                            records, malformed, quality=quality if self._written is not None else None)
-        yield from part_commits.emit(self.config, manifest)
+        return manifest
 
     def _encode(self, part):
         self._rows = 0
@@ -141,8 +168,15 @@ class EncodePart(beam.DoFn):
         for writer in self.writers.values():
             yield in_global_window(writer.close())
         self.writers = {}
-        for output in (self._written.finish() if self._written is not None else ()):
-            yield beam.pvalue.TaggedOutput(output.tag, in_global_window(output.value))
+        outputs = list(self._written.finish() if self._written is not None else ())
+        for manifest, rows in (self._pool.drain() if self._pool is not None else ()):
+            count_rows(rows)
+            outputs.extend(part_commits.emit(self.config, manifest))
+        for output in outputs:  # finish_bundle's outputs carry their window
+            if isinstance(output, beam.pvalue.TaggedOutput):
+                yield beam.pvalue.TaggedOutput(output.tag, in_global_window(output.value))
+            else:
+                yield in_global_window(output)
 
 
 def _places(segments: list[tuple[str, int, int]], unknown: np.ndarray) -> tuple[list[str], np.ndarray]:

@@ -39,6 +39,32 @@ class RowsDone:
                 self._local.add(rows)
 
 
+class RowsDoneInChild(RowsDone):
+    """RowsDone inside a forked encoding process that works on whole parts: the bar's own file for this
+    process (a fresh name: the bar sums every file) is kept up to date batch by batch, and the rows are
+    also kept for the parent, which adds them to Beam's counter (`count_rows`) with the part's result:
+    Beam's counters live in the parent."""
+
+    def __init__(self, config: JobConfig) -> None:
+        super().__init__(config)
+        self.rows = 0
+
+    def add(self, rows: int) -> None:
+        self.rows += rows
+        if rows and self._local:
+            self._local.add(rows)
+
+    def take(self) -> int:
+        rows, self.rows = self.rows, 0
+        return rows
+
+
+def count_rows(rows: int) -> None:
+    """Add rows done elsewhere (a forked process) to Beam's counter."""
+    if rows:
+        rows_processed_counter.inc(rows)
+
+
 class RowsCounted:
     """Counts rows done inside an encoding child process; the parent reports them with the batch."""
 

@@ -154,6 +154,11 @@ class ForkPool:
         return self._closed
 
     @property
+    def outstanding(self) -> int:
+        """Tasks submitted whose results were not returned yet."""
+        return sum(child.outstanding for child in self._children)
+
+    @property
     def pids(self) -> list[int]:
         """The children's process ids."""
         return [child.process.pid for child in self._children]

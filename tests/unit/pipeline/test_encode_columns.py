@@ -1,19 +1,29 @@
-"""beam_pipelines.steps.encode_columns: EncodePart discards bad rows and rolls pieces over at max_shard_bytes."""
+"""beam_pipelines.steps.encode_columns: EncodePart discards bad rows and rolls pieces over at max_shard_bytes;
+a large local job's parts are encoded by forked processes into the job the in-process encoder makes."""
 from __future__ import annotations
 
+import multiprocessing
+import os
+from pathlib import Path
+
 import pandas as pd
+import pytest
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.utils.windowed_value import WindowedValue
 
+import tfrecorder
+from beam_pipelines.launches import runners
 from beam_pipelines.steps.collect_statistics import QUALITY, STATISTICS_KEY
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_columns import EncodePart
 from beam_pipelines.steps.shard_planning import Piece
+from support.replay import REPLAY, snapshot
 from tfrecorder.core.progress_bar import rows_reported
 from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.format.framing import read_records
+from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
-from tfrecorder.sources import dataframe_source, dataframe_staging
+from tfrecorder.sources import csv_slicing, dataframe_source, dataframe_staging
 
 MAX_SHARD_BYTES = 300
 
@@ -104,3 +114,114 @@ def test_with_drop_each_rows_digest_carries_its_piece_and_record_even_across_a_r
             seen.add(row)
     assert seen == set(range(100)) - {7} and len({block.source for block in blocks}) == 3  # 3 row groups
     assert len(pieces) > 3
+
+
+# ---------------------------------------------------------------- parts encoded by forked processes
+
+@pytest.fixture
+def two_encoders(monkeypatch, tmp_path) -> Path:
+    """Every local table job of several parts (40-row row groups, 2,000-byte CSV ranges) on two forked
+    encoding processes; returns the log of piece writers: a "pid path" line per piece file opened (a
+    file, so that the children's writes show)."""
+    monkeypatch.setattr(runners, "POOL_START_SECONDS", 0.0)
+    monkeypatch.setattr(runners, "usable_cores", lambda: 2)
+    monkeypatch.setattr(dataframe_staging, "MAX_ROW_GROUP_ROWS", 40)
+    monkeypatch.setattr(csv_slicing, "RANGE_BYTES", 2_000)  # batches still pay (64 records)
+    log = tmp_path / "piece-writers.log"
+    real_open_write = storage.open_write
+
+    def watched(path):
+        if f"{os.sep}_pieces{os.sep}" in path and path.endswith(".part"):
+            with open(log, "a") as out:
+                out.write(f"{os.getpid()} {path}\n")
+        return real_open_write(path)
+
+    monkeypatch.setattr(storage, "open_write", watched)
+    return log
+
+
+def test_large_local_tables_get_a_process_per_core_and_never_more_than_parts():
+    rows = 1_000_000  # ~6 µs a row (TABULAR_ROW_SECONDS): 3 s of work, 6 ms to fork
+    assert runners.encode_processes(rows, None, cores=2, tabular=True) == 2
+    assert runners.encode_processes(rows, None, cores=4, tabular=True, parts=3) == 3
+    assert runners.encode_processes(rows, None, cores=2, tabular=True, parts=1) == 1  # nothing to share
+    assert runners.encode_processes(10_000, None, cores=2, tabular=True) == 1  # forking costs more than it saves
+    assert runners.encode_processes(10_000, None, cores=2) == 2  # 10,000 image rows do pay
+    assert runners.encode_processes(rows, None, cores=2, tabular=True, local_files=False) == 1
+
+
+def test_a_forked_encoder_shows_its_rows_on_the_bar_and_answers_with_the_part_manifest(tmp_path, monkeypatch):
+    processed, finished = _encode(tmp_path, _frame(), monkeypatch, resumable=True, encode_processes=2)
+    pieces = [out for out in processed + finished if isinstance(getattr(out, "value", out), Piece)]
+    assert sum(getattr(piece, "value", piece).records for piece in pieces) == 99
+    assert rows_reported(str(tmp_path / "progress")) == 100  # each child's own file, batch by batch
+    assert len(list((tmp_path / "progress").iterdir())) == 2
+
+
+def _writers(log: Path) -> set[int]:
+    return {int(line.split()[0]) for line in log.read_text().splitlines()}
+
+
+def _table(tmp_path, kind: str):
+    """300 rows, 9 of them discarded (an unknown split, an empty label), as a DataFrame or a CSV file."""
+    frame = pd.DataFrame({"split": (["TRAIN"] * 8 + ["VALIDATION", "TEST"]) * 30, "n": range(300),
+                          "x": [n * 0.25 for n in range(300)], "label": ["cat", "dog", "owl"] * 100})
+    frame.loc[[7, 150, 299], "split"] = "HOLDOUT"
+    frame.loc[range(20, 280, 45), "label"] = ""
+    if kind == "dataframe":
+        return frame
+    frame.to_csv(tmp_path / "table.csv", index=False)
+    return str(tmp_path / "table.csv")
+
+
+@pytest.mark.parametrize("kind", ["dataframe", "csv"])
+def test_parts_encoded_by_two_forked_processes_make_the_job_the_in_process_encoder_makes(kind, tmp_path, two_encoders):
+    """Pieces depend only on their part, so the same shards, records, statistics and discards."""
+    source = _table(tmp_path, kind)
+    single = tfrecorder.convert(source, str(tmp_path / "single"), job_label="t", progress=False,
+                                dataflow_options={"direct_num_workers": 1})
+    assert _writers(two_encoders) == {os.getpid()}  # direct_num_workers=1 keeps the job in this process
+    two_encoders.unlink()
+    pooled = tfrecorder.convert(source, str(tmp_path / "pooled"), job_label="t", progress=False)
+    writers = _writers(two_encoders)
+    assert len(writers) == 2 and os.getpid() not in writers  # both children wrote pieces, the parent none
+    assert pooled["discarded"] == 9 and sum(pooled["written"].values()) == 291
+    assert snapshot(pooled["tfrecord_dir"]) == snapshot(single["tfrecord_dir"])
+    assert multiprocessing.active_children() == []
+
+
+def test_replaying_every_bundle_of_a_pooled_table_job_gives_the_same_job(tmp_path, two_encoders):
+    source = _table(tmp_path, "dataframe")
+    normal = tfrecorder.convert(source, str(tmp_path / "normal"), job_label="t", progress=False, num_shards=3)
+    pieces = len(two_encoders.read_text().splitlines())
+    replayed = tfrecorder.convert(source, str(tmp_path / "replayed"), job_label="t", progress=False, num_shards=3,
+                                  dataflow_options=REPLAY)
+    # the second attempt of each part found it committed by the first (issue 27): no piece written again
+    assert len(two_encoders.read_text().splitlines()) == 2 * pieces > 0
+    assert os.getpid() not in _writers(two_encoders)  # forked children wrote them all
+    assert snapshot(replayed["tfrecord_dir"]) == snapshot(normal["tfrecord_dir"])
+
+
+def test_a_storage_failure_in_a_forked_encoder_fails_the_job_and_the_next_run_resumes(tmp_path, two_encoders,
+                                                                                     monkeypatch):
+    """An outage while a child reads its part fails the run with the in-process error, publishes nothing
+    and leaves no process behind; the next conversion continues with the parts committed."""
+    from beam_pipelines.steps import encode_columns
+    from tfrecorder.errors import StorageReadError
+
+    source = _table(tmp_path, "dataframe")
+    real_read = encode_columns.read_batches
+
+    def outage(config, part):
+        if part.row_group == 3:
+            raise StorageReadError(5, f"could not read {part.path}: outage")
+        return real_read(config, part)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(encode_columns, "read_batches", outage)
+        with pytest.raises(StorageReadError, match="outage; the conversion stopped and nothing was published"):
+            tfrecorder.convert(source, str(tmp_path / "out"), progress=False)
+    assert multiprocessing.active_children() == [] and os.getpid() not in _writers(two_encoders)
+    (kept,) = (tmp_path / "out").glob(".incomplete-*")
+    result = tfrecorder.convert(source, str(tmp_path / "out"), progress=False)
+    assert result["resumed"] is True and sum(result["written"].values()) == 291 and result["discarded"] == 9
