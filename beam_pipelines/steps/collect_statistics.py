@@ -203,3 +203,9 @@ def part_label(part: Any, work_dir: str) -> str:
         return f"CSV bytes from {start}"
     return str(part)[:120]
 
+
+def first_row_number(part: Any) -> int:
+    """The row number (in `part_label`'s names) of the part's first row: 0, or a slice's first row in its
+    Parquet row group, so that rows keep the names the whole row group gives them."""
+    return getattr(part, "first_row", 0)
+

@@ -36,6 +36,7 @@ import numpy as np
 
 import pyarrow as pa
 
+from beam_pipelines.steps.collect_statistics import first_row_number
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.read_rows import read_batches
 from beam_pipelines.steps.piece_files import copy_range
@@ -126,7 +127,7 @@ def rows_of_part(config: JobConfig, part: Any, wanted: Mapping[int, str]) -> Ite
     """(values, reason) of the rows `wanted` (row number in the part → reason) of an image-free table's
     part, read batch by batch and numbered as the encoder numbers them (beam_pipelines.steps.encode_columns)."""
     rows = np.array(sorted(wanted), dtype=np.int64)
-    offset = 0
+    offset = first_row_number(part)
     for item in read_batches(config, part):
         if not isinstance(item, pa.RecordBatch):
             continue  # a malformed CSV line, or the part's record count: not numbered

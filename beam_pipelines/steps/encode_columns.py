@@ -17,7 +17,7 @@ from tfrecorder.options.job_config import JobConfig
 from beam_pipelines.steps.bundle_outputs import in_global_window
 from beam_pipelines.steps import part_commits
 from beam_pipelines.steps.discard_files import DISCARD, DiscardPartWriter
-from beam_pipelines.steps.collect_statistics import QUALITY, WrittenRows, part_label
+from beam_pipelines.steps.collect_statistics import QUALITY, WrittenRows, first_row_number, part_label
 from beam_pipelines.steps.piece_files import PieceWriter
 from beam_pipelines.steps.progress_counters import RowsDone, RowsDoneInChild, count_rows
 from beam_pipelines.workers.fork_pool import ForkPool
@@ -112,7 +112,7 @@ class EncodePart(beam.DoFn):
 
     def _encode(self, part):
         self._rows = 0
-        part_name, offset = part_label(part, self.config.work_dir), 0
+        part_name, offset = part_label(part, self.config.work_dir), first_row_number(part)
         source = resume_files.part_key(part) if self._drops else ""
         for item in read_batches(self.config, part):
             if not isinstance(item, pa.RecordBatch):

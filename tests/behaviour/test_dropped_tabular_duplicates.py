@@ -12,6 +12,7 @@ import pytest
 import tfrecorder
 from support.replay import REPLAY, snapshot
 from tfrecorder.format.statistics_files import DUPLICATES_FILE
+from tfrecorder.sources import parquet_parts
 
 DISTINCT, COPIES = 30, 3
 
@@ -82,16 +83,19 @@ def test_a_dataframe_drops_duplicates_with_many_pieces_identically_under_replay(
     _check_drop(plain, frame, lambda row: int(row.rsplit(" ", 1)[-1]), 1)  # "DataFrame row group 0 row <i>"
 
 
-@pytest.mark.parametrize("kind", ["csv", "parquet"])
-def test_csv_and_parquet_sources_drop_with_the_dropped_rows_own_cells(tmp_path, kind):
-    """Several parts (Parquet row groups of 20 rows; CSV with a malformed line, not numbered as a row)."""
+@pytest.mark.parametrize("kind", ["csv", "parquet", "parquet-sliced"])
+def test_csv_and_parquet_sources_drop_with_the_dropped_rows_own_cells(tmp_path, kind, monkeypatch):
+    """Several parts (Parquet row groups of 20 rows, or of 45 read as slices of 15 whose rows keep their
+    numbers in the row group; CSV with a malformed line, not numbered as a row)."""
     frame = _table()
-    if kind == "parquet":
+    if kind.startswith("parquet"):
         path = tmp_path / "table.parquet"
-        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=20)
+        group = 45 if kind == "parquet-sliced" else 20
+        monkeypatch.setattr(parquet_parts, "SLICE_ROWS", 20)  # 45 rows: three slices of 15
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=group)
 
         def row_name(row):  # "table.parquet row group <g> row <i>"
-            return 20 * int(row.split(" ")[3]) + int(row.rsplit(" ", 1)[-1])
+            return group * int(row.split(" ")[3]) + int(row.rsplit(" ", 1)[-1])
     else:
         path = tmp_path / "table.csv"
         text = frame.to_csv(index=False).splitlines()

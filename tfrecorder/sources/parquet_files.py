@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from tfrecorder.io import storage
 from tfrecorder.core.schema import check_column_names
-from tfrecorder.sources.parquet_parts import ParquetPart, read_row_group_batches
+from tfrecorder.sources.parquet_parts import ParquetPart, read_row_group_batches, row_group_parts
 
 logger = logging.getLogger("tfrecorder")
 
@@ -40,7 +40,7 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 class ParquetFiles:
     source: str  # as given: a file, a directory or a glob
     files: tuple[str, ...]
-    parts: tuple[ParquetPart, ...]  # every non-empty row group, file by file
+    parts: tuple[ParquetPart, ...]  # every non-empty row group (large ones as slices), file by file
     schema: pa.Schema  # the files' common Arrow schema
     rows: int  # exact, from the footers
     base_dir: str  # relative image paths are resolved against this
@@ -203,8 +203,8 @@ def open_parquet_files(source: str, listed: Optional[list[str]] = None) -> Parqu
     footers = read_footers(files)
     schema = check_schemas_agree(files, [schema for schema, _ in footers])
     check_column_names(schema.names)
-    parts = tuple(ParquetPart(path, index) for path, (_, groups) in zip(files, footers)
-                  for index, rows in enumerate(groups) if rows > 0)
+    parts = tuple(part for path, (_, groups) in zip(files, footers)
+                  for index, rows in enumerate(groups) if rows > 0 for part in row_group_parts(path, index, rows))
     rows = sum(sum(groups) for _, groups in footers)
     if len(files) > 1:
         logger.info("Parquet source %s: %d files, %d row groups, %d rows", source, len(files), len(parts), rows)

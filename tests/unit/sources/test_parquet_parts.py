@@ -1,4 +1,5 @@
-"""tfrecorder.sources.parquet_parts: one row group of one Parquet file (local or gs://), read as Arrow record batches."""
+"""tfrecorder.sources.parquet_parts: one row group of one Parquet file (local or gs://), or a slice of a large one,
+read as Arrow record batches."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,7 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tfrecorder.sources.parquet_parts import BATCH_ROWS, ParquetPart, file_parts, read_row_group_batches
+from tfrecorder.sources.parquet_parts import (BATCH_ROWS, SLICE_ROWS, ParquetPart, file_parts, read_row_group_batches,
+                                              row_group_parts)
 
 
 def parquet_bytes(rows: int, row_group_size: int) -> bytes:
@@ -45,3 +47,24 @@ def test_a_gs_row_group_is_read_through_the_storage_layer(gcs):
     gcs.upload("gs://tfr-parquet-parts/t.parquet", parquet_bytes(5, row_group_size=3))
     parts = file_parts("gs://tfr-parquet-parts/t.parquet", 2)
     assert [b.column("id").to_pylist() for part in parts for b in read_row_group_batches(part)] == [[0, 1, 2], [3, 4]]
+
+
+def test_a_row_group_of_more_than_slice_rows_is_equal_slices_and_a_smaller_one_is_whole():
+    assert row_group_parts("t.parquet", 2, SLICE_ROWS) == (ParquetPart("t.parquet", 2),)
+    assert row_group_parts("t.parquet", 0, 4 * SLICE_ROWS) == tuple(
+        ParquetPart("t.parquet", 0, i * SLICE_ROWS, SLICE_ROWS) for i in range(4))
+    halves = row_group_parts("t.parquet", 0, SLICE_ROWS + 2)
+    assert [(part.first_row, part.rows) for part in halves] == [(0, SLICE_ROWS // 2 + 1), (SLICE_ROWS // 2 + 1, SLICE_ROWS // 2 + 1)]
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 4, 7, 50])
+def test_slices_read_together_are_their_row_group_whatever_the_batch_size(tmp_path, batch_size):
+    path = tmp_path / "t.parquet"
+    path.write_bytes(parquet_bytes(40, row_group_size=17))  # row groups of 17, 17 and 6 rows
+    whole = [i for b in read_row_group_batches(ParquetPart(str(path), 1), batch_size=batch_size)
+             for i in b.column("id").to_pylist()]
+    slices = [ParquetPart(str(path), 1, 0, 5), ParquetPart(str(path), 1, 5, 6), ParquetPart(str(path), 1, 11, None)]
+    read = [list(read_row_group_batches(part, batch_size=batch_size)) for part in slices]
+    assert [[i for b in batches for i in b.column("id").to_pylist()] for batches in read] == [
+        whole[:5], whole[5:11], whole[11:]]
+    assert whole == list(range(17, 34)) and all(0 < b.num_rows <= batch_size for batches in read for b in batches)
