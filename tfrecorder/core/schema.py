@@ -157,11 +157,15 @@ def _scalar_kind(values: list) -> ColumnType:
     return types.StringInput
 
 
+_SEQUENCES = (list, tuple, np.ndarray)  # cells of a list column
+
+
 def _infer_object_role(values: pd.Series) -> ColumnType:
     """Object columns: all lists/arrays → a list role, else the kind the values share."""
     if len(values) == 0:
         return types.StringInput
-    if not all(isinstance(v, (list, tuple, np.ndarray)) for v in values):
+    cells = values.to_numpy(dtype=object)
+    if not all(issubclass(kind, _SEQUENCES) for kind in set(map(type, cells))):  # map in C: no python loop per cell
         return _scalar_kind(values.head(SAMPLE_VALUES).tolist())
     elements = [e for v in values.head(SAMPLE_VALUES) for e in (v.tolist() if isinstance(v, np.ndarray) else v)]
     arrays = [v for v in values.head(SAMPLE_VALUES) if isinstance(v, np.ndarray)]
@@ -171,7 +175,7 @@ def _infer_object_role(values: pd.Series) -> ColumnType:
         element = _scalar_kind(elements) if elements else types.FloatInput
     if element == types.DatetimeInput:
         element = types.StringInput
-    lengths = set(values.map(len))
+    lengths = set(map(len, cells))
     return types.list_of(element, lengths.pop() if len(lengths) == 1 and 0 not in lengths else None)
 
 
