@@ -20,7 +20,7 @@ from beam_pipelines.steps.discard_files import DISCARD, DiscardPartWriter
 from beam_pipelines.steps.collect_statistics import QUALITY, WrittenRows, first_row_number, part_label
 from beam_pipelines.steps.piece_files import PieceWriter
 from beam_pipelines.steps.progress_counters import RowsDone, RowsDoneInChild, count_rows
-from beam_pipelines.workers.fork_pool import ForkPool
+from beam_pipelines.workers.fork_pool import BundleTasks
 from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, read_batches
 from tfrecorder.format import resume_files
 from tfrecorder.rows import columnar_encoder
@@ -32,8 +32,6 @@ class EncodePart(beam.DoFn):
     (rolled over at max_shard_bytes, one open piece per split, closed at the part's end: pieces depend
     only on their part, so every runner, and a resumed job, publishes the same shards)."""
 
-    _pool: Optional[ForkPool] = None
-
     def __init__(self, config: JobConfig) -> None:
         self.config = config
 
@@ -43,27 +41,26 @@ class EncodePart(beam.DoFn):
         self._rows_done = RowsDone(self.config)
         self._written = WrittenRows(self.schema) if self.config.statistics else None
         self._drops = self._written is not None and self.config.duplicates == "drop"  # rows carry their places
+        self._forked: Optional[BundleTasks] = None
+        if self.config.resumable and self.config.encode_processes > 1:
+            self._forked = BundleTasks(self.config.encode_processes, self._part_in_child)
 
     def teardown(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        if self._forked is not None:
+            self._forked.close()
 
     def start_bundle(self) -> None:
         self.writers: dict[str, PieceWriter] = {}
         if self._written is not None:
             self._written.take_statistics()  # what a failed bundle attempt left
-        if self._pool is not None and (self._pool.closed or self._pool.outstanding):
-            self._pool.close(wait=False)  # a failed bundle's: parts its children committed are re-emitted
-            self._pool = None  # from their manifests by the retry; the others are encoded again
+        if self._forked is not None:
+            self._forked.start_bundle()
 
     def process(self, part, vocabularies: Mapping[str, list[str]]):
-        if self._encoder is None:
+        if self._encoder is None:  # before the children fork: they inherit it
             self._encoder = columnar_encoder.TableEncoder(self.schema, vocabularies)
-        if self.config.resumable and self.config.encode_processes > 1:
-            if self._pool is None:  # forked with the encoder built: the children inherit it
-                self._pool = ForkPool(self.config.encode_processes, self._part_in_child)
-            for manifest, rows in self._pool.submit(part):
+        if self._forked is not None:
+            for manifest, rows in self._forked.submit(part):
                 count_rows(rows)
                 yield from part_commits.emit(self.config, manifest)
             return
@@ -169,7 +166,7 @@ class EncodePart(beam.DoFn):
             yield in_global_window(writer.close())
         self.writers = {}
         outputs = list(self._written.finish() if self._written is not None else ())
-        for manifest, rows in (self._pool.drain() if self._pool is not None else ()):
+        for manifest, rows in (self._forked.finish() if self._forked is not None else ()):
             count_rows(rows)
             outputs.extend(part_commits.emit(self.config, manifest))
         for output in outputs:  # finish_bundle's outputs carry their window

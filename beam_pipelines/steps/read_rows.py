@@ -15,6 +15,8 @@ from typing import Any, Iterator, Optional
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
 
+from beam_pipelines.steps.bundle_outputs import in_global_window
+from beam_pipelines.workers.fork_pool import BundleTasks
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.sources.csv_source import record_reason
 from tfrecorder.sources.source_protocol import REASONED, RECORDS
@@ -34,7 +36,7 @@ class SourceParts:
     """
 
     def __init__(self, pipeline: beam.Pipeline, config: JobConfig) -> None:
-        self.pipeline, self.source = pipeline, config.source
+        self.pipeline, self.config, self.source = pipeline, config, config.source
         self._scans = None
 
     def branch(self, label: str) -> beam.PCollection:
@@ -54,9 +56,40 @@ class SourceParts:
             self._scans = (
                 self.pipeline
                 | "ScanUnits" >> beam.Create(self.source.scan_units())
-                | "Scan" >> beam.Map(self.source.scan)
+                | "Scan" >> beam.ParDo(ScanUnit(self.config))
             )
         return self._scans
+
+
+class ScanUnit(beam.DoFn):
+    """The source's scan of one unit (a CSV byte range), in forked processes when the job's config says
+    so (`forks_part_passes`)."""
+
+    def __init__(self, config: JobConfig) -> None:
+        self.config = config
+
+    def setup(self) -> None:
+        self._forked = None
+        if self.config.forks_part_passes:
+            self._forked = BundleTasks(self.config.encode_processes, self.config.source.scan)
+
+    def teardown(self) -> None:
+        if self._forked is not None:
+            self._forked.close()
+
+    def start_bundle(self) -> None:
+        if self._forked is not None:
+            self._forked.start_bundle()
+
+    def process(self, unit):
+        if self._forked is None:
+            yield self.config.source.scan(unit)
+        else:
+            yield from self._forked.submit(unit)
+
+    def finish_bundle(self):
+        for scan in (self._forked.finish() if self._forked is not None else ()):
+            yield in_global_window(scan)
 
 
 def read_part(config: JobConfig, part: Any) -> Iterator[Any]:

@@ -24,6 +24,9 @@ run its batch handler.
   (answers are written by its one thread, not by a queue's feeder thread), so the signal interrupts
   whatever blocking call it is in.
 
+`BundleTasks` runs a DoFn's whole-element tasks (an image-free table's parts: its scan, count and
+encoding) on such a pool, bundle by bundle.
+
 Only fork-safe work belongs here: the parent must not have started thread pools or network clients
 the handler uses (callers use it for local files only).
 """
@@ -39,7 +42,7 @@ import os
 import pickle
 import signal
 import weakref
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 _POLL_SECONDS = 1.0  # how often a waiting parent checks that the child is alive
 _PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal this process receives when its parent dies
@@ -154,11 +157,6 @@ class ForkPool:
         return self._closed
 
     @property
-    def outstanding(self) -> int:
-        """Tasks submitted whose results were not returned yet."""
-        return sum(child.outstanding for child in self._children)
-
-    @property
     def pids(self) -> list[int]:
         """The children's process ids."""
         return [child.process.pid for child in self._children]
@@ -231,3 +229,37 @@ class ForkPool:
         except BaseException:
             self.close(wait=False)
             raise
+
+
+class BundleTasks:
+    """A DoFn's whole-element tasks (source parts) on `processes` forked children, bundle by bundle.
+
+    The pool is forked at the bundle's first task, so the children inherit what the DoFn built before
+    it. `submit(task)` returns the results already due; `finish()` the others (each child's in its
+    order, not one order across children: a PCollection has none), at the bundle's end, and stops the children (a runner need not call a DoFn's teardown). A bundle that
+    failed leaves its pool behind: `start_bundle` stops it, and the next task forks afresh, so a retry
+    never receives a failed attempt's results (work those tasks committed is the retry's to reuse).
+    """
+
+    def __init__(self, processes: int, handle: Callable[[Any], Any]) -> None:
+        self._processes, self._handle = processes, handle
+        self._pool: Optional[ForkPool] = None
+
+    def start_bundle(self) -> None:
+        self.close(wait=False)  # a failed bundle's
+
+    def submit(self, task: Any) -> list:
+        if self._pool is None:
+            self._pool = ForkPool(self._processes, self._handle)
+        return self._pool.submit(task)
+
+    def finish(self) -> list:
+        try:
+            return self._pool.drain() if self._pool is not None else []
+        finally:
+            self.close()
+
+    def close(self, wait: bool = True) -> None:
+        if self._pool is not None:
+            self._pool.close(wait)
+            self._pool = None

@@ -54,6 +54,12 @@ class JobConfig:
     base: Optional[BaseJob] = None  # an append (issue 28): the parent whose shards the new version carries
 
     @property
+    def forks_part_passes(self) -> bool:
+        """Whether an image-free job's other passes over its parts (the CSV scan, the count) run in forked
+        processes too, as many as encode (an image job's are small next to its images)."""
+        return self.encode_processes > 1 and not self.schema.image_columns
+
+    @property
     def pieces_dir(self) -> str:
         return storage.join(self.temp_dir, file_names.PIECES_DIR)
 

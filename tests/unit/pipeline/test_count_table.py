@@ -1,9 +1,16 @@
-"""beam_pipelines.steps.count_table: vocabularies and TableStats merged, and the table-level check."""
+"""beam_pipelines.steps.count_table: vocabularies and TableStats merged, the table-level check, and an
+image-free job's parts counted in forked processes."""
 from __future__ import annotations
 
-import pytest
+import os
 
-from beam_pipelines.steps.count_table import VocabularyFn, checked_stats, merge_stats
+import pandas as pd
+import pytest
+from apache_beam.utils.windowed_value import WindowedValue
+
+from beam_pipelines.steps.count_table import BatchPartStats, VocabularyFn, checked_stats, merge_stats
+from tfrecorder.rows import columnar_encoder
+from tfrecorder.sources import dataframe_source, dataframe_staging
 from tfrecorder.core.progress_bar import total_reported
 from tfrecorder.errors import TableError
 from tfrecorder.options.job_config import JobConfig
@@ -21,8 +28,6 @@ def test_vocabulary_merges_batches_into_sorted_distinct_labels():
     second = fn.add_input(fn.add_input(fn.create_accumulator(), {"label": {"ant"}}), {"kind": {"b", "a"}})
     merged = fn.merge_accumulators([first, second, fn.create_accumulator()])
     assert fn.extract_output(merged) == {"label": ["ant", "cat", "dog"], "kind": ["a", "b"]}
-
-
 
 
 def test_part_stats_merge_into_the_tables():
@@ -48,3 +53,36 @@ def test_checked_stats_pass_through_and_tell_the_progress_bar_the_counted_total(
     assert checked_stats(stats, _config(str(tmp_path))) is stats
     assert total_reported(str(tmp_path)) == 9  # malformed lines are rows in: they end as discards
     assert checked_stats(stats, _config()) is stats  # no progress bar: nothing to report
+
+
+def test_an_image_free_job_with_encoding_processes_counts_its_parts_in_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(dataframe_staging, "MAX_ROW_GROUP_ROWS", 25)  # 4 parts
+    frame = pd.DataFrame({"split": ["TRAIN", "TEST", "VALIDATION", "UNASSIGNED"] * 25, "n": range(100),
+                          "label": ["cat", "dog", None, "owl"] * 25})
+    table = dataframe_source.open_dataframe(frame)
+    schema = table.infer_schema()
+    counters = tmp_path / "counters.log"
+    real_count = columnar_encoder.count_batch
+
+    def logged(*args, **kwargs):
+        with open(counters, "a") as log:
+            log.write(f"{os.getpid()}\n")
+        return real_count(*args, **kwargs)
+
+    monkeypatch.setattr(columnar_encoder, "count_batch", logged)
+    counted = {}
+    for processes in (1, 2):
+        config = job_config(source=table.row_source(schema, str(tmp_path / f"job{processes}" / "_work")), schema=schema,
+                            columns=tuple(table.columns), temp_dir=str(tmp_path / f"job{processes}"),
+                            encode_processes=processes)
+        count = BatchPartStats(config)
+        count.setup()
+        count.start_bundle()
+        found = [stats for part in config.source.known_parts() for stats in count.process(part)]
+        found += [stats.value for stats in count.finish_bundle() if isinstance(stats, WindowedValue)]
+        count.teardown()
+        counted[processes] = merge_stats(found)
+        counters.rename(tmp_path / f"counters-{processes}.log")
+    assert counted[2] == counted[1] and counted[1].rows == 100 and counted[1].nullable_columns == ("label",)
+    pids = {processes: set((tmp_path / f"counters-{processes}.log").read_text().split()) for processes in (1, 2)}
+    assert pids[1] == {str(os.getpid())} and len(pids[2]) == 2 and str(os.getpid()) not in pids[2]

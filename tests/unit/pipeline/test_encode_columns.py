@@ -190,8 +190,9 @@ def test_parts_encoded_by_two_forked_processes_make_the_job_the_in_process_encod
     assert multiprocessing.active_children() == []
 
 
-def test_replaying_every_bundle_of_a_pooled_table_job_gives_the_same_job(tmp_path, two_encoders):
-    source = _table(tmp_path, "dataframe")
+@pytest.mark.parametrize("kind", ["dataframe", "csv"])
+def test_replaying_every_bundle_of_a_pooled_table_job_gives_the_same_job(kind, tmp_path, two_encoders):
+    source = _table(tmp_path, kind)
     normal = tfrecorder.convert(source, str(tmp_path / "normal"), job_label="t", progress=False, num_shards=3)
     pieces = len(two_encoders.read_text().splitlines())
     replayed = tfrecorder.convert(source, str(tmp_path / "replayed"), job_label="t", progress=False, num_shards=3,

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import tfrecorder
-from beam_pipelines.workers.fork_pool import ChildFailed, ForkPool
+from beam_pipelines.workers.fork_pool import BundleTasks, ChildFailed, ForkPool
 from support.readers import read_job
 from support.replay import REPLAY, snapshot
 from beam_pipelines.launches import runners
@@ -123,6 +123,30 @@ def test_a_child_that_dies_is_reported():
     pool.submit("die")
     with pytest.raises(ChildFailed, match="exit code -9"):
         pool.drain()
+    assert multiprocessing.active_children() == []
+
+
+def test_bundle_tasks_return_every_result_and_stop_their_children_at_the_bundle_end():
+    tasks = BundleTasks(2, _pid_and)
+    tasks.start_bundle()
+    returned = [result for task in range(7) for result in tasks.submit(task)]
+    returned += tasks.finish()
+    assert sorted(task for _, task in returned) == list(range(7)) and len({pid for pid, _ in returned}) == 2
+    assert multiprocessing.active_children() == []  # finish stopped them: no teardown needed
+    assert tasks.finish() == []
+
+
+def test_a_bundle_after_a_failed_one_never_sees_the_failed_attempts_results():
+    tasks = BundleTasks(2, _pid_and)
+    tasks.start_bundle()
+    tasks.submit("first attempt")  # the bundle fails before finish: its task stays outstanding
+    tasks.start_bundle()  # the retry
+    assert multiprocessing.active_children() == []
+    assert [task for _, task in tasks.submit("retry") + tasks.finish()] == ["retry"]
+    tasks.start_bundle()
+    with pytest.raises(FileNotFoundError):
+        tasks.submit("fail")
+        tasks.finish()
     assert multiprocessing.active_children() == []
 
 

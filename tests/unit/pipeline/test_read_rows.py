@@ -2,6 +2,8 @@
 DataFrame by row groups, giving exactly the rows and malformed-line reports of a sequential read."""
 from __future__ import annotations
 
+import os
+
 import apache_beam as beam
 import pandas as pd
 import pytest
@@ -37,9 +39,9 @@ def read_with_beam(config: JobConfig) -> tuple[list, list]:
     return expected_rows, expected_malformed
 
 
-def csv_config(path: str) -> JobConfig:
+def csv_config(path: str, **fields) -> JobConfig:
     table = source_registry.open_table(path)
-    return config_for(table.row_source(Schema({}), ""), columns=tuple(table.columns))
+    return config_for(table.row_source(Schema({}), ""), columns=tuple(table.columns), **fields)
 
 
 @pytest.mark.parametrize("range_bytes", [7, 64, 1 << 20])
@@ -51,6 +53,27 @@ def test_local_csv_in_parallel_slices_matches_sequential_parse(tmp_path, monkeyp
     assert len(config.source.scan_units()) > 1 or range_bytes > len(TRICKY)
     rows, malformed = read_with_beam(config)
     assert len(rows) == 160 and len(malformed) == 40
+
+
+def test_an_image_free_job_with_encoding_processes_scans_its_csv_in_them(tmp_path, monkeypatch):
+    """The same slices (rows and malformed lines of a sequential parse), each range scanned by a child."""
+    monkeypatch.setattr(csv_slicing, "RANGE_BYTES", 64)
+    path = tmp_path / "t.csv"
+    path.write_bytes(TRICKY)
+    scanners = tmp_path / "scanners.log"
+    real_scan = csv_source.CsvRows.scan
+
+    def logged(self, unit):
+        with open(scanners, "a") as log:
+            log.write(f"{os.getpid()}\n")
+        return real_scan(self, unit)
+
+    monkeypatch.setattr(csv_source.CsvRows, "scan", logged)
+    config = csv_config(str(path), encode_processes=2)
+    rows, malformed = read_with_beam(config)
+    assert len(rows) == 160 and len(malformed) == 40
+    pids = scanners.read_text().split()
+    assert len(pids) == len(config.source.scan_units()) > 2 and len(set(pids)) == 2 and str(os.getpid()) not in pids
 
 
 TRICKY_TEXT = TRICKY.replace(b'12" pipe', b'12" p\xefpe', 7).replace(b'"multi\r\nline', b'"multi\r\n\xffline', 5)
