@@ -36,14 +36,14 @@ REFUSED_RUNNERS = {
 # Local jobs spread their per-row work over the cores in one of two ways (encode_processes, local_options):
 # - forked encoding processes (beam_pipelines.workers.fork_pool): each child encodes and writes whole batches
 #   while the in-process worker reads and checks rows (image-free tables: each child reads, encodes, writes
-#   and commits whole parts, ~TABULAR_ROW_SECONDS a row, so ~35,000 rows on 2 cores pay). Measured on 2 cores (benchmarks/convert_bench.py,
-#   header mode, shared machine): one process spends 130-190 µs of CPU per row (ROW_SECONDS), and
-#   starting and stopping two forked children costs ~30 ms (POOL_START_SECONDS, with a margin), so the
-#   pool is used once the rows' work it takes off the in-process worker beats twice that cost
-#   (~1,200 rows on 2 cores).
+#   and commits whole parts). Measured on 2 cores (benchmarks/convert_bench.py, header mode, shared
+#   machine): one process spends 130-190 µs of CPU per row (ROW_SECONDS), and starting and stopping two
+#   forked children costs ~30 ms (POOL_START_SECONDS, with a margin), so the pool is used once the rows'
+#   work it takes off the in-process worker beats twice that cost (~1,200 image rows on 2 cores; image-free
+#   rows cost ~TABULAR_ROW_SECONDS, so ~35,000 of them).
 # - Beam's multi_processing FnApiRunner: each worker process spends ~WORKER_START_SECONDS of CPU
 #   starting (fresh interpreters import Beam and tfrecorder); only chosen for jobs the pool cannot take
-#   (images or output on remote storage) when the rows' work beats twice that start-up.
+#   (images, table or output on remote storage) when the rows' work beats twice that start-up.
 ROW_SECONDS = 170e-6
 POOL_START_SECONDS = 0.05
 TABULAR_ROW_SECONDS = 6e-6  # image-free rows, encoded column-wise (benchmarks/tabular_bench.py, issue 19)

@@ -10,9 +10,8 @@ import apache_beam as beam
 import pyarrow as pa
 
 from tfrecorder.options.job_config import JobConfig
-from beam_pipelines.steps.bundle_outputs import in_global_window
 from beam_pipelines.steps.part_commits import part_stats
-from beam_pipelines.workers.fork_pool import BundleTasks
+from beam_pipelines.steps.part_passes import PartPass
 from beam_pipelines.steps.read_rows import RECORDS, SourceParts, read_batches, read_part, reads_batches
 from tfrecorder.core.progress_bar import report_total
 from tfrecorder.rows import columnar_encoder
@@ -31,45 +30,17 @@ def count_table(parts: SourceParts, config: JobConfig) -> beam.PCollection:
     )
 
 
-class BatchPartStats(beam.DoFn):
-    """One part's TableStats, counted batch by batch (tfrecorder.rows.columnar_encoder.count_batch), in
-    forked processes when the job's config says so (`forks_part_passes`)."""
+class BatchPartStats(PartPass):
+    """One part's TableStats, counted batch by batch (tfrecorder.rows.columnar_encoder.count_batch)."""
 
-    def __init__(self, config: JobConfig) -> None:
-        self.config = config
-
-    def setup(self) -> None:
-        self.schema = self.config.schema
-        self._forked = None
-        if self.config.forks_part_passes:
-            self._forked = BundleTasks(self.config.encode_processes, self._stats)
-
-    def teardown(self) -> None:
-        if self._forked is not None:
-            self._forked.close()
-
-    def start_bundle(self) -> None:
-        if self._forked is not None:
-            self._forked.start_bundle()
-
-    def process(self, part):
-        if self._forked is None:
-            yield self._stats(part)
-        else:
-            yield from self._forked.submit(part)
-
-    def finish_bundle(self):
-        for stats in (self._forked.finish() if self._forked is not None else ()):
-            yield in_global_window(stats)
-
-    def _stats(self, part) -> TableStats:
+    def output_of(self, part) -> TableStats:
         return part_stats(self.config, part, lambda: self._count(part))
 
     def _count(self, part) -> TableStats:
         stats = TableStats()
         for item in read_batches(self.config, part):
             if isinstance(item, pa.RecordBatch):
-                columnar_encoder.count_batch(item, self.schema, self.config.split_ratios, stats,
+                columnar_encoder.count_batch(item, self.config.schema, self.config.split_ratios, stats,
                                              self.config.content_splits)
             elif item[0] != RECORDS:
                 stats.malformed += 1

@@ -15,8 +15,7 @@ from typing import Any, Iterator, Optional
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
 
-from beam_pipelines.steps.bundle_outputs import in_global_window
-from beam_pipelines.workers.fork_pool import BundleTasks
+from beam_pipelines.steps.part_passes import PartPass
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.sources.csv_source import record_reason
 from tfrecorder.sources.source_protocol import REASONED, RECORDS
@@ -61,35 +60,11 @@ class SourceParts:
         return self._scans
 
 
-class ScanUnit(beam.DoFn):
-    """The source's scan of one unit (a CSV byte range), in forked processes when the job's config says
-    so (`forks_part_passes`)."""
+class ScanUnit(PartPass):
+    """The source's scan of one unit (a CSV byte range)."""
 
-    def __init__(self, config: JobConfig) -> None:
-        self.config = config
-
-    def setup(self) -> None:
-        self._forked = None
-        if self.config.forks_part_passes:
-            self._forked = BundleTasks(self.config.encode_processes, self.config.source.scan)
-
-    def teardown(self) -> None:
-        if self._forked is not None:
-            self._forked.close()
-
-    def start_bundle(self) -> None:
-        if self._forked is not None:
-            self._forked.start_bundle()
-
-    def process(self, unit):
-        if self._forked is None:
-            yield self.config.source.scan(unit)
-        else:
-            yield from self._forked.submit(unit)
-
-    def finish_bundle(self):
-        for scan in (self._forked.finish() if self._forked is not None else ()):
-            yield in_global_window(scan)
+    def output_of(self, unit: Any) -> Any:
+        return self.config.source.scan(unit)
 
 
 def read_part(config: JobConfig, part: Any) -> Iterator[Any]:

@@ -17,11 +17,11 @@ from beam_pipelines.steps.collect_statistics import QUALITY, STATISTICS_KEY
 from beam_pipelines.steps.discard_files import DISCARD
 from beam_pipelines.steps.encode_columns import EncodePart
 from beam_pipelines.steps.shard_planning import Piece
+from support.piece_writers import log_piece_writers, piece_writers
 from support.replay import REPLAY, snapshot
 from tfrecorder.core.progress_bar import rows_reported
 from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.format.framing import read_records
-from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.sources import csv_slicing, dataframe_source, dataframe_staging
 
@@ -127,17 +127,7 @@ def two_encoders(monkeypatch, tmp_path) -> Path:
     monkeypatch.setattr(runners, "usable_cores", lambda: 2)
     monkeypatch.setattr(dataframe_staging, "MAX_ROW_GROUP_ROWS", 40)
     monkeypatch.setattr(csv_slicing, "RANGE_BYTES", 2_000)  # batches still pay (64 records)
-    log = tmp_path / "piece-writers.log"
-    real_open_write = storage.open_write
-
-    def watched(path):
-        if f"{os.sep}_pieces{os.sep}" in path and path.endswith(".part"):
-            with open(log, "a") as out:
-                out.write(f"{os.getpid()} {path}\n")
-        return real_open_write(path)
-
-    monkeypatch.setattr(storage, "open_write", watched)
-    return log
+    return log_piece_writers(monkeypatch, tmp_path / "piece-writers.log")
 
 
 def test_large_local_tables_get_a_process_per_core_and_never_more_than_parts():
@@ -158,10 +148,6 @@ def test_a_forked_encoder_shows_its_rows_on_the_bar_and_answers_with_the_part_ma
     assert len(list((tmp_path / "progress").iterdir())) == 2
 
 
-def _writers(log: Path) -> set[int]:
-    return {int(line.split()[0]) for line in log.read_text().splitlines()}
-
-
 def _table(tmp_path, kind: str):
     """300 rows, 9 of them discarded (an unknown split, an empty label), as a DataFrame or a CSV file."""
     frame = pd.DataFrame({"split": (["TRAIN"] * 8 + ["VALIDATION", "TEST"]) * 30, "n": range(300),
@@ -180,10 +166,10 @@ def test_parts_encoded_by_two_forked_processes_make_the_job_the_in_process_encod
     source = _table(tmp_path, kind)
     single = tfrecorder.convert(source, str(tmp_path / "single"), job_label="t", progress=False,
                                 dataflow_options={"direct_num_workers": 1})
-    assert _writers(two_encoders) == {os.getpid()}  # direct_num_workers=1 keeps the job in this process
+    assert piece_writers(two_encoders) == {os.getpid()}  # direct_num_workers=1 keeps the job in this process
     two_encoders.unlink()
     pooled = tfrecorder.convert(source, str(tmp_path / "pooled"), job_label="t", progress=False)
-    writers = _writers(two_encoders)
+    writers = piece_writers(two_encoders)
     assert len(writers) == 2 and os.getpid() not in writers  # both children wrote pieces, the parent none
     assert pooled["discarded"] == 9 and sum(pooled["written"].values()) == 291
     assert snapshot(pooled["tfrecord_dir"]) == snapshot(single["tfrecord_dir"])
@@ -199,7 +185,7 @@ def test_replaying_every_bundle_of_a_pooled_table_job_gives_the_same_job(kind, t
                                   dataflow_options=REPLAY)
     # the second attempt of each part found it committed by the first (issue 27): no piece written again
     assert len(two_encoders.read_text().splitlines()) == 2 * pieces > 0
-    assert os.getpid() not in _writers(two_encoders)  # forked children wrote them all
+    assert os.getpid() not in piece_writers(two_encoders)  # forked children wrote them all
     assert snapshot(replayed["tfrecord_dir"]) == snapshot(normal["tfrecord_dir"])
 
 
@@ -222,7 +208,7 @@ def test_a_storage_failure_in_a_forked_encoder_fails_the_job_and_the_next_run_re
         patched.setattr(encode_columns, "read_batches", outage)
         with pytest.raises(StorageReadError, match="outage; the conversion stopped and nothing was published"):
             tfrecorder.convert(source, str(tmp_path / "out"), progress=False)
-    assert multiprocessing.active_children() == [] and os.getpid() not in _writers(two_encoders)
+    assert multiprocessing.active_children() == [] and os.getpid() not in piece_writers(two_encoders)
     (kept,) = (tmp_path / "out").glob(".incomplete-*")
     result = tfrecorder.convert(source, str(tmp_path / "out"), progress=False)
     assert result["resumed"] is True and sum(result["written"].values()) == 291 and result["discarded"] == 9

@@ -16,9 +16,9 @@ import pytest
 import tfrecorder
 from beam_pipelines.workers.fork_pool import BundleTasks, ChildFailed, ForkPool
 from support.readers import read_job
+from support.piece_writers import log_piece_writers, piece_writers
 from support.replay import REPLAY, snapshot
 from beam_pipelines.launches import runners
-from tfrecorder.io import storage
 from tfrecorder.options import piece_units
 
 pytestmark = pytest.mark.skipif(not runners.can_fork(), reason="forked encoding processes are Linux-only")
@@ -168,17 +168,7 @@ def pooled(monkeypatch, tmp_path) -> Path:
     monkeypatch.setattr(runners, "POOL_START_SECONDS", 0.0)
     monkeypatch.setattr(runners, "usable_cores", lambda: 2)
     monkeypatch.setattr(piece_units, "MIN_UNIT_BATCHES", 1)  # 200 rows: units of 64 rows reach both children
-    log = tmp_path / "piece-writers.log"
-    real_open_write = storage.open_write
-
-    def watched(path):
-        if f"{os.sep}_pieces{os.sep}" in path and path.endswith(".part"):
-            with open(log, "a") as out:
-                out.write(f"{os.getpid()} {path}\n")
-        return real_open_write(path)
-
-    monkeypatch.setattr(storage, "open_write", watched)
-    return log
+    return log_piece_writers(monkeypatch, tmp_path / "piece-writers.log")
 
 
 @pytest.fixture
@@ -189,10 +179,6 @@ def mixed_table(image_files) -> pd.DataFrame:
                          "label": [n.split(".")[0] for n in names]})
 
 
-def _writers(log: Path) -> set[int]:
-    return {int(line.split()[0]) for line in log.read_text().splitlines()}
-
-
 def _records(result) -> dict:
     return {split: sorted((e["image_uri"], e["label"], e["image_height"]) for e in examples)
             for split, examples in read_job(result["tfrecord_dir"]).items()}
@@ -201,10 +187,10 @@ def _records(result) -> dict:
 def test_pooled_conversion_writes_what_the_in_process_one_writes(mixed_table, tmp_path, pooled):
     single = tfrecorder.convert(mixed_table, tmp_path / "single", validate="header", progress=False,
                                 dataflow_options={"direct_num_workers": 1})
-    assert _writers(pooled) == {os.getpid()}  # direct_num_workers=1 keeps the job in this process
+    assert piece_writers(pooled) == {os.getpid()}  # direct_num_workers=1 keeps the job in this process
     pooled.unlink()
     multi = tfrecorder.convert(mixed_table, tmp_path / "multi", validate="header", progress=False)
-    writers = _writers(pooled)
+    writers = piece_writers(pooled)
     assert len(writers) == 2 and os.getpid() not in writers  # two forked children wrote every piece
     for key in ("rows_in", "written", "discarded", "discard_reasons"):
         assert single[key] == multi[key], key
