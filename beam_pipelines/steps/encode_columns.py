@@ -165,14 +165,11 @@ class EncodePart(beam.DoFn):
         for writer in self.writers.values():
             yield in_global_window(writer.close())
         self.writers = {}
-        outputs = list(self._written.finish() if self._written is not None else ())
+        for output in (self._written.finish() if self._written is not None else ()):
+            yield in_global_window(output)
         for manifest, rows in (self._forked.finish() if self._forked is not None else ()):
             count_rows(rows)
-            outputs.extend(part_commits.emit(self.config, manifest))
-        for output in outputs:  # finish_bundle's outputs carry their window
-            if isinstance(output, beam.pvalue.TaggedOutput):
-                yield beam.pvalue.TaggedOutput(output.tag, in_global_window(output.value))
-            else:
+            for output in part_commits.emit(self.config, manifest):
                 yield in_global_window(output)
 
 

@@ -284,10 +284,7 @@ class EncodeAndWritePieces(beam.DoFn):
             self._rows_done.add(sum(rows for _outputs, rows in batches))
             outputs = [output for found, _rows in batches + closed for output in found]
         for output in outputs:  # finish_bundle's outputs carry their window
-            if isinstance(output, beam.pvalue.TaggedOutput):
-                yield beam.pvalue.TaggedOutput(output.tag, in_global_window(output.value))
-            else:
-                yield in_global_window(output)
+            yield in_global_window(output)
 
     def _pool_for(self, vocabularies: Mapping[str, list[str]]) -> ForkPool:
         if self._pool is None:

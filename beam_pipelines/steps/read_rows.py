@@ -35,14 +35,14 @@ class SourceParts:
     """
 
     def __init__(self, pipeline: beam.Pipeline, config: JobConfig) -> None:
-        self.pipeline, self.config, self.source = pipeline, config, config.source
+        self.pipeline, self.config = pipeline, config
         self._scans = None
 
     def branch(self, label: str) -> beam.PCollection:
-        known = self.source.known_parts()
+        known = self.config.source.known_parts()
         if known is not None:  # Create reshuffles two or more elements itself
             return self.pipeline | f"{label}Parts" >> beam.Create(list(known))
-        source = self.source
+        source = self.config.source
         return (
             self.pipeline
             | f"{label}PlanParts" >> beam.Create([None])
@@ -54,7 +54,7 @@ class SourceParts:
         if self._scans is None:
             self._scans = (
                 self.pipeline
-                | "ScanUnits" >> beam.Create(self.source.scan_units())
+                | "ScanUnits" >> beam.Create(self.config.source.scan_units())
                 | "Scan" >> beam.ParDo(ScanUnit(self.config))
             )
         return self._scans

@@ -236,9 +236,10 @@ class BundleTasks:
 
     The pool is forked at the bundle's first task, so the children inherit what the DoFn built before
     it. `submit(task)` returns the results already due; `finish()` the others (each child's in its
-    order, not one order across children: a PCollection has none), at the bundle's end, and stops the children (a runner need not call a DoFn's teardown). A bundle that
-    failed leaves its pool behind: `start_bundle` stops it, and the next task forks afresh, so a retry
-    never receives a failed attempt's results (work those tasks committed is the retry's to reuse).
+    order, not one order across children: a PCollection has none) at the bundle's end, and stops the
+    children (a runner need not call a DoFn's teardown). A bundle that failed leaves its pool behind:
+    `start_bundle` stops it, and the next task forks afresh, so a retry never receives a failed
+    attempt's results (work those tasks committed is the retry's to reuse).
     """
 
     def __init__(self, processes: int, handle: Callable[[Any], Any]) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import apache_beam as beam
+from apache_beam.pvalue import TaggedOutput
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
@@ -12,6 +13,12 @@ from beam_pipelines.steps.bundle_outputs import in_global_window
 def test_the_value_is_in_the_global_window_at_the_earliest_timestamp():
     windowed = in_global_window({"piece": 1})
     assert (windowed.value, windowed.timestamp, list(windowed.windows)) == ({"piece": 1}, MIN_TIMESTAMP, [GlobalWindow()])
+
+
+def test_a_tagged_output_keeps_its_tag_and_its_value_is_windowed():
+    tagged = in_global_window(TaggedOutput("discard", ("row", "reason")))
+    assert isinstance(tagged, TaggedOutput) and tagged.tag == "discard"
+    assert (tagged.value.value, list(tagged.value.windows)) == (("row", "reason"), [GlobalWindow()])
 
 
 class _CountPerBundle(beam.DoFn):
