@@ -123,6 +123,7 @@ class EncodePart(beam.DoFn):
                 for values, (_row, reason) in zip(rows, encoded.discards):
                     yield beam.pvalue.TaggedOutput(DISCARD, (values, reason))
             kept = np.flatnonzero(prepared.codes != columnar_encoder.DISCARDED)  # each record's row in the batch
+            described = encoded.parsed_batch(item) if self._written is not None else None
             for code, split in enumerate(columnar_encoder.SPLITS):
                 chosen = np.flatnonzero(encoded.codes == code)
                 if len(chosen):
@@ -132,8 +133,8 @@ class EncodePart(beam.DoFn):
                     if self._written is not None:
                         places = (source, *_places(self._segments, unknown)) if self._drops else None
                         rows = kept[chosen]
-                        self._written.add_records(split, item.take(pa.array(rows)), records, part_name, offset + rows,
-                                                  places)
+                        self._written.add_records(split, described.take(pa.array(rows)), records, part_name,
+                                                  offset + rows, places)
                     yield from closed
             if self._written is not None:
                 yield from self._written.end_batch()

@@ -66,6 +66,16 @@ class EncodedBatch:
     codes: np.ndarray  # split code of each record
     unknown_labels: np.ndarray  # labels not in the vocabulary, per record
     discards: list[tuple[int, str]]  # (row in the batch, reason), in row order
+    parsed: dict[str, pa.Array] = dataclasses.field(default_factory=dict)  # text columns parsed (Column.parsed)
+
+    def parsed_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """`batch` (the one encoded) with its text number columns as the encoder parsed them: what the
+        statistics read (tfrecorder.rows.dataset_statistics takes those values as they are, where it
+        would parse the text to the same numbers again)."""
+        if not self.parsed:
+            return batch
+        columns = [self.parsed.get(name, batch.column(index)) for index, name in enumerate(batch.schema.names)]
+        return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
 def _is_text(array: pa.Array) -> bool:
@@ -239,6 +249,8 @@ class Column:
 
     values: ValueLists
     errors: dict[int, str]
+    parsed: Optional[pa.Array] = None  # a text column's values as parsed column-wise: float64 / int64, or
+    # lists of them (null where missing), the numbers the statistics would parse from the same text
 
 
 def _fallback(array: pa.Array, column: str, role: types.ColumnType) -> Column:
@@ -402,7 +414,9 @@ def _list_column(array: pa.Array, column: str, role: types.ColumnType) -> Option
     if element == types.DoubleInput:
         numbers = numbers.view(np.int64)
     packed, sizes = packed_numbers(numbers, role.feature_dtype)
-    return Column(ValueLists.of_values(binary_rows(packed, _row_sums(sizes, offsets), keep), packed=True), errors)
+    parsed = lists if _is_text(array) and element in (types.IntegerInput, types.FloatInput) else None  # as number_lists
+    return Column(ValueLists.of_values(binary_rows(packed, _row_sums(sizes, offsets), keep), packed=True), errors,
+                  parsed)
 
 
 def _labels(array: pa.Array, index: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -450,17 +464,23 @@ class TableEncoder:
         numbers = _scalar_numbers(array, role)
         if numbers is None:
             return _fallback(array, column, role)
-        return Column(ValueLists.one_number(numbers[0], numbers[1], role.feature_dtype), {})
+        parsed = None
+        if _is_text(array) and role in (types.IntegerInput, types.FloatInput, types.DoubleInput):
+            values = numbers[0].view(np.float64) if role == types.DoubleInput else numbers[0]
+            parsed = pa.array(values, mask=~numbers[1])
+        return Column(ValueLists.one_number(numbers[0], numbers[1], role.feature_dtype), {}, parsed)
 
     def encode(self, batch: pa.RecordBatch, prepared: Prepared) -> EncodedBatch:
         """The Examples of the rows `prepared` kept; rows an input value discards are added to `prepared`."""
         rows = batch.num_rows
         unknown = np.zeros(rows, dtype=np.int64)
-        entries, sizes = {}, np.zeros(rows, dtype=np.int64)
+        entries, sizes, parsed = {}, np.zeros(rows, dtype=np.int64), {}
         for column in self.schema:
             if self.schema[column] == types.SplitKey:
                 continue
             found = self.column(batch.column(column), column, unknown)
+            if found.parsed is not None:
+                parsed[column] = found.parsed
             for row, reason in sorted(found.errors.items()):
                 prepared.discard(row, reason)
             entries[column], lengths = map_entries(self.keys[column], self.schema[column].feature_dtype, found.values)
@@ -469,7 +489,7 @@ class TableEncoder:
         keep = np.flatnonzero(prepared.codes != DISCARDED)
         if len(keep) < rows:
             records = records.take(pa.array(keep))
-        return EncodedBatch(records, prepared.codes[keep], unknown[keep], sorted(prepared.reasons.items()))
+        return EncodedBatch(records, prepared.codes[keep], unknown[keep], sorted(prepared.reasons.items()), parsed)
 
 
 def _rows_with_new_labels(batch: pa.RecordBatch, columns: Sequence[str], known: dict[str, set]) -> pa.RecordBatch:

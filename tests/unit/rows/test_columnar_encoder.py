@@ -203,6 +203,49 @@ def test_csv_text_encodes_as_the_row_path_does(text, batch_rows):
     assert_same(batches, rows, CSV_SCHEMA)
 
 
+def _kept_statistics(batch: pa.RecordBatch, schema: Schema) -> tuple[dict, str, str]:
+    """The encoder's parsed text columns of a batch, and the statistics of its kept rows as JSON: from the
+    text, and from the batch with those columns as parsed (what the encode step hands the statistics)."""
+    import json
+
+    from tfrecorder.rows.dataset_statistics import DatasetStatistics
+
+    encoder = columnar_encoder.TableEncoder(schema, {"label": ["cat", "dog", "owl"]})
+    prepared = columnar_encoder.prepare_batch(batch, schema, (0.8, 0.1, 0.1))
+    encoded = encoder.encode(batch, prepared)
+    kept = pa.array(np.flatnonzero(prepared.codes != columnar_encoder.DISCARDED), pa.int64())
+    found = []
+    for described in (batch, encoded.parsed_batch(batch)):
+        statistics = DatasetStatistics(schema)
+        statistics.add_batch("TRAIN", described.take(kept))
+        found.append(json.dumps(statistics.to_json(), sort_keys=True).replace("-0.0,", "0.0,").replace("-0.0}", "0.0}"))
+    return encoded.parsed, found[0], found[1]  # an integer's "-0" is the int 0 parsed (as in a DataFrame's
+    # statistics), -0.0 as float text: the one difference, and left out
+
+
+@SETTINGS
+@given(csv_texts(), st.integers(1, 9))
+def test_number_columns_parsed_from_text_give_the_texts_statistics(text, batch_rows):
+    """The encoder hands the statistics the number columns it parsed from CSV text, so that they are not
+    parsed twice: the kept rows' statistics are exactly those of the text."""
+    for batch in csv_both_ways(text, batch_rows)[2]:
+        _parsed, from_text, from_parsed = _kept_statistics(batch, CSV_SCHEMA)
+        assert from_parsed == from_text
+
+
+def test_clean_number_text_is_parsed_once_for_encoding_and_statistics():
+    rows = ["TRAIN,5,1.5,0.1,2020-01-02 03:04:05,\"[1.0, 2.5, -3]\",\"[1, 2]\",a,cat",
+            "TEST,-7,,2.5e-3,,\"[1,2,3]\",[3],b,dog", "TRAIN,12,1e10,-2,,,[-5],c,owl"]
+    [batch] = [item for item in csv_bytes_batches("\n".join(rows).encode(), list(CSV_CELLS), 100)
+               if isinstance(item, pa.RecordBatch)]
+    parsed, from_text, from_parsed = _kept_statistics(batch, CSV_SCHEMA)
+    assert sorted(parsed) == ["double", "float", "ids", "int", "vec"]  # not the datetimes: the statistics
+    # read ISO text as no number, the encoder as nanoseconds
+    assert parsed["int"].to_pylist() == [5, -7, 12] and parsed["float"].to_pylist() == [1.5, None, 1e10]
+    assert parsed["vec"].to_pylist()[1] == [1.0, 2.0, 3.0] and parsed["vec"].to_pylist()[2] is None
+    assert from_parsed == from_text and '"mean": 3.33' in from_text
+
+
 IMAGE_CELLS = {
     "split": ["TRAIN", "validation", "UNASSIGNED", "UNASSIGNED", "", "nope"],
     "image_uri": ["a.jpg", "dir/b.png", "c d.jpg", " ", ""],
