@@ -100,7 +100,7 @@ class WrittenRows:
         index into those names, record number in the piece, unknown labels)."""
         self.statistics.add_batch(split, batch)
         held = self._blocks.setdefault((part, split, "" if places is None else places[0]), ([], [], [], []))
-        held[0].append(b"".join(record_digests(records.to_pylist())))  # Arrow's list of bytes: cheaper than views
+        held[0].append(record_digests(records))
         held[1].append(np.asarray(rows, dtype=np.int64))
         if places is not None:
             _source, names, found = places

@@ -27,9 +27,10 @@ from tfrecorder.io.perceptual_hash import METHOD as PERCEPTUAL_HASH
 from tfrecorder.options.piece_units import unit_batches
 from tfrecorder.rows.near_duplicates import bucket_shift
 
-FINGERPRINT_VERSION = 5  # 2: a resumable image job's pieces end every 4 batches (were every batch); 3: units grow with
+FINGERPRINT_VERSION = 6  # 2: a resumable image job's pieces end every 4 batches (were every batch); 3: units grow with
 # the job; 4: columns outside the schema keep their numbers, datetimes and lists (their discarded rows sort otherwise);
-# 5: Parquet row groups of more than SLICE_ROWS rows are parts as slices (other part names, other pieces)
+# 5: Parquet row groups of more than SLICE_ROWS rows are parts as slices (other part names, other pieces); 6: image-free
+# records' digests are SipHash halves (committed digest blocks of older runs are BLAKE2b)
 
 
 def frame_hash(frame: pd.DataFrame) -> str:

@@ -90,9 +90,7 @@ def test_with_drop_each_rows_digest_carries_its_piece_and_record_even_across_a_r
     """duplicates="drop" (issue 29): a block row's place is the piece file and record number its Example
     was written to (a batch's records spread over several pieces), with its unknown labels and its part;
     its row number is its row's in the part, counting the rows discarded before it (row 7)."""
-    import hashlib
-
-    from tfrecorder.rows.duplicate_groups import DigestBlock
+    from tfrecorder.rows.duplicate_groups import DigestBlock, record_digests
 
     processed, finished = _encode(tmp_path, _frame(), monkeypatch, duplicates="drop")
     pieces = {piece.path.rsplit("/", 1)[-1]: piece for piece in processed if isinstance(piece, Piece)}
@@ -108,7 +106,7 @@ def test_with_drop_each_rows_digest_carries_its_piece_and_record_even_across_a_r
         assert block.places is not None and block.source and len(block.places) == len(block.rows)
         for i, (piece, record, unknown) in enumerate(block.places.tolist()):
             data = records[block.pieces[piece]][record]
-            assert hashlib.blake2b(data, digest_size=16).digest() == block.digests[16 * i:16 * i + 16]
+            assert record_digests([data]) == block.digests[16 * i:16 * i + 16]
             row = int(block.rows[i]) + 40 * int(block.part.rsplit(" ", 1)[-1])  # 40 rows a row group
             assert int(parse_example(data)["n"][0]) == row and unknown == (row == 90)
             seen.add(row)
