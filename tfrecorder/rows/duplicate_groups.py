@@ -246,7 +246,7 @@ def unpacked_ints(data: bytes) -> np.ndarray:
 RECORD_DIGEST_KEYS = ("tfrecorder:row:0", "tfrecorder:row:1")  # 16 bytes each: SipHash-2-4's keys
 
 
-def record_digests(records: Union["pyarrow.Array", Iterable]) -> bytes:
+def record_digests(records: Iterable) -> bytes:
     """The 128-bit digests of serialized Examples of an image-free table (an Arrow binary array, or bytes
     / memoryviews), back to back, 16 bytes each: two 64-bit SipHash-2-4 halves under two keys (pandas'
     hash_array, a C loop: a third of a BLAKE2b call per record, which a table of millions of rows pays per
