@@ -261,14 +261,20 @@ def convert(
     resume = check_resume(resume)
 
     resumable = getattr(launch, "resumable", False)
-    fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection,
-                                  dataset_split=split, is_dataset=is_dataset) if resumable else None
-    if fingerprint is not None and _base is not None:  # an append continues only onto the same parent, same mode
-        fingerprint["options"]["base"] = {"job_name": _base.job_name, "metadata_sha256": _base.metadata_sha256,
-                                          "duplicates": _base.duplicates}
-    job = choose_job_dir(options.output_dir, options.job_label, fingerprint, resume, table.rows_estimate, None,
-                         version=None if _base is None else _base.next_version,
-                         job_ended=getattr(launch, "job_ended", None))
+    staged = table.stage(resolved_schema, options.output_dir)  # a DataFrame: the fingerprint names its staged bytes
+    try:
+        fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection,
+                                      dataset_split=split, is_dataset=is_dataset) if resumable else None
+        if fingerprint is not None and _base is not None:  # an append continues only onto the same parent, same mode
+            fingerprint["options"]["base"] = {"job_name": _base.job_name, "metadata_sha256": _base.metadata_sha256,
+                                              "duplicates": _base.duplicates}
+        job = choose_job_dir(options.output_dir, options.job_label, fingerprint, resume, table.rows_estimate, None,
+                             version=None if _base is None else _base.next_version,
+                             job_ended=getattr(launch, "job_ended", None))
+    except BaseException:
+        if staged is not None:
+            staged.discard()
+        raise
     final_dir, temp_dir = job.final_dir, job.temp_dir
     try:
         with local_progress(launch.shows_progress(options.progress), table.rows_estimate) as progress_dir:
@@ -308,6 +314,8 @@ def convert(
                 job.hand_over(launch.lock_owner(submitted) if resumable else None)
                 return DataflowConversionResult.of(submitted)
     except BaseException as exc:
+        if staged is not None:  # not taken into the job yet
+            staged.discard()
         job.release()
         fail_job(exc, temp_dir, final_dir, options.output_dir, keep_resumable=resumable)
     job.release()

@@ -102,3 +102,31 @@ def test_checking_options_leaves_the_callers_logging_alone():
         assert root.handlers == []
     finally:
         root.handlers[:] = saved
+
+
+def test_a_dataframe_staged_before_its_job_leaves_no_scratch_file_whatever_happens(tmp_path, monkeypatch):
+    """A DataFrame is staged beside the output before the job's directory is chosen (its fingerprint is the
+    staged rows' digest): a finished job took the file into its work dir and removed that; a run
+    interrupted before its job started removes it."""
+    import importlib
+
+    import pandas as pd
+
+    convert_module = importlib.import_module("tfrecorder.convert")  # the module, not the function
+
+    frame = pd.DataFrame({"split": ["TRAIN", "TEST"] * 20, "n": range(40), "label": ["a", "b"] * 20})
+    output = tmp_path / "out"
+    original = convert_module.choose_job_dir
+
+    def interrupted(*args, **kwargs):
+        assert [name for name in os.listdir(output) if name.startswith(".staging-")]  # staged already
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(convert_module, "choose_job_dir", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        tfrecorder.convert(frame, output, progress=False)
+    assert os.listdir(output) == []
+    monkeypatch.setattr(convert_module, "choose_job_dir", original)
+    result = tfrecorder.convert(frame, output, progress=False)
+    assert os.listdir(output) == [os.path.basename(result["tfrecord_dir"])]
+    assert sum(result["written"].values()) == 40

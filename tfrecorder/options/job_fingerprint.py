@@ -2,21 +2,18 @@
 job is the same job (issue 27: resumable conversion).
 
 Two runs match only if the source is unchanged — every file the workers read by path, size and
-modification time (gs://: generation and size), a DataFrame (an image folder's listing too) by a
-column-wise content hash (pandas.util.hash_pandas_object: no row loop) — and every option that changes
-output is equal. Options that change only how the job runs (fetch_concurrency, beam_options, progress,
+modification time (gs://: generation and size), a DataFrame (an image folder's listing too) by the
+SHA-256 of its staged rows (the Parquet file its workers read, staged before the fingerprint is taken)
+— and every option that changes output is equal. Options that change only how the job runs (fetch_concurrency, beam_options, progress,
 verbose) are left out: a resumed job may run with others.
 """
 from __future__ import annotations
 
 import hashlib
 import os
-from operator import attrgetter
-import pickle
 import time
 from typing import Any, Optional
 
-import numpy as np
 import pandas as pd
 
 from tfrecorder.core.schema import Schema
@@ -30,55 +27,18 @@ from tfrecorder.rows.near_duplicates import bucket_shift
 FINGERPRINT_VERSION = 6  # 2: a resumable image job's pieces end every 4 batches (were every batch); 3: units grow with
 # the job; 4: columns outside the schema keep their numbers, datetimes and lists (their discarded rows sort otherwise);
 # 5: Parquet row groups of more than SLICE_ROWS rows are parts as slices (other part names, other pieces); 6: image-free
-# records' digests are SipHash halves (committed digest blocks of older runs are BLAKE2b)
-
-
-def frame_hash(frame: pd.DataFrame) -> str:
-    """A content hash of a DataFrame, column by column (hash_pandas_object's vectorised hashes; a column
-    of 1-D NumPy arrays of one numeric dtype through their lengths and concatenated values; another
-    column it cannot hash, such as one of lists, through its pickled values)."""
-    digest = hashlib.sha256()
-    digest.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode("utf-8"))
-    digest.update(pd.util.hash_pandas_object(frame.index, index=False).to_numpy().tobytes())
-    for column in frame.columns:
-        series = frame[column]
-        try:
-            column_digest = hashlib.sha256(pd.util.hash_pandas_object(series, index=False).to_numpy().tobytes()).digest()
-        except TypeError:  # unhashable cells (lists, dicts, arrays)
-            column_digest = _array_cells_digest(series)
-            if column_digest is None:
-                column_digest = hashlib.sha256(pickle.dumps(series.tolist(), protocol=4)).digest()
-        digest.update(column_digest)
-    return digest.hexdigest()
-
-
-ARRAY_CHUNK_CELLS = 65_536  # array cells hashed at a time: the memory this takes does not grow with rows
-
-
-def _array_cells_digest(series: pd.Series) -> Optional[bytes]:
-    """The SHA-256 of a column whose cells are all 1-D NumPy arrays of one numeric dtype (a list column
-    as a frame usually holds it), over its dtype, then chunk by chunk every cell's length and the
-    values. Pickling such a column costs ~4 µs a row and memory in proportion; this ~0.3 µs, a chunk at
-    a time. None for any other column."""
-    cells = series.to_numpy(dtype=object)
-    if not len(cells) or set(map(type, cells)) != {np.ndarray} or set(map(attrgetter("ndim"), cells)) != {1}:
-        return None  # (map over C getters: no python loop)
-    dtypes = set(map(attrgetter("dtype"), cells))
-    if len(dtypes) != 1 or dtypes.copy().pop().kind not in "biufcmM":  # object arrays' bytes are pointers
-        return None
-    digest = hashlib.sha256(b"ndarray-cells:" + str(dtypes.pop()).encode() + b":")
-    for start in range(0, len(cells), ARRAY_CHUNK_CELLS):
-        chunk = cells[start:start + ARRAY_CHUNK_CELLS]
-        digest.update(np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk)).tobytes())
-        digest.update(np.concatenate(chunk).tobytes())
-    return digest.digest()
+# records' digests are SipHash halves (committed digest blocks of older runs are BLAKE2b), a DataFrame is named by
+# its staged rows' digest
 
 
 def source_identity(table: Any) -> dict[str, Any]:
-    """The source as the fingerprint sees it: its files' identities, or a DataFrame's content hash."""
+    """The source as the fingerprint sees it: its files' identities, or the digest of a DataFrame's staged
+    rows (the bytes its workers read; the table is staged first: Table.stage)."""
     frame = getattr(table, "frame", None)
     if isinstance(frame, pd.DataFrame):
-        return {"dataframe": frame_hash(frame), "rows": len(frame), "base_dir": table.base_dir}
+        if table.staged is None:
+            raise ValueError("a DataFrame's fingerprint is its staged rows' digest: stage the table first")
+        return {"dataframe": table.staged.digest(), "rows": len(frame), "base_dir": table.base_dir}
     files = sorted(table.worker_files())
     return {"files": [[path, folder_listing(path) if storage.is_dir(path) else list(storage.identity(path))]
                       for path in files], "base_dir": table.base_dir}

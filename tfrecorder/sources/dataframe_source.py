@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 from typing import Any, Iterator, Optional
 
 import pandas as pd
@@ -29,6 +30,7 @@ class DataFrameTable(Table):
     """A DataFrame, held by the driver until it is staged."""
 
     frame: Optional[pd.DataFrame] = None
+    staged: Optional[dataframe_staging.StagedFrame] = None  # staged before the job has a directory (`stage`)
 
     def infer_schema(self) -> Schema:
         return infer_schema(self.frame)
@@ -42,8 +44,23 @@ class DataFrameTable(Table):
             yield from chunk.astype(object).where(chunk.notna(), None).to_dict("records")
             start, step = start + step, min(step * 4, SCAN_CHUNK_ROWS)
 
+    def stage(self, schema: Schema, output_dir: str) -> dataframe_staging.StagedFrame:
+        """Stage the frame before its job has a directory, beside a local `output_dir` (for a remote one in
+        a local temporary directory): the job's fingerprint names the frame by the staged file's digest."""
+        remote = storage.is_remote(output_dir)
+        scratch_dir = tempfile.gettempdir() if remote else output_dir
+        self.staged = dataframe_staging.stage_scratch(self.frame, schema, scratch_dir, compressed=remote)
+        return self.staged
+
     def row_source(self, schema: Schema, work_dir: str) -> ParquetRows:
+        """The staged file under `work_dir`: the one `stage` wrote, moved there, or staged now."""
         path = storage.join(work_dir, STAGED_FILE)
+        staged, self.staged = self.staged, None
+        if staged is not None and staged.schema == schema:
+            staged.move_to(path)
+            return ParquetRows(file_parts(path, staged.row_groups))
+        if staged is not None:
+            staged.discard()
         row_groups = dataframe_staging.stage_frame(self.frame, schema, path)
         return ParquetRows(file_parts(path, row_groups))
 

@@ -15,10 +15,13 @@ rows discarded; its other values are text.
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import shutil
 import tempfile
+import uuid
 from typing import Any, BinaryIO, Optional
 
 import numpy as np
@@ -256,3 +259,58 @@ def stage_frame(frame: pd.DataFrame, schema: Schema, path: str) -> int:
         with storage.open_write(path) as stream:
             shutil.copyfileobj(local, stream, 8 * 1024 * 1024)
     return row_groups
+
+
+@dataclasses.dataclass
+class StagedFrame:
+    """A frame staged before its job has a directory: a local scratch file, which becomes the job's staged
+    file (`move_to`) once the job's directory is chosen. The job's fingerprint names the frame by this
+    file's digest: the bytes every worker reads, so the same file is the same job (and a digest of ~1 MB
+    a million rows costs a quarter of hashing the frame's columns, which the driver paid before)."""
+
+    path: str
+    schema: Schema
+    row_groups: int
+
+    def digest(self) -> str:
+        """The SHA-256 of the staged bytes."""
+        with open(self.path, "rb") as stream:
+            return hashlib.file_digest(stream, "sha256").hexdigest()
+
+    def move_to(self, destination: str) -> None:
+        """Make the scratch file the job's staged file at `destination` (local: a rename on the same file
+        system; remote: one upload). Repeatable: the scratch file is gone only once the move is done."""
+        if storage.is_remote(destination):
+            with open(self.path, "rb") as local, storage.open_write(destination) as stream:
+                shutil.copyfileobj(local, stream, 8 * 1024 * 1024)
+            self.discard()
+            return
+        os.makedirs(os.path.dirname(destination) or ".", exist_ok=True)
+        try:
+            os.replace(self.path, destination)
+        except OSError:  # another file system (a scratch directory elsewhere): copied, then removed
+            shutil.copyfile(self.path, destination)
+            self.discard()
+
+    def discard(self) -> None:
+        """Remove the scratch file if it is still there (a conversion that failed before its job started)."""
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def stage_scratch(frame: pd.DataFrame, schema: Schema, scratch_dir: str, compressed: bool) -> StagedFrame:
+    """Stage `frame` as Parquet in a hidden scratch file of the local directory `scratch_dir` (beside a local
+    output, so that the move into the job is a rename). `compressed`: compressed pages, for a file
+    uploaded to remote storage (a local one is read right back: plain pages write and read fastest)."""
+    os.makedirs(scratch_dir, exist_ok=True)
+    path = os.path.join(scratch_dir, f".staging-{uuid.uuid4().hex}.parquet")
+    staged = StagedFrame(path, schema, 0)
+    try:
+        with open(path, "w+b") as stream:
+            staged.row_groups = write_parquet(frame, schema, stream, compressed=compressed)
+    except BaseException:
+        staged.discard()
+        raise
+    return staged

@@ -5,8 +5,7 @@ import pandas as pd
 
 from tfrecorder.core.schema import Schema
 from tfrecorder.options.conversion_options import ConvertOptions, OutputLocation
-from tfrecorder.options import job_fingerprint as fingerprint_module
-from tfrecorder.options.job_fingerprint import frame_hash, job_fingerprint, mismatch, with_progress_facts
+from tfrecorder.options.job_fingerprint import job_fingerprint, mismatch, with_progress_facts
 from tfrecorder.sources.source_registry import open_table
 
 
@@ -19,10 +18,15 @@ def options(tmp_path, **changed):
     return ConvertOptions.check(OutputLocation.of(str(tmp_path / "out")), **values)
 
 
-def fingerprint(source, tmp_path, **changed):
+def fingerprint(source, tmp_path, schema=None, **changed):
     table = open_table(source, None, "utf-8")
-    schema = Schema({"split": "SplitKey", "n": "IntegerInput", "label": "StringLabel"})
-    return job_fingerprint(table, schema, options(tmp_path, **changed), "DirectRunner", False)
+    schema = schema or Schema({"split": "SplitKey", "n": "IntegerInput", "label": "StringLabel"})
+    staged = table.stage(schema, str(tmp_path / "out"))  # a DataFrame is named by its staged rows
+    try:
+        return job_fingerprint(table, schema, options(tmp_path, **changed), "DirectRunner", False)
+    finally:
+        if staged is not None:
+            staged.discard()
 
 
 def write_csv(path, rows=5):
@@ -48,21 +52,25 @@ def test_a_changed_file_or_option_is_named_in_one_line(tmp_path):
     assert "another tfrecorder" in mismatch({**first, "tfrecorder_version": "0.0.1"}, first)
 
 
-def test_a_dataframe_is_hashed_by_content_column_by_column(tmp_path, monkeypatch):
+def test_a_dataframe_is_named_by_its_staged_rows(tmp_path):
+    """A DataFrame's identity is the digest of the Parquet its workers read: the same rows, the same
+    job (a copy, another index); any cell that changes what is written, another job."""
     frame = pd.DataFrame({"split": ["TRAIN"] * 3, "n": [1, 2, 3], "label": ["a", "b", "a"]})
-    assert frame_hash(frame) == frame_hash(frame.copy())
+    same = fingerprint(frame, tmp_path)["source"]
+    assert fingerprint(frame.copy(), tmp_path)["source"] == same
+    assert fingerprint(frame.set_axis([7, 8, 9]), tmp_path)["source"] == same  # the index is not written
     changed = frame.copy()
     changed.loc[1, "n"] = 7
-    assert frame_hash(changed) != frame_hash(frame)
-    assert frame_hash(frame.assign(tags=[[1], [2], [3]])) != frame_hash(frame.assign(tags=[[1], [2], [4]]))  # lists
-    arrays = [np.array([1.0, 2.0]), np.array([3.0]), np.array([])]  # cells of NumPy arrays: hashed without pickling
-    hashes = {frame_hash(frame.assign(vec=cells)) for cells in (
-        arrays, [np.array([1.0]), np.array([2.0, 3.0]), np.array([])], [a.astype(np.float32) for a in arrays],
-        [np.array([1.0, 2.0]), np.array([3.0]), np.array([np.nan])], [np.array([1.0, 2.0]), [3.0], np.array([])])}
-    assert len(hashes) == 5 and frame_hash(frame.assign(vec=arrays)) == frame_hash(frame.assign(vec=[a.copy() for a in arrays]))
-    monkeypatch.setattr(fingerprint_module, "ARRAY_CHUNK_CELLS", 2)  # hashed a chunk at a time: the same rules
-    assert len({frame_hash(frame.assign(vec=cells)) for cells in (
-        arrays, [np.array([1.0]), np.array([2.0, 3.0]), np.array([])], [np.array([1.0, 2.0]), np.array([]), np.array([3.0])])}) == 3
+    assert fingerprint(changed, tmp_path)["source"] != same
+    schema = Schema({"split": "SplitKey", "n": "IntegerInput", "label": "StringLabel", "vec": "FloatInput[]"})
+    arrays = [np.array([1.0, 2.0]), np.array([3.0]), np.array([])]
+    digests = {fingerprint(frame.assign(vec=cells), tmp_path, schema)["source"]["dataframe"] for cells in (
+        arrays, [np.array([1.0]), np.array([2.0, 3.0]), np.array([])], [np.array([1.0, 2.0]), np.array([3.5]), np.array([])],
+        [np.array([1.0, 2.0]), np.array([3.0]), np.array([np.nan])])}
+    assert len(digests) == 4
+    assert fingerprint(frame.assign(vec=[a.astype(np.float32) for a in arrays]), tmp_path, schema)["source"] == \
+        fingerprint(frame.assign(vec=arrays), tmp_path, schema)["source"]  # the same values written
+    assert os.listdir(tmp_path / "out") == []  # the scratch files went with their tables
     first = fingerprint(frame, tmp_path)
     assert mismatch(first, fingerprint(changed, tmp_path)) == "the DataFrame's content changed"
     assert mismatch(first, fingerprint(write_csv(tmp_path / "t.csv"), tmp_path)) == "its source is of another kind"

@@ -54,3 +54,30 @@ def test_row_source_stages_the_frame_as_parquet_row_groups_in_the_work_dir(tmp_p
     assert [(part.path, part.row_group) for part in rows.known_parts()] == [(staged, 0), (staged, 1), (staged, 2)]
     read = [row for part in rows.known_parts() for row in rows.read_part(part, table.columns, schema)]
     assert read == [{"split": ["TRAIN", "TEST"][n % 2], "n": n, "label": None if n % 2 else "cat"} for n in range(20)]
+
+
+def test_a_frame_staged_before_its_job_moves_into_the_work_dir_or_is_staged_again(tmp_path, monkeypatch):
+    """`stage` writes a hidden scratch file beside the output (the fingerprint names the frame by its digest);
+    `row_source` renames it into the work dir, the same bytes as staging there directly, and stages again
+    for another schema; `discard` removes a scratch file no job took."""
+    monkeypatch.setattr(dataframe_staging, "MAX_ROW_GROUP_ROWS", 7)
+    frame = pd.DataFrame({"split": ["TRAIN", "TEST"] * 10, "n": range(20), "label": ["cat", None] * 10})
+    table = dataframe_source.open_dataframe(frame)
+    schema = table.infer_schema()
+    staged = table.stage(schema, str(tmp_path / "out"))
+    [scratch] = list((tmp_path / "out").iterdir())
+    assert scratch.name.startswith(".staging-") and staged.row_groups == 3 and len(staged.digest()) == 64
+    rows = table.row_source(schema, str(tmp_path / "job" / "work"))
+    moved = tmp_path / "job" / "work" / dataframe_source.STAGED_FILE
+    assert not scratch.exists() and [part.row_group for part in rows.known_parts()] == [0, 1, 2]
+    direct = dataframe_source.open_dataframe(frame).row_source(schema, str(tmp_path / "direct"))
+    assert moved.read_bytes() == (tmp_path / "direct" / dataframe_source.STAGED_FILE).read_bytes()
+    assert [row for part in direct.known_parts() for row in direct.read_part(part, table.columns, schema)] == \
+        [row for part in rows.known_parts() for row in rows.read_part(part, table.columns, schema)]
+    other = dataframe_source.open_dataframe(frame)
+    other.stage(schema, str(tmp_path / "out"))
+    retyped = type(schema)({**schema, "n": "FloatInput"})
+    other.row_source(retyped, str(tmp_path / "again"))  # another schema: staged again, the scratch file gone
+    assert list((tmp_path / "out").iterdir()) == [] and (tmp_path / "again" / dataframe_source.STAGED_FILE).exists()
+    dataframe_source.open_dataframe(frame).stage(schema, str(tmp_path / "out")).discard()
+    assert list((tmp_path / "out").iterdir()) == []
