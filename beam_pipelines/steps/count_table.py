@@ -4,7 +4,7 @@ A resumable job commits each part's facts (beam_pipelines.steps.part_commits.par
 reads them instead of the part."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Optional
 
 import apache_beam as beam
 import pyarrow as pa
@@ -31,20 +31,46 @@ def count_table(parts: SourceParts, config: JobConfig) -> beam.PCollection:
 
 
 class BatchPartStats(PartPass):
-    """One part's TableStats, counted batch by batch (tfrecorder.rows.columnar_encoder.count_batch)."""
+    """One part's TableStats, counted batch by batch (tfrecorder.rows.columnar_encoder.count_batch): from
+    the columns the counting needs alone when the source's footer says which others hold missing values
+    (`counted_columns`: a Parquet file or a staged DataFrame), else from every column."""
 
     def output_of(self, part) -> TableStats:
         return part_stats(self.config, part, lambda: self._count(part))
 
     def _count(self, part) -> TableStats:
-        stats = TableStats()
-        for item in read_batches(self.config, part):
+        plan = counted_columns(self.config, part)
+        stats = self._count_batches(part, *plan) if plan is not None else None
+        return stats if stats is not None else self._count_batches(part, None, set())
+
+    def _count_batches(self, part, columns, nullable: set[str]):
+        """The part's TableStats from `columns` (None: every column), `nullable` holding the columns known
+        to hold a missing value; None when a row needs every column to be split (an UNASSIGNED row whose
+        split is a hash of the whole row): the part is then counted from every column."""
+        stats, config = TableStats(), self.config
+        stats.nullable.update(nullable)
+        for item in read_batches(config, part, columns):
             if isinstance(item, pa.RecordBatch):
-                columnar_encoder.count_batch(item, self.config.schema, self.config.split_ratios, stats,
-                                             self.config.content_splits)
+                if columns is not None and columnar_encoder.splits_whole_rows(item, config.schema, config.content_splits):
+                    return None
+                columnar_encoder.count_batch(item, config.schema, config.split_ratios, stats, config.content_splits)
             elif item[0] != RECORDS:
                 stats.malformed += 1
         return stats
+
+
+def counted_columns(config: JobConfig, part) -> Optional[tuple[list[str], set[str]]]:
+    """What the count pass reads of a part of a table with a split column when its source settles missing
+    values from its footer (`null_facts`): the split, label and image columns and the schema columns the
+    footer leaves open, and the columns it says hold missing values. None: read every column."""
+    schema = config.schema
+    null_facts = getattr(config.source, "null_facts", None)
+    if null_facts is None or not schema.split_column:
+        return None
+    needed = {schema.split_column, *schema.label_columns, *schema.image_columns}
+    facts = null_facts(part, [column for column in schema if column not in needed])
+    read = [column for column in config.columns if column in needed or (column in schema and column not in facts)]
+    return read, {column for column, missing in facts.items() if missing}
 
 
 class VocabularyFn(beam.CombineFn):

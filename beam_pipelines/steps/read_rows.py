@@ -10,7 +10,7 @@ there are none).
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
@@ -127,7 +127,7 @@ def reads_batches(config: JobConfig) -> bool:
     return config.source.reads_batches
 
 
-def read_batches(config: JobConfig, part: Any) -> Iterator[Any]:
-    """Arrow batches of one part; for a CSV slice also (index, row, record, fields) per malformed line
-    and finally (RECORDS, (index, record count)), as read_part."""
-    return config.source.read_batches(part, config.columns, config.schema, BATCH_ROWS)
+def read_batches(config: JobConfig, part: Any, columns: Optional[Sequence[str]] = None) -> Iterator[Any]:
+    """Arrow batches of one part (every column, or only `columns`); for a CSV slice also (index, row,
+    record, fields) per malformed line and finally (RECORDS, (index, record count)), as read_part."""
+    return config.source.read_batches(part, config.columns if columns is None else columns, config.schema, BATCH_ROWS)

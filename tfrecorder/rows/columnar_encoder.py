@@ -508,12 +508,22 @@ def _rows_with_new_labels(batch: pa.RecordBatch, columns: Sequence[str], known: 
     return batch.slice(0, 0) if keep is None else batch.filter(keep)
 
 
+def splits_whole_rows(batch: pa.RecordBatch, schema: Schema, content_splits: bool = False) -> bool:
+    """Whether `prepare_batch` splits a row of `batch` by a hash of its every column: an UNASSIGNED row of
+    a table whose splits are not chosen from image bytes (each distinct split value decided once)."""
+    if content_splits or not schema.split_column:
+        return not content_splits and not schema.split_column
+    results, indices = converted(batch.column(schema.split_column), _split_of)
+    unassigned = np.array([split == splits.UNASSIGNED for split, _reason in results], dtype=bool)
+    return bool(unassigned[indices].any())
+
+
 def count_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float], stats,
                 content_splits: bool = False) -> None:
     """Add a batch to a TableStats exactly as StatsCounter.count adds its rows (tfrecorder.rows.table_stats)."""
     stats.rows += batch.num_rows
-    for column in schema:
-        if column not in stats.nullable and batch.column(column).null_count:
+    for column in batch.schema.names:  # the schema's columns (those read: see count_table.counted_columns)
+        if column in schema and column not in stats.nullable and batch.column(column).null_count:
             stats.nullable.add(column)
     label_columns = schema.columns_of(types.StringLabel)
     multi_label_columns = schema.columns_of(types.MultiLabel)

@@ -54,6 +54,40 @@ def read_row_group_batches(part: ParquetPart, columns: Optional[Sequence[str]] =
         yield from _rows_of(batches, part.first_row, part.rows)
 
 
+def row_group_nulls(part: ParquetPart, columns: Sequence[str]) -> dict[str, bool]:
+    """Whether each of `columns` holds a missing value in the part's row group, for the columns its footer
+    settles (the others are left out: they must be read). A plain column is settled by its null count; a
+    list column only when it has no null slot at all (the count does not tell a missing list from an empty
+    one or a missing element); a float column never (NaN is a missing value once read:
+    parquet_values.conform_column). A slice answers for its whole row group: the other slices are parts of
+    the same job, so the union over a row group's parts is the same."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with storage.open_read(part.path) as raw:
+        parquet = pq.ParquetFile(raw)
+        group, arrow = parquet.metadata.row_group(part.row_group), parquet.schema_arrow
+    counts: dict[str, list] = {}
+    for index in range(group.num_columns):
+        chunk = group.column(index)
+        statistics = chunk.statistics
+        counts.setdefault(chunk.path_in_schema.split(".", 1)[0], []).append(
+            statistics.null_count if statistics is not None and statistics.has_null_count else None)
+    settled = {}
+    for column in columns:
+        found = counts.get(column)
+        if arrow.get_field_index(column) < 0 or not found or None in found:
+            continue
+        kind = arrow.field(column).type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if pa.types.is_floating(kind) or pa.types.is_nested(kind) and (
+                not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or sum(found)):
+            continue
+        settled[column] = sum(found) > 0
+    return settled
+
+
 def _rows_of(batches: Iterator["pyarrow.RecordBatch"], first: int, count: Optional[int]) -> Iterator["pyarrow.RecordBatch"]:
     """The batches' rows [first, first + count) (count None: to the end), cut at batch boundaries."""
     seen, end = 0, None if count is None else first + count

@@ -13,7 +13,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 from tfrecorder.core.schema import Schema, infer_arrow_schema
 from tfrecorder.core.types import ColumnType
 from tfrecorder.sources import parquet_files
-from tfrecorder.sources.parquet_parts import ParquetPart, read_row_group_batches
+from tfrecorder.sources.parquet_parts import ParquetPart, read_row_group_batches, row_group_nulls
 from tfrecorder.sources.parquet_values import conform_batch
 from tfrecorder.sources.source_protocol import SAMPLE_ROWS, Table
 
@@ -56,6 +56,11 @@ class ParquetRows:
                      batch_rows: int) -> Iterator[Any]:
         for batch in read_row_group_batches(part, columns=list(columns), batch_size=batch_rows):
             yield conform_batch(batch, schema)
+
+    def null_facts(self, part: ParquetPart, columns: Sequence[str]) -> dict[str, bool]:
+        """Whether each of `columns` the part's footer settles holds a missing value (parquet_parts.row_group_nulls):
+        the count pass then reads only the columns it needs besides."""
+        return row_group_nulls(part, columns)
 
 
 @dataclasses.dataclass

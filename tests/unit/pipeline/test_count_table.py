@@ -86,3 +86,38 @@ def test_an_image_free_job_with_encoding_processes_counts_its_parts_in_them(tmp_
     assert counted[2] == counted[1] and counted[1].rows == 100 and counted[1].nullable_columns == ("label",)
     pids = {processes: set((tmp_path / f"counters-{processes}.log").read_text().split()) for processes in (1, 2)}
     assert pids[1] == {str(os.getpid())} and len(pids[2]) == 2 and str(os.getpid()) not in pids[2]
+
+
+def test_parquet_parts_are_counted_from_the_columns_counting_needs_as_from_every_column(tmp_path):
+    """A Parquet part is counted from its split, label and the columns whose missing values its footer
+    leaves open (a float column, a list holding an empty list), the footer naming the others that hold
+    one; a part with an UNASSIGNED row (split by a hash of the whole row) is counted from every column.
+    Either way the part's TableStats are those of counting every column."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from beam_pipelines.steps.count_table import counted_columns
+    from tfrecorder.core.schema import Schema
+    from tfrecorder.sources import parquet_source
+
+    rows = 12
+    table = pa.table({
+        "split": ["TRAIN", "TEST", "VALIDATION"] * 3 + ["TRAIN", "UNASSIGNED", "TRAIN"],
+        "label": ["cat", None, "dog", "owl"] * 3, "n": [1, 2, None] + list(range(rows - 3)),
+        "x": [0.5] * 7 + [float("nan")] + [1.5] * 4, "v": [[1.0]] * 5 + [[]] + [[2.0]] * 6,
+        "s": [f"s{i}" for i in range(rows)]})
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=6)
+    source = parquet_source.open_parquet(str(path))
+    schema = Schema({"split": "SplitKey", "label": "StringLabel", "n": "IntegerInput", "x": "FloatInput",
+                     "v": "FloatInput[]", "s": "StringInput"})
+    config = job_config(source=source.row_source(schema, ""), schema=schema, columns=tuple(source.columns))
+    count = BatchPartStats(config)
+    first, second = config.source.known_parts()
+    assert counted_columns(config, first) == (["split", "label", "x", "v"], {"n"})
+    assert counted_columns(config, second) == (["split", "label", "x"], set())
+    assert count._count_batches(first, *counted_columns(config, first)) is not None
+    assert count._count_batches(second, *counted_columns(config, second)) is None  # UNASSIGNED: every column
+    for part in (first, second):
+        assert count._count(part) == count._count_batches(part, None, set())
+    assert merge_stats([count._count(first), count._count(second)]).nullable_columns == ("label", "n", "x")

@@ -68,3 +68,22 @@ def test_slices_read_together_are_their_row_group_whatever_the_batch_size(tmp_pa
     assert [[i for b in batches for i in b.column("id").to_pylist()] for batches in read] == [
         whole[:5], whole[5:11], whole[11:]]
     assert whole == list(range(17, 34)) and all(0 < b.num_rows <= batch_size for batches in read for b in batches)
+
+
+def test_a_row_groups_footer_settles_which_plain_columns_hold_missing_values(tmp_path):
+    """Null counts settle plain columns; a list column only when it has no null slot at all; a float
+    column never (its NaN is a missing value once read); columns not in the file are left out."""
+    from tfrecorder.sources.parquet_parts import row_group_nulls
+
+    table = pa.table({
+        "n": pa.array([1, None, 3, 4]), "m": pa.array([1, 2, 3, 4]), "s": pa.array(["a", "b", None, "d"]),
+        "t": pa.array(["a", "b", "c", "d"]).dictionary_encode(), "x": pa.array([0.5, 1.0, 2.0, 3.0]),
+        "full": pa.array([[1.0], [2.0, 3.0], [4.0], [5.0]]), "empty": pa.array([[1.0], [], [4.0], [5.0]]),
+        "none": pa.array([[1.0], None, [4.0], [5.0]]), "all_null": pa.nulls(4)})
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=2)
+    columns = [*table.column_names, "nowhere"]
+    assert row_group_nulls(ParquetPart(str(path), 0), columns) == {
+        "n": True, "m": False, "s": False, "t": False, "full": False}  # all_null: no statistics, read
+    assert row_group_nulls(ParquetPart(str(path), 1, 1, 1), columns) == {  # a slice: its row group's facts
+        "n": False, "m": False, "s": True, "t": False, "full": False, "empty": False, "none": False}
