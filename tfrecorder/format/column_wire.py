@@ -67,9 +67,14 @@ def concat_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[pa.Lar
         total += lengths
         # per-row parts (varints, float32s) are at most 10 bytes; constants are there or not
         layout = layout * 11 + (lengths if matrix.shape[0] == rows and matrix.shape[1] <= 10 else 10 * (lengths > 0))
-    kinds, first, inverse = np.unique(layout, return_index=True, return_inverse=True)
-    order = np.argsort(inverse, kind="stable") if len(kinds) > 1 else None
-    bounds = np.searchsorted(inverse[order] if order is not None else inverse, np.arange(len(kinds) + 1))
+    kinds, inverse = np.unique(layout, return_inverse=True)
+    if len(kinds) > 1:  # rows by layout: a stable radix sort of narrow codes, its inverse by a scatter
+        order = np.argsort(inverse.astype(np.int16 if len(kinds) < 1 << 15 else np.int64), kind="stable")
+        bounds = np.zeros(len(kinds) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(inverse, minlength=len(kinds)), out=bounds[1:])
+        first = order[bounds[:-1]]  # each layout's first row (the sort is stable)
+    else:
+        order, bounds, first = None, np.array([0, rows][:len(kinds) + 1]), np.zeros(len(kinds), dtype=np.int64)
     blocks = []
     for kind, row in enumerate(first.tolist()):
         members = order[bounds[kind]:bounds[kind + 1]] if order is not None else slice(None)
@@ -81,7 +86,9 @@ def concat_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[pa.Lar
     flat = np.concatenate(blocks) if blocks else np.empty(0, dtype=np.uint8)
     if order is None:
         return binary_rows(flat, total), total
-    return binary_rows(flat, total[order]).take(pa.array(np.argsort(order))), total
+    back = np.empty_like(order)
+    back[order] = np.arange(rows)
+    return binary_rows(flat, total[order]).take(pa.array(back)), total
 
 
 def constant(data: bytes, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
