@@ -22,6 +22,7 @@ import os
 import shutil
 import tempfile
 import uuid
+from operator import attrgetter
 from typing import Any, BinaryIO, Optional
 
 import numpy as np
@@ -104,9 +105,9 @@ def _array_lists(series: pd.Series, role: types.ColumnType) -> Optional[pa.Array
     """Fast path for a numeric list column whose cells are all NumPy arrays of one dtype (no missing cell):
     Arrow converts them itself, to the same values the generic path writes (NaN stays a value)."""
     cells = series.to_numpy(dtype=object)
-    if not len(cells) or role.element == types.StringInput or not all(isinstance(v, np.ndarray) for v in cells):
-        return None
-    kinds = {v.dtype for v in cells}
+    if not len(cells) or role.element == types.StringInput or set(map(type, cells)) != {np.ndarray}:
+        return None  # (map over C callables: no python loop per cell)
+    kinds = set(map(attrgetter("dtype"), cells))
     if len(kinds) != 1 or kinds.pop().kind != ("i" if role.dtype == "int64" else "f"):
         return None
     return pa.array(cells, pa.list_(_ARROW_TYPES[role.dtype]), from_pandas=False)
