@@ -59,10 +59,18 @@ def _running_with(marker: str) -> list[int]:
     return found
 
 
+def _sigint_by_default() -> None:
+    """In the conversion's process before it starts: SIGINT's default action, so that Python turns it into
+    KeyboardInterrupt as in a terminal, even when the test run itself ignores SIGINT (started in the
+    background by a shell without job control, which makes its children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_once_working(command: list[str], output_dir: Path) -> subprocess.CompletedProcess:
     """Run `command`, send it SIGINT once a piece file exists under `output_dir`, and wait for its end."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               preexec_fn=_sigint_by_default)
     try:
         deadline = time.monotonic() + 240
         while not glob.glob(f"{output_dir}/.incomplete-*/_pieces/**/*.part", recursive=True):
