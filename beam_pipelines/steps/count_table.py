@@ -43,7 +43,7 @@ class BatchPartStats(PartPass):
         stats = self._count_batches(part, *plan) if plan is not None else None
         return stats if stats is not None else self._count_batches(part, None, set())
 
-    def _count_batches(self, part, columns, nullable: set[str]):
+    def _count_batches(self, part, columns: Optional[list[str]], nullable: set[str]) -> Optional[TableStats]:
         """The part's TableStats from `columns` (None: every column), `nullable` holding the columns known
         to hold a missing value; None when a row needs every column to be split (an UNASSIGNED row whose
         split is a hash of the whole row): the part is then counted from every column."""
@@ -51,7 +51,8 @@ class BatchPartStats(PartPass):
         stats.nullable.update(nullable)
         for item in read_batches(config, part, columns):
             if isinstance(item, pa.RecordBatch):
-                if columns is not None and columnar_encoder.splits_whole_rows(item, config.schema, config.content_splits):
+                if columns is not None and columnar_encoder.splits_whole_rows(item, config.schema,
+                                                                               config.content_splits):
                     return None
                 columnar_encoder.count_batch(item, config.schema, config.split_ratios, stats, config.content_splits)
             elif item[0] != RECORDS:

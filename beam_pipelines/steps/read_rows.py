@@ -130,4 +130,5 @@ def reads_batches(config: JobConfig) -> bool:
 def read_batches(config: JobConfig, part: Any, columns: Optional[Sequence[str]] = None) -> Iterator[Any]:
     """Arrow batches of one part (every column, or only `columns`); for a CSV slice also (index, row,
     record, fields) per malformed line and finally (RECORDS, (index, record count)), as read_part."""
-    return config.source.read_batches(part, config.columns if columns is None else columns, config.schema, BATCH_ROWS)
+    chosen = config.columns if columns is None else columns
+    return config.source.read_batches(part, chosen, config.schema, BATCH_ROWS)

@@ -4,8 +4,8 @@ job is the same job (issue 27: resumable conversion).
 Two runs match only if the source is unchanged — every file the workers read by path, size and
 modification time (gs://: generation and size), a DataFrame (an image folder's listing too) by the
 SHA-256 of its staged rows (the Parquet file its workers read, staged before the fingerprint is taken)
-— and every option that changes output is equal. Options that change only how the job runs (fetch_concurrency, beam_options, progress,
-verbose) are left out: a resumed job may run with others.
+— and every option that changes output is equal. Options that change only how the job runs
+(fetch_concurrency, beam_options, progress, verbose) are left out: a resumed job may run with others.
 """
 from __future__ import annotations
 

@@ -511,8 +511,10 @@ def _rows_with_new_labels(batch: pa.RecordBatch, columns: Sequence[str], known: 
 def splits_whole_rows(batch: pa.RecordBatch, schema: Schema, content_splits: bool = False) -> bool:
     """Whether `prepare_batch` splits a row of `batch` by a hash of its every column: an UNASSIGNED row of
     a table whose splits are not chosen from image bytes (each distinct split value decided once)."""
-    if content_splits or not schema.split_column:
-        return not content_splits and not schema.split_column
+    if content_splits:
+        return False
+    if not schema.split_column:
+        return True
     results, indices = converted(batch.column(schema.split_column), _split_of)
     unassigned = np.array([split == splits.UNASSIGNED for split, _reason in results], dtype=bool)
     return bool(unassigned[indices].any())

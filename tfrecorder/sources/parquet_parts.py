@@ -67,11 +67,13 @@ def row_group_nulls(part: ParquetPart, columns: Sequence[str]) -> dict[str, bool
     with storage.open_read(part.path) as raw:
         parquet = pq.ParquetFile(raw)
         group, arrow = parquet.metadata.row_group(part.row_group), parquet.schema_arrow
+    nested = [name for name in arrow.names if pa.types.is_nested(arrow.field(name).type)]
     counts: dict[str, list] = {}
     for index in range(group.num_columns):
         chunk = group.column(index)
-        statistics = chunk.statistics
-        counts.setdefault(chunk.path_in_schema.split(".", 1)[0], []).append(
+        path, statistics = chunk.path_in_schema, chunk.statistics
+        owner = path if path in arrow.names else next((name for name in nested if path.startswith(name + ".")), None)
+        counts.setdefault(owner, []).append(
             statistics.null_count if statistics is not None and statistics.has_null_count else None)
     settled = {}
     for column in columns:

@@ -65,7 +65,8 @@ def test_a_dataframe_is_named_by_its_staged_rows(tmp_path):
     schema = Schema({"split": "SplitKey", "n": "IntegerInput", "label": "StringLabel", "vec": "FloatInput[]"})
     arrays = [np.array([1.0, 2.0]), np.array([3.0]), np.array([])]
     digests = {fingerprint(frame.assign(vec=cells), tmp_path, schema)["source"]["dataframe"] for cells in (
-        arrays, [np.array([1.0]), np.array([2.0, 3.0]), np.array([])], [np.array([1.0, 2.0]), np.array([3.5]), np.array([])],
+        arrays, [np.array([1.0]), np.array([2.0, 3.0]), np.array([])],
+        [np.array([1.0, 2.0]), np.array([3.5]), np.array([])],
         [np.array([1.0, 2.0]), np.array([3.0]), np.array([np.nan])])}
     assert len(digests) == 4
     assert fingerprint(frame.assign(vec=[a.astype(np.float32) for a in arrays]), tmp_path, schema)["source"] == \

@@ -79,11 +79,12 @@ def test_a_row_groups_footer_settles_which_plain_columns_hold_missing_values(tmp
         "n": pa.array([1, None, 3, 4]), "m": pa.array([1, 2, 3, 4]), "s": pa.array(["a", "b", None, "d"]),
         "t": pa.array(["a", "b", "c", "d"]).dictionary_encode(), "x": pa.array([0.5, 1.0, 2.0, 3.0]),
         "full": pa.array([[1.0], [2.0, 3.0], [4.0], [5.0]]), "empty": pa.array([[1.0], [], [4.0], [5.0]]),
-        "none": pa.array([[1.0], None, [4.0], [5.0]]), "all_null": pa.nulls(4)})
+        "none": pa.array([[1.0], None, [4.0], [5.0]]), "all_null": pa.nulls(4),
+        "full.list": pa.array([None, 1, 2, 3])})  # a plain column named like the list column's leaf path
     path = tmp_path / "t.parquet"
     pq.write_table(table, path, row_group_size=2)
     columns = [*table.column_names, "nowhere"]
     assert row_group_nulls(ParquetPart(str(path), 0), columns) == {
-        "n": True, "m": False, "s": False, "t": False, "full": False}  # all_null: no statistics, read
+        "n": True, "m": False, "s": False, "t": False, "full": False, "full.list": True}  # all_null: read
     assert row_group_nulls(ParquetPart(str(path), 1, 1, 1), columns) == {  # a slice: its row group's facts
-        "n": False, "m": False, "s": True, "t": False, "full": False, "empty": False, "none": False}
+        "n": False, "m": False, "s": True, "t": False, "full": False, "empty": False, "none": False, "full.list": False}
