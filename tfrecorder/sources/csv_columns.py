@@ -98,9 +98,15 @@ def _arrow_table(data: bytes, header: list[str]) -> pa.Table | None:
     return None if pc.any(empty).as_py() else table
 
 
+_ASCII_AS_UTF8 = ("utf-8", "utf-8-sig", "ascii", "iso8859-1")  # codecs whose ASCII bytes are the same UTF-8 text
+
+
 def _utf8(data: bytes, encoding: str) -> Optional[bytes]:
     """The slice as UTF-8 for Arrow's reader, or None when it holds bytes invalid in its encoding (checked
-    here: Arrow's own UTF-8 check ends in an unraisable error inside its invalid-row handler)."""
+    here: Arrow's own UTF-8 check ends in an unraisable error inside its invalid-row handler). ASCII bytes
+    are checked without decoding them (a 16 MB slice: ~1 ms, not ~15 ms and a copy)."""
+    if data.isascii() and codecs.lookup(encoding).name in _ASCII_AS_UTF8:
+        return data
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError:
@@ -111,7 +117,7 @@ def _utf8(data: bytes, encoding: str) -> Optional[bytes]:
 def csv_bytes_batches(data: bytes, header: list[str], batch_rows: int = BATCH_ROWS,
                       encoding: str = csv_text.DEFAULT_ENCODING) -> CsvBatches:
     """CsvBatches over a slice's bytes: Arrow's reader when the slice is clean, else Python's csv module."""
-    utf8 = _utf8(data, encoding) if len(header) > 1 and data.strip() else None
+    utf8 = _utf8(data, encoding) if len(header) > 1 and data and not data.isspace() else None  # (no stripped copy)
     table = _arrow_table(utf8, header) if utf8 is not None else None
     if table is None:
         text = io.TextIOWrapper(io.BytesIO(data), encoding=encoding, errors=csv_text.INVALID, newline="")

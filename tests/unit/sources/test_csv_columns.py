@@ -61,8 +61,13 @@ def test_well_formed_quoted_slices_parse_identically(rows):
 def test_clean_slices_go_through_arrow_and_odd_ones_through_python():
     header = ["a", "b"]  # Python's csv module reads with CsvBatches itself; Arrow's parse is a subclass of it
     assert type(csv_bytes_batches(b'1,"x\ny"\r\n2,\n', header)) is not CsvBatches
-    for odd in (b"1,2\n\n3,4\n", b"1,2,3\n", b"1,\xff\n"):
+    for odd in (b"1,2\n\n3,4\n", b"1,2,3\n", b"1,\xff\n", b" \r\n\t\x0b\x0c", b""):  # (only whitespace: Python's)
         assert type(csv_bytes_batches(odd, header)) is CsvBatches
+    for encoding in ("utf-8", "utf-8-sig", "latin-1", "cp1252", "utf-16-le"):  # ASCII text: not decoded to be checked
+        data = "1,x\n2,é\n".encode(encoding) if encoding != "utf-8-sig" else "1,x\n2,é\n".encode("utf-8")
+        found = [batch.to_pylist() for batch in csv_bytes_batches(data, header, 16, encoding)]
+        ascii_only = [batch.to_pylist() for batch in csv_bytes_batches("1,x\n2,e\n".encode(encoding), header, 16, encoding)]
+        assert found == [[{"a": "1", "b": "x"}, {"a": "2", "b": "é"}]] and ascii_only[0][1] == {"a": "2", "b": "e"}
 
 
 def by_decoded_records(data: bytes, header: list[str], encoding: str) -> tuple[list, list, int]:
