@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 from typing import Any, Iterator, Optional
 
 import pandas as pd
@@ -47,9 +46,7 @@ class DataFrameTable(Table):
     def stage(self, schema: Schema, output_dir: str) -> dataframe_staging.StagedFrame:
         """Stage the frame before its job has a directory, beside a local `output_dir` (for a remote one in
         a local temporary directory): the job's fingerprint names the frame by the staged file's digest."""
-        remote = storage.is_remote(output_dir)
-        scratch_dir = tempfile.gettempdir() if remote else output_dir
-        self.staged = dataframe_staging.stage_scratch(self.frame, schema, scratch_dir, compressed=remote)
+        self.staged = dataframe_staging.stage_scratch(self.frame, schema, output_dir)
         return self.staged
 
     def row_source(self, schema: Schema, work_dir: str) -> ParquetRows:

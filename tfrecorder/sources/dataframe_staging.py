@@ -247,19 +247,16 @@ def write_parquet(frame: pd.DataFrame, schema: Schema, stream: BinaryIO, compres
 def stage_frame(frame: pd.DataFrame, schema: Schema, path: str) -> int:
     """Write the frame's Parquet file at `path` (local or remote); returns its number of row groups.
 
-    A remote file is written to a local temporary file first (a restaged column needs a seekable
-    file), then uploaded in one stream.
+    The file is staged in a local scratch file first (`stage_scratch`: a restaged column needs a seekable
+    file), then renamed into place or uploaded in one stream.
     """
-    if not storage.is_remote(path):  # a local file is read right back: plain pages write and read fastest
-        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        with open(path, "w+b") as stream:
-            return write_parquet(frame, schema, stream, compressed=False)
-    with tempfile.TemporaryFile(prefix="tfrecorder-staging-") as local:
-        row_groups = write_parquet(frame, schema, local)
-        local.seek(0)
-        with storage.open_write(path) as stream:
-            shutil.copyfileobj(local, stream, 8 * 1024 * 1024)
-    return row_groups
+    staged = stage_scratch(frame, schema, path.rsplit("/", 1)[0] if storage.is_remote(path)
+                           else os.path.dirname(path) or ".")
+    try:
+        staged.move_to(path)
+    finally:
+        staged.discard()
+    return staged.row_groups
 
 
 @dataclasses.dataclass
@@ -301,10 +298,13 @@ class StagedFrame:
             pass
 
 
-def stage_scratch(frame: pd.DataFrame, schema: Schema, scratch_dir: str, compressed: bool) -> StagedFrame:
-    """Stage `frame` as Parquet in a hidden scratch file of the local directory `scratch_dir` (beside a local
-    output, so that the move into the job is a rename). `compressed`: compressed pages, for a file
-    uploaded to remote storage (a local one is read right back: plain pages write and read fastest)."""
+def stage_scratch(frame: pd.DataFrame, schema: Schema, beside: str) -> StagedFrame:
+    """Stage `frame` as Parquet in a hidden scratch file of the directory `beside` when it is local (the move
+    into the job is then a rename), with plain pages (a local file is read right back: they write and
+    read fastest); for a remote `beside`, in a local temporary directory with compressed pages (it is
+    uploaded)."""
+    compressed = storage.is_remote(beside)
+    scratch_dir = tempfile.gettempdir() if compressed else beside
     os.makedirs(scratch_dir, exist_ok=True)
     path = os.path.join(scratch_dir, f".staging-{uuid.uuid4().hex}.parquet")
     staged = StagedFrame(path, schema, 0)
