@@ -263,8 +263,8 @@ def stage_frame(frame: pd.DataFrame, schema: Schema, path: str) -> int:
 class StagedFrame:
     """A frame staged before its job has a directory: a local scratch file, which becomes the job's staged
     file (`move_to`) once the job's directory is chosen. The job's fingerprint names the frame by this
-    file's digest: the bytes every worker reads, so the same file is the same job (and a digest of ~1 MB
-    a million rows costs a quarter of hashing the frame's columns, which the driver paid before)."""
+    file's digest: the bytes every worker reads, so the same file is the same job (a SHA-256 of ~95 MB,
+    ~0.06 s a million rows of eight columns, a sixth of hashing the frame's columns as before)."""
 
     path: str
     schema: Schema
