@@ -122,20 +122,25 @@ class EncodePart(beam.DoFn):
                 rows = item.take(pa.array([row for row, _ in encoded.discards])).to_pylist()
                 for values, (_row, reason) in zip(rows, encoded.discards):
                     yield beam.pvalue.TaggedOutput(DISCARD, (values, reason))
-            kept = np.flatnonzero(prepared.codes != columnar_encoder.DISCARDED)  # each record's row in the batch
-            described = encoded.parsed_batch(item) if self._written is not None else None
-            for code, split in enumerate(columnar_encoder.SPLITS):
-                chosen = np.flatnonzero(encoded.codes == code)
-                if len(chosen):
-                    records = encoded.records.take(pa.array(chosen))
-                    unknown = encoded.unknown_labels[chosen]
-                    closed = list(self._write(split, records, unknown))  # self._segments: where they went
-                    if self._written is not None:
-                        places = (source, *_places(self._segments, unknown)) if self._drops else None
-                        rows = kept[chosen]
-                        self._written.add_records(split, described.take(pa.array(rows)), records, part_name,
-                                                  offset + rows, places)
-                    yield from closed
+            order, runs = columnar_encoder.split_runs(encoded.codes)
+            records, unknowns = encoded.records, encoded.unknown_labels
+            rows = np.flatnonzero(prepared.codes != columnar_encoder.DISCARDED)  # each record's row in the batch
+            if order is not None:
+                records, unknowns, rows = records.take(pa.array(order)), unknowns[order], rows[order]
+            described = None
+            if self._written is not None:
+                described = encoded.parsed_batch(item)
+                if order is not None or len(rows) < item.num_rows:
+                    described = described.take(pa.array(rows))
+            for code, start, stop in runs:
+                split, unknown = columnar_encoder.SPLITS[code], unknowns[start:stop]
+                closed = list(self._write(split, records.slice(start, stop - start), unknown))  # self._segments: where they went
+                if self._written is not None:
+                    places = (source, *_places(self._segments, unknown)) if self._drops else None
+                    self._written.add_records(split, described.slice(start, stop - start),
+                                              records.slice(start, stop - start), part_name,
+                                              offset + rows[start:stop], places)
+                yield from closed
             if self._written is not None:
                 yield from self._written.end_batch()
             offset += item.num_rows

@@ -93,9 +93,11 @@ def frame_records(records) -> tuple[memoryview, "np.ndarray"]:
     header = np.empty((count, 12), dtype=np.uint8)
     header[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(count, 8)
     header[:, 8:] = length_crcs[inverse].astype("<u4").view(np.uint8).reshape(count, 4)
-    whole = values.to_pybytes() if count else b""  # google_crc32c takes bytes, not buffer views
+    first = int(offsets[0]) if count else 0  # a slice's records: only its own bytes are copied
+    whole = values.slice(first, int(offsets[-1]) - first).to_pybytes() if count else b""  # google_crc32c takes bytes
     value = google_crc32c.value
-    slices = map(slice, offsets[:-1].tolist(), offsets[1:].tolist())
+    bounds = (offsets - first).tolist()
+    slices = map(slice, bounds[:-1], bounds[1:])
     crcs = np.fromiter(map(value, map(whole.__getitem__, slices)), dtype=np.uint64, count=count)
     masked = ((((crcs >> np.uint64(15)) | (crcs << np.uint64(17))) + np.uint64(_MASK_DELTA)) & np.uint64(0xFFFFFFFF))
     footer = masked.astype("<u4").view(np.uint8).reshape(count, 4)

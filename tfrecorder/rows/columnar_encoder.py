@@ -78,6 +78,21 @@ class EncodedBatch:
         return pa.RecordBatch.from_arrays(columns, names=batch.schema.names)
 
 
+def split_runs(codes: np.ndarray) -> tuple[Optional[np.ndarray], list[tuple[int, int, int]]]:
+    """Records grouped by split, each split's in their own order: the stable order that groups them (None
+    when they already are, as in a batch of one split) and (split code, start, stop) of each split's run
+    in that order. One take of a batch's records and rows then serves every split, where a take per
+    split copied them once per split."""
+    codes = np.asarray(codes)
+    if not len(codes):
+        return None, []
+    order = None if bool((codes[1:] >= codes[:-1]).all()) else np.argsort(codes, kind="stable")
+    grouped = codes if order is None else codes[order]
+    starts = np.flatnonzero(np.diff(grouped)) + 1
+    bounds = [0, *starts.tolist(), len(codes)]
+    return order, [(int(grouped[start]), start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
+
+
 def _is_text(array: pa.Array) -> bool:
     return pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
 

@@ -83,13 +83,15 @@ def test_damage_is_detected(damage, message):
         list(read_records(io.BytesIO(data)))
 
 
-@given(st.lists(st.binary(max_size=300), max_size=30), st.integers(0, 3))
-def test_frame_records_frames_as_write_record(records, skip):
-    array = pa.array(records, pa.large_binary()).slice(min(skip, len(records)))
+@given(st.lists(st.binary(max_size=300), max_size=30), st.integers(0, 3), st.integers(0, 3))
+def test_frame_records_frames_as_write_record(records, skip, leave):
+    """Whole arrays and slices of them (a batch's run of one split) frame as write_record does."""
+    chosen = records[min(skip, len(records)):max(len(records) - leave, min(skip, len(records)))]
+    array = pa.array(records, pa.large_binary()).slice(min(skip, len(records)), len(chosen))
     framed, ends = frame_records(array)
     expected = io.BytesIO()
-    for record in records[min(skip, len(records)):]:
+    for record in chosen:
         write_record(expected, record)
     assert bytes(framed) == expected.getvalue()
-    assert list(ends) == list(np.cumsum([len(r) + 16 for r in records[min(skip, len(records)):]]))
-    assert list(read_records(io.BytesIO(bytes(framed)))) == records[min(skip, len(records)):]
+    assert list(ends) == list(np.cumsum([len(r) + 16 for r in chosen]))
+    assert list(read_records(io.BytesIO(bytes(framed)))) == chosen

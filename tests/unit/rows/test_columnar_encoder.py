@@ -284,6 +284,18 @@ def test_image_tables_prepare_and_count_as_the_row_path_does(lines, batch_rows):
     assert by_batches == by_rows
 
 
+@given(st.lists(st.sampled_from([0, 1, 2]), max_size=60))
+def test_split_runs_group_each_splits_records_in_their_order(codes):
+    codes = np.array(codes, dtype=np.int8)
+    order, runs = columnar_encoder.split_runs(codes)
+    placed = np.arange(len(codes)) if order is None else order
+    assert (order is None) == bool((np.diff(codes) >= 0).all())
+    assert [code for code, _start, _stop in runs] == sorted(set(codes.tolist()))
+    assert sum(stop - start for _code, start, stop in runs) == len(codes)
+    for code, start, stop in runs:
+        assert placed[start:stop].tolist() == np.flatnonzero(codes == code).tolist()
+
+
 def test_counting_decides_splits_only_for_rows_that_can_add_a_label(monkeypatch):
     """Once a TRAIN row is found, a row whose label is already known cannot change the vocabulary: the rows
     of a table without a split column are hashed for their split only where a label is new (a missing one
