@@ -58,37 +58,31 @@ def binary_rows(flat: np.ndarray, lengths: np.ndarray, present: Optional[np.ndar
 
 def concat_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[pa.LargeBinaryArray, np.ndarray]:
     """Row-wise concatenation of parts given as (matrix of left-aligned bytes per row, or one row for a
-    constant; length per row): the rows as an Arrow array, and their lengths. Rows are grouped by their
-    parts' lengths (a handful of layouts: varints are 1-3 bytes here), each group copied as one block."""
+    constant; length per row): the rows as an Arrow array, and their lengths.
+
+    When every part has one length in all rows, the parts' columns are the rows' bytes and are copied
+    as one block. Otherwise (varints of several lengths, features some rows leave out) the parts are laid
+    side by side in a matrix as wide as all of them and each row's used bytes are selected by a mask,
+    which keeps rows in order (grouping rows by layout needed a sort and a take back to row order)."""
     rows = len(parts[0][1])
     total = np.zeros(rows, dtype=np.int64)
-    layout = np.zeros(rows, dtype=np.int64)
-    for matrix, lengths in parts:
+    uniform = True
+    for _matrix, lengths in parts:
         total += lengths
-        # per-row parts (varints, float32s) are at most 10 bytes; constants are there or not
-        layout = layout * 11 + (lengths if matrix.shape[0] == rows and matrix.shape[1] <= 10 else 10 * (lengths > 0))
-    kinds, inverse = np.unique(layout, return_inverse=True)
-    if len(kinds) > 1:  # rows by layout: a stable radix sort of narrow codes, its inverse by a scatter
-        order = np.argsort(inverse.astype(np.int16 if len(kinds) < 1 << 15 else np.int64), kind="stable")
-        bounds = np.zeros(len(kinds) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(inverse, minlength=len(kinds)), out=bounds[1:])
-        first = order[bounds[:-1]]  # each layout's first row (the sort is stable)
-    else:
-        order, bounds, first = None, np.array([0, rows][:len(kinds) + 1]), np.zeros(len(kinds), dtype=np.int64)
-    blocks = []
-    for kind, row in enumerate(first.tolist()):
-        members = order[bounds[kind]:bounds[kind + 1]] if order is not None else slice(None)
-        count = int(bounds[kind + 1] - bounds[kind])
-        columns = [matrix[members, :int(lengths[row])] if matrix.shape[0] == rows
-                   else np.broadcast_to(matrix[:, :int(lengths[row])], (count, int(lengths[row])))
-                   for matrix, lengths in parts]
-        blocks.append(np.concatenate(columns, axis=1).reshape(-1))
-    flat = np.concatenate(blocks) if blocks else np.empty(0, dtype=np.uint8)
-    if order is None:
+        uniform = uniform and (not rows or int(lengths.min()) == int(lengths.max()))
+    if uniform:
+        widths = [int(lengths[0]) if rows else 0 for _matrix, lengths in parts]
+        columns = [np.broadcast_to(matrix[:, :width], (rows, width)) for (matrix, _lengths), width in zip(parts, widths)]
+        flat = np.concatenate(columns, axis=1).reshape(-1) if columns else np.empty(0, dtype=np.uint8)
         return binary_rows(flat, total), total
-    back = np.empty_like(order)
-    back[order] = np.arange(rows)
-    return binary_rows(flat, total[order]).take(pa.array(back)), total
+    width = sum(matrix.shape[1] for matrix, _lengths in parts)
+    laid, used = np.empty((rows, width), dtype=np.uint8), np.empty((rows, width), dtype=bool)
+    at = 0
+    for matrix, lengths in parts:
+        laid[:, at:at + matrix.shape[1]] = matrix
+        used[:, at:at + matrix.shape[1]] = np.arange(matrix.shape[1]) < lengths[:, None]
+        at += matrix.shape[1]
+    return binary_rows(laid[used], total), total
 
 
 def constant(data: bytes, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
