@@ -8,6 +8,7 @@ values of each column before any work starts, so a wrong explicit schema is one 
 """
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import struct
@@ -147,7 +148,8 @@ def check_sample(schema: Schema, sample: pd.DataFrame) -> None:
     for column, role in schema.items():
         if role in (types.SplitKey, types.ImageUri, types.StringLabel, types.MultiLabel):
             continue
-        values = [v for v in sample[column].astype(object).tolist() if not is_missing(v)][:SAMPLE_VALUES]
+        present = (v for v in sample[column].astype(object).tolist() if not is_missing(v))
+        values = list(itertools.islice(present, SAMPLE_VALUES))  # the first ones: not every sampled cell
         for value in values:
             try:
                 input_values(role, value, column)
