@@ -82,12 +82,16 @@ class LocalLaunch:
         """Run the job here; its bar (`progress`) is the caller's, over config.progress_dir (shows_progress)."""
         with quiet_libraries(verbose), caller_objects_frozen():  # collections skip the caller's (TensorFlow's) objects
             pipeline = runners.local_pipeline(options)
-            if decodes_images(config):
-                tensorflow_kernels.load_in_background()  # while the graph is built; the decoding DoFn waits for it
+            decodes = decodes_images(config)
+            if decodes:  # loaded while the graph is built and the pipeline starts; the decoding DoFn waits for it
+                tensorflow_kernels.load_in_background()
             build(pipeline, config)
-            if decodes_images(config):
-                tensorflow_kernels.kernels()  # loaded, or TensorFlowUnavailable before the pipeline starts
-            pipeline.run().wait_until_finish()
+            try:
+                pipeline.run().wait_until_finish()
+            except Exception:
+                if decodes:  # a job that failed because TensorFlow does not load says so, in one line
+                    tensorflow_kernels.kernels()
+                raise
 
 
 class DataflowLaunch:

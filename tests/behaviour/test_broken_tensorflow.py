@@ -1,6 +1,7 @@
 """A conversion that decodes images (validate="decode") on a machine whose TensorFlow is broken:
 native libraries that are present but do not load fall back to the `tensorflow` package's kernels;
-if that does not import either, one clear error before the pipeline starts (CLI: one line, exit 1).
+if that does not import either, one clear error (CLI: one line, exit 1) and nothing left in the output
+directory. (The libraries load while the pipeline starts: the decoding step is the first to need them.)
 
 The libraries are real files that are not libraries; the broken package is a real package on the
 path whose import fails, as a missing CUDA or C++ runtime library makes it fail.
@@ -66,7 +67,7 @@ def test_native_libraries_that_do_not_load_fall_back_to_the_python_package(table
 
 
 @pytest.mark.parametrize("libraries", ["broken", "missing"])
-def test_no_usable_tensorflow_is_one_clear_error_before_the_pipeline_starts(table, tmp_path, libraries):
+def test_no_usable_tensorflow_is_one_clear_error_that_leaves_nothing_behind(table, tmp_path, libraries):
     package = tmp_path / "site" / "tensorflow"
     if libraries == "broken":
         _broken_libraries(package)
