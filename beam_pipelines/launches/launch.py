@@ -83,15 +83,23 @@ class LocalLaunch:
         with quiet_libraries(verbose), caller_objects_frozen():  # collections skip the caller's (TensorFlow's) objects
             pipeline = runners.local_pipeline(options)
             decodes = decodes_images(config)
-            if decodes:  # loaded while the graph is built and the pipeline starts; the decoding DoFn waits for it
+            if decodes:  # loaded while the graph is built; the decoding DoFn waits for it
                 tensorflow_kernels.load_in_background()
             build(pipeline, config)
+            if decodes and not (rows_total is not None and rows_total <= LOADS_WHILE_STARTING_ROWS):
+                tensorflow_kernels.kernels()  # loaded, or TensorFlowUnavailable before the pipeline starts
             try:
                 pipeline.run().wait_until_finish()
             except Exception:
                 if decodes:  # a job that failed because TensorFlow does not load says so, in one line
                     tensorflow_kernels.kernels()
                 raise
+
+
+LOADS_WHILE_STARTING_ROWS = 20_000  # a decoding job of at most this many rows starts its pipeline while
+# TensorFlow's libraries load (~0.25 s, about all of a 100-row job's own work): its steps before the
+# decoding one are short. A larger job waits for them first, so that a machine where they do not load
+# fails at once, not after counting its table.
 
 
 class DataflowLaunch:

@@ -66,8 +66,18 @@ def test_native_libraries_that_do_not_load_fall_back_to_the_python_package(table
     assert "do not load" in done.stderr  # one warning says why decoding is slower to start
 
 
-@pytest.mark.parametrize("libraries", ["broken", "missing"])
-def test_no_usable_tensorflow_is_one_clear_error_that_leaves_nothing_behind(table, tmp_path, libraries):
+CLI_WAITING_FOR_TENSORFLOW = """
+import sys
+from beam_pipelines.launches import launch
+from tfrecorder.cli import main
+launch.LOADS_WHILE_STARTING_ROWS = -1  # as a large job: the libraries are waited for before the pipeline starts
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("libraries,start", [("broken", "while loading"), ("missing", "while loading"),
+                                             ("missing", "after loading")])
+def test_no_usable_tensorflow_is_one_clear_error_that_leaves_nothing_behind(table, tmp_path, libraries, start):
     package = tmp_path / "site" / "tensorflow"
     if libraries == "broken":
         _broken_libraries(package)
@@ -76,8 +86,8 @@ def test_no_usable_tensorflow_is_one_clear_error_that_leaves_nothing_behind(tabl
     (package / "__init__.py").write_text(
         'raise ImportError("libcudart.so.12: cannot open shared object file: No such file or directory")\n')
     output_dir = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "tfrecorder", "convert", "--source", str(table),
-                           "--output_dir", str(output_dir)],
+    command = ["-m", "tfrecorder"] if start == "while loading" else ["-c", CLI_WAITING_FOR_TENSORFLOW]
+    done = subprocess.run([sys.executable, *command, "convert", "--source", str(table), "--output_dir", str(output_dir)],
                           capture_output=True, text=True, timeout=300, env=_env(tmp_path / "site"))
     assert done.returncode == 1, done.stderr
     (line,) = done.stderr.splitlines()
