@@ -9,8 +9,10 @@ from apache_beam import pipeline as beam_pipeline
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.runners.worker import statesampler
 from apache_beam.testing.util import assert_that, equal_to
+from apache_beam.transforms import userstate
 from nbclient import NotebookClient
 
+from beam_pipelines.launches import plain_pipeline
 from beam_pipelines.launches.plain_pipeline import SAMPLING_PERIOD_MS, PlainPipeline
 
 
@@ -73,6 +75,48 @@ def test_other_pipelines_keep_the_hook_while_ours_is_being_built(monkeypatch):
         release.set()
         builder.join()
     assert seen == [theirs]
+
+
+class KeepsPerKey(beam.DoFn):
+    """A stateful DoFn: each element's key with every value seen for it so far."""
+
+    SEEN = userstate.BagStateSpec("seen", beam.coders.VarIntCoder())
+
+    def process(self, element, seen=beam.DoFn.StateParam(SEEN)):
+        key, value = element
+        seen.add(value)
+        yield key, sorted(seen.read())
+
+
+def test_dofn_specs_are_beams_answers_asked_once_per_kind_of_dofn(monkeypatch):
+    """Beam's search of a DoFn for state and timer parameters answers once per kind of DoFn in our
+    pipeline's calls; a stateful DoFn still gets its state beside stateless ones, and Beam's function is
+    Beam's again afterwards (other pipelines ask it every time)."""
+    beams = userstate.get_dofn_specs
+    asked = []
+    monkeypatch.setattr(userstate, "get_dofn_specs", lambda dofn: asked.append(dofn) or beams(dofn))
+    counting = userstate.get_dofn_specs
+    ours = PlainPipeline(runner=FnApiRunner())
+    kept = (ours | beam.Create([("a", 1), ("a", 2), ("b", 3)]) | beam.Map(lambda item: item)
+            | beam.ParDo(KeepsPerKey()) | beam.Map(lambda item: (item[0], len(item[1]))) | beam.CombinePerKey(max))
+    assert_that(kept, equal_to([("a", 2), ("b", 1)]))
+    asked.clear()  # transforms made before they are applied (ParDo(...) above) are asked about outside our calls
+    ours.run().wait_until_finish()
+    kinds = [plain_pipeline._specs_key(dofn) for dofn in asked]
+    assert len(kinds) == len(set(kinds)) and any(isinstance(dofn, KeepsPerKey) for dofn in asked)
+    assert userstate.get_dofn_specs is counting
+    assert beams(KeepsPerKey())[0] == {KeepsPerKey.SEEN}
+    theirs = beam.Pipeline(runner=FnApiRunner())
+    _ = theirs | beam.Create([1]) | beam.Map(len)
+    assert len(asked) > len(kinds)  # asked every time outside our pipeline's calls
+
+
+def test_a_method_bound_on_a_dofn_is_part_of_its_kind():
+    """Map's wrapper binds a callable on its instance: a bound method's own defaults (a state parameter)
+    make its DoFn another kind than one wrapping a plain function."""
+    plain, bound = beam.Map(len).fn, beam.ParDo(KeepsPerKey().process).fn
+    assert plain_pipeline._specs_key(plain) != plain_pipeline._specs_key(bound)
+    assert plain_pipeline._specs_key(plain) == plain_pipeline._specs_key(beam.Map(len).fn)
 
 
 KERNEL_CELLS = [
