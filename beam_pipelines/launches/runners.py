@@ -149,10 +149,16 @@ class ReusedViews(PipelineOptions):
 
 
 def local_pipeline(options: Optional[Mapping[str, Any]] = None) -> beam.Pipeline:
-    """A Beam Pipeline on the in-process FnApiRunner with `options` (Beam option names (dests) → Python values)."""
+    """A Beam Pipeline on the in-process FnApiRunner with `options` (Beam option names (dests) → Python values).
+
+    Beam's construction-time type check is off unless the options turn it on: it infers each step's
+    output type from its function's bytecode (~80 inferences, 0.13 s of a 100-row job's ~0.45 s), which
+    a fixed, tested graph does not need; the elements are then coded as values of any type. A Dataflow
+    or portable job keeps the check (dataflow_pipeline, portable_pipeline)."""
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-    return PlainPipeline(runner=FnApiRunner(), options=ReusedViews([], **dict(options or {})))
+    return PlainPipeline(runner=FnApiRunner(),
+                         options=ReusedViews([], **{"pipeline_type_check": False, **dict(options or {})}))
 
 
 def dataflow_pipeline(options: Mapping[str, Any]) -> beam.Pipeline:

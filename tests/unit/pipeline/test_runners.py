@@ -82,8 +82,17 @@ def test_local_pipeline_options_make_each_view_once_and_views_share_values():
     assert options.get_all_options()["runner"] == "SomeRunner"  # ... seen by the options
     options.view_as(DirectOptions).direct_num_workers = 1
     assert options.view_as(DirectOptions).direct_num_workers == 1
-    plain = PlainPipeline(runner=FnApiRunner(), options=PipelineOptions([], direct_num_workers=3)).options
+    plain = PlainPipeline(runner=FnApiRunner(),
+                          options=PipelineOptions([], direct_num_workers=3, pipeline_type_check=False)).options
     assert plain.view_as(TypeOptions) is not plain.view_as(TypeOptions)  # Beam's class: a new view each time
     plain.view_as(StandardOptions).runner = "SomeRunner"
     plain.view_as(DirectOptions).direct_num_workers = 1
     assert plain.get_all_options() == options.get_all_options()
+
+
+def test_local_pipelines_skip_beams_construction_type_check_unless_asked():
+    """Inferring every step's output type from its bytecode cost ~0.13 s of a 100-row job."""
+    from apache_beam.options.pipeline_options import TypeOptions
+
+    assert runners.local_pipeline().options.view_as(TypeOptions).pipeline_type_check is False
+    assert runners.local_pipeline({"pipeline_type_check": True}).options.view_as(TypeOptions).pipeline_type_check
