@@ -253,7 +253,6 @@ def convert(
         _base.check_columns(table.columns)
         _base = dataclasses.replace(_base, new_rows_estimate=int(table.rows_estimate or 0))
     launch.check_table(table, resolved_schema)
-    launch.prepare(resolved_schema, options.validate)
     images_remote = _images_remote(table, resolved_schema)
     concurrency = _fetch_concurrency(options.fetch_concurrency, images_remote)
     by_content = content_splits(resolved_schema, is_detection or is_dataset)  # UNASSIGNED rows split by image bytes

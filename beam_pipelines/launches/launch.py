@@ -51,12 +51,6 @@ class LocalLaunch:
     def check_table(self, table: Any, schema: Schema) -> None:
         """Local workers read whatever the driver reads: nothing more to check."""
 
-    def prepare(self, schema: Schema, validate: str) -> None:
-        """A job that will decode images here starts loading TensorFlow's kernels on a thread now, while
-        the driver plans the job and builds its graph (~0.1 s more of the ~0.25 s load hidden)."""
-        if validate == DECODE and schema.image_columns:
-            tensorflow_kernels.load_in_background()
-
     def check_readable_dir(self, path: str) -> None:
         """Local workers read whatever the driver reads."""
 
@@ -89,16 +83,20 @@ class LocalLaunch:
         with quiet_libraries(verbose), caller_objects_frozen():  # collections skip the caller's (TensorFlow's) objects
             pipeline = runners.local_pipeline(options)
             decodes = decodes_images(config)
-            if decodes:  # loading since `prepare`, or from now on; the decoding DoFn waits for them
+            if decodes:  # loaded while the graph is built; the decoding DoFn waits for it
                 tensorflow_kernels.load_in_background()
             build(pipeline, config)
             if decodes and not (rows_total is not None and rows_total <= LOADS_WHILE_STARTING_ROWS):
                 tensorflow_kernels.kernels()  # loaded, or TensorFlowUnavailable before the pipeline starts
             try:
                 pipeline.run().wait_until_finish()
-            except Exception:
-                if decodes:  # a job that failed because TensorFlow does not load says so, in one line
-                    tensorflow_kernels.kernels()
+            except BaseException as exc:
+                if decodes:  # loaded or failed before the error goes on: the loading thread holds stderr meanwhile
+                    try:
+                        tensorflow_kernels.kernels()
+                    except Exception:
+                        if isinstance(exc, Exception):  # a job that failed because TensorFlow does not load says so
+                            raise
                 raise
 
 
@@ -122,9 +120,6 @@ class DataflowLaunch:
 
     def check_table(self, table: Any, schema: Schema) -> None:
         dataflow_job.check_table_reachable(table, schema)
-
-    def prepare(self, schema: Schema, validate: str) -> None:
-        """Nothing to start here: Dataflow's workers decode."""
 
     def lock_owner(self, submitted: dataflow_job.SubmittedJob) -> Optional[dict[str, Any]]:
         """What the job's lock records once the job is submitted: the Dataflow job that now holds it

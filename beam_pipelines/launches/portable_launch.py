@@ -148,9 +148,6 @@ class PortableLaunch:
         if not self.request.workers_share_files:
             dataflow_job.check_table_reachable(table, schema, workers=self.workers)
 
-    def prepare(self, schema: Schema, validate: str) -> None:
-        """Nothing to start here: the runner's SDK workers decode."""
-
     def check_readable_dir(self, path: str) -> None:
         """A directory the workers read (upgrade's legacy directory): on Cloud Storage for workers of their own."""
         if not self.request.workers_share_files and not storage.is_remote(path):

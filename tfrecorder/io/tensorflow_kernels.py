@@ -274,25 +274,16 @@ def _open_without_gil(path: str) -> None:
     dlopen(os.fsencode(path), os.RTLD_LAZY | os.RTLD_GLOBAL)
 
 
-_loader: Optional[threading.Thread] = None  # the thread load_in_background started last
-
-
 def load_in_background() -> None:
     """Start loading the kernels on a thread (the libraries are opened without the GIL: ~0.3 s hidden behind the caller's
-    own start-up, e.g. building a Beam graph), unless they are loaded or loading already. A failure here is
-    left for `kernels()` to raise again."""
-    global _loader
-
+    own start-up, e.g. building a Beam graph). A failure here is left for `kernels()` to raise again."""
     def load() -> None:
         try:
             kernels()
         except Exception:  # noqa: BLE001 - the caller's own kernels() call reports it
             pass
 
-    if _loaded is not None or (_loader is not None and _loader.is_alive()):
-        return
-    _loader = threading.Thread(target=load, name="tfrecorder-load-kernels", daemon=True)
-    _loader.start()
+    threading.Thread(target=load, name="tfrecorder-load-kernels", daemon=True).start()
 
 
 def _first_line(message: str) -> str:
