@@ -38,6 +38,12 @@ def decodes_images(config: JobConfig) -> bool:
     return config.validate == DECODE and bool(config.schema.image_columns)
 
 
+LOADS_WHILE_STARTING_ROWS = 20_000  # a decoding job of at most this many rows starts its pipeline while
+# TensorFlow's libraries load (~0.25 s, about all of a 100-row job's own work): its steps before the
+# decoding one are short. A larger job waits for them first, so that a machine where they do not load
+# fails at once, not after counting its table.
+
+
 class LocalLaunch:
     """A run on this machine (DirectRunner): `run` blocks until the job is published."""
 
@@ -98,12 +104,6 @@ class LocalLaunch:
                         if isinstance(exc, Exception):  # a job that failed because TensorFlow does not load says so
                             raise
                 raise
-
-
-LOADS_WHILE_STARTING_ROWS = 20_000  # a decoding job of at most this many rows starts its pipeline while
-# TensorFlow's libraries load (~0.25 s, about all of a 100-row job's own work): its steps before the
-# decoding one are short. A larger job waits for them first, so that a machine where they do not load
-# fails at once, not after counting its table.
 
 
 class DataflowLaunch:

@@ -133,12 +133,11 @@ class EncodePart(beam.DoFn):
                 if order is not None or len(rows) < item.num_rows:
                     described = described.take(pa.array(rows))
             for code, start, stop in runs:
-                split, unknown = columnar_encoder.SPLITS[code], unknowns[start:stop]
-                closed = list(self._write(split, records.slice(start, stop - start), unknown))  # self._segments: where they went
+                split, written, unknown = columnar_encoder.SPLITS[code], records.slice(start, stop - start), unknowns[start:stop]
+                closed = list(self._write(split, written, unknown))  # self._segments: where they went
                 if self._written is not None:
                     places = (source, *_places(self._segments, unknown)) if self._drops else None
-                    self._written.add_records(split, described.slice(start, stop - start),
-                                              records.slice(start, stop - start), part_name,
+                    self._written.add_records(split, described.slice(start, stop - start), written, part_name,
                                               offset + rows[start:stop], places)
                 yield from closed
             if self._written is not None:
