@@ -38,9 +38,8 @@ from apache_beam import pipeline as beam_pipeline
 from apache_beam.runners.worker import statesampler
 from apache_beam.transforms import userstate
 
-_inside_plain_pipeline = contextvars.ContextVar("tfrecorder_inside_plain_pipeline", default=False)
-_dofn_specs_found: contextvars.ContextVar[Optional[dict]] = contextvars.ContextVar(
-    "tfrecorder_dofn_specs_found", default=None)  # the running PlainPipeline call's pipeline's answers
+_running_pipeline: contextvars.ContextVar[Optional["PlainPipeline"]] = contextvars.ContextVar(
+    "tfrecorder_running_plain_pipeline", default=None)  # the PlainPipeline whose call runs in this thread
 _install_lock = threading.Lock()
 _active_calls = 0
 _beams_alter_label: Optional[Callable[[Any, Any], None]] = None
@@ -54,14 +53,14 @@ class _StateSamplerUnlessPlain(_BeamsStateSampler):
 
     def __init__(self, prefix: str, counter_factory: Any,
                  sampling_period_ms: int = statesampler.DEFAULT_SAMPLING_PERIOD_MS) -> None:
-        if _inside_plain_pipeline.get():
+        if _running_pipeline.get() is not None:
             sampling_period_ms = min(sampling_period_ms, SAMPLING_PERIOD_MS)
         super().__init__(prefix, counter_factory, sampling_period_ms)
 
 
 def _alter_label_unless_plain(transform: Any, pvalueish: Any) -> None:
     """Beam's alter_label_if_ipython, except inside a PlainPipeline call of this thread."""
-    if not _inside_plain_pipeline.get():
+    if _running_pipeline.get() is None:
         _beams_alter_label(transform, pvalueish)
 
 
@@ -79,11 +78,11 @@ def _specs_key(dofn: Any) -> Optional[Hashable]:
 
 def _dofn_specs_unless_plain(dofn: Any) -> tuple[set, set]:
     """Beam's get_dofn_specs, answered once per `_specs_key` inside a PlainPipeline call of this thread."""
-    found, key = _dofn_specs_found.get(), None
-    if found is not None:
-        key = _specs_key(dofn)
+    pipeline = _running_pipeline.get()
+    key = _specs_key(dofn) if pipeline is not None else None
     if key is None:
         return _beams_dofn_specs(dofn)
+    found = pipeline.dofn_specs
     if key not in found:
         found[key] = _beams_dofn_specs(dofn)
     state_specs, timer_specs = found[key]
@@ -91,10 +90,9 @@ def _dofn_specs_unless_plain(dofn: Any) -> tuple[set, set]:
 
 
 @contextlib.contextmanager
-def _plain_calls(dofn_specs: Optional[dict] = None) -> Iterator[None]:
+def _plain_calls(pipeline: "PlainPipeline") -> Iterator[None]:
     global _active_calls, _beams_alter_label, _beams_dofn_specs
-    token = _inside_plain_pipeline.set(True)
-    specs_token = _dofn_specs_found.set(dofn_specs)
+    token = _running_pipeline.set(pipeline)
     with _install_lock:
         if _active_calls == 0 and beam_pipeline.alter_label_if_ipython is not _alter_label_unless_plain:
             _beams_alter_label = beam_pipeline.alter_label_if_ipython
@@ -116,8 +114,7 @@ def _plain_calls(dofn_specs: Optional[dict] = None) -> Iterator[None]:
                 statesampler.StateSampler = _BeamsStateSampler
             if _active_calls == 0 and userstate.get_dofn_specs is _dofn_specs_unless_plain:
                 userstate.get_dofn_specs = _beams_dofn_specs
-        _dofn_specs_found.reset(specs_token)
-        _inside_plain_pipeline.reset(token)
+        _running_pipeline.reset(token)
 
 
 class PlainPipeline(beam.Pipeline):
@@ -125,14 +122,14 @@ class PlainPipeline(beam.Pipeline):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._dofn_specs: dict = {}  # Beam's get_dofn_specs answers, by _specs_key
+        self.dofn_specs: dict = {}  # Beam's get_dofn_specs answers, by _specs_key
 
     def apply(self, transform, pvalueish=None, label=None):
-        with _plain_calls(self._dofn_specs):
+        with _plain_calls(self):
             return super().apply(transform, pvalueish, label)
 
     def run(self, test_runner_api="AUTO"):
-        with _plain_calls(self._dofn_specs):
+        with _plain_calls(self):
             try:
                 return super().run(test_runner_api)
             finally:
