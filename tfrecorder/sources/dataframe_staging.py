@@ -22,8 +22,10 @@ import os
 import shutil
 import tempfile
 import uuid
+from concurrent.futures import ThreadPoolExecutor, wait
+from functools import partial
 from operator import attrgetter
-from typing import Any, BinaryIO, Optional
+from typing import Any, BinaryIO, Callable, Optional, Union
 
 import numpy as np
 import pandas as pd
@@ -210,11 +212,17 @@ def _binary(cells: list) -> pa.Array:
                     pa.binary())
 
 
-def write_parquet(frame: pd.DataFrame, schema: Schema, stream: BinaryIO, compressed: bool = True) -> int:
-    """Write every column of `frame` (schema columns typed by role, others as text) as Parquet, one row
-    group per chunk of rows so the driver never holds more than one chunk's Arrow copy. Returns the
-    number of row groups (each one element of the pipeline). `compressed=False` writes plain pages
-    (for a local file: bigger, but much faster to write and to read).
+def write_parquet(frame: pd.DataFrame, schema: Schema, sink: Union[str, BinaryIO], compressed: bool = True,
+                  digest: Optional["FileDigest"] = None) -> int:
+    """Write every column of `frame` (schema columns typed by role, others as text) as Parquet at `sink` (a
+    local path, or a seekable stream), one row group per chunk of rows. Returns the number of row groups
+    (each one element of the pipeline). `compressed=False` writes plain pages (for a local file: bigger,
+    but much faster to write and to read). `digest` (of the file at the path `sink`) hashes each row
+    group as soon as it is written.
+
+    A chunk is written on a thread of its own while the next one is converted, so the driver holds at
+    most two chunks' Arrow copies: the one being written and the one being made. Arrow writes a path
+    without the GIL (a Python stream takes it for every page, and converting a chunk mostly holds it).
 
     A column whose chunks disagree on their Arrow type (a bad value in a later chunk makes that chunk
     text) is staged as text (or bytes) throughout: the file is written again with that column forced.
@@ -222,26 +230,82 @@ def write_parquet(frame: pd.DataFrame, schema: Schema, stream: BinaryIO, compres
     columns = [str(c) for c in frame.columns]
     step = row_group_rows(frame)
     forced: dict[int, pa.DataType] = {}
-    while True:
-        start = stream.tell()
-        writer, row_groups, conflict = None, 0, None
+    with ThreadPoolExecutor(1, thread_name_prefix="tfrecorder-staging") as writing:
+        while True:
+            start = None if isinstance(sink, str) else sink.tell()
+            if digest is not None:
+                digest.restart()
+            row_groups, conflict = _write_chunks(frame, schema, columns, step, forced,
+                                                 pq.ParquetWriter if compressed else partial(pq.ParquetWriter, **_PLAIN),
+                                                 sink, digest, writing)
+            pa.default_memory_pool().release_unused()
+            if conflict is None:
+                return row_groups
+            if start is not None:
+                sink.seek(start)
+                sink.truncate()
+
+
+def _write_chunks(frame: pd.DataFrame, schema: Schema, columns: list[str], step: int, forced: dict[int, pa.DataType],
+                  open_writer: Callable[..., pq.ParquetWriter], sink: Union[str, BinaryIO],
+                  digest: Optional["FileDigest"], writing: ThreadPoolExecutor) -> tuple[int, Optional[int]]:
+    """One pass of `write_parquet`: (row groups written, None), or (_, the first column whose type changed
+    from one chunk to the next; its staged type is then set in `forced`)."""
+    writer, row_groups, in_flight = None, 0, None
+
+    def write(table: pa.Table) -> None:
+        writer.write_table(table)
+        if digest is not None:
+            digest.catch_up()
+
+    try:
         for offset in range(0, max(len(frame), 1), step):
             table = _chunk_table(frame.iloc[offset : offset + step], schema, columns, forced)
             if writer is None:
-                writer = pq.ParquetWriter(stream, table.schema, **({} if compressed else _PLAIN))
+                writer = open_writer(sink, table.schema)
             elif not table.schema.equals(writer.schema):
                 conflict = next(i for i, (a, b) in enumerate(zip(table.schema, writer.schema)) if a.type != b.type)
                 kinds = (table.schema.field(conflict).type, writer.schema.field(conflict).type)
                 forced[conflict] = pa.binary() if pa.binary() in kinds or forced.get(conflict) else pa.string()
-                break
-            writer.write_table(table)
+                return row_groups, conflict
+            if in_flight is not None:
+                in_flight.result()  # one chunk written at a time (and a failed write fails here)
+            in_flight = writing.submit(write, table)
             row_groups += 1
-        writer.close()
-        pa.default_memory_pool().release_unused()
-        if conflict is None:
-            return row_groups
-        stream.seek(start)
-        stream.truncate()
+        in_flight, last = None, in_flight
+        if last is not None:
+            last.result()
+    finally:
+        if in_flight is not None:
+            wait([in_flight])  # nothing writes to the sink once this pass ends, failed or not
+        if writer is not None:
+            writer.close()
+    if digest is not None:
+        digest.catch_up()  # the footer
+    return row_groups, None
+
+
+class FileDigest:
+    """The SHA-256 of a local file that is being written front to back, hashed as it grows (`catch_up`
+    reads what was written since the last call: the bytes are still in the page cache)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.restart()
+
+    def restart(self) -> None:
+        """Forget what was hashed (the file is being written again)."""
+        self._hash, self._done = hashlib.sha256(), 0
+
+    def catch_up(self) -> None:
+        with open(self.path, "rb") as stream:
+            stream.seek(self._done)
+            while chunk := stream.read(8 * 1024 * 1024):
+                self._hash.update(chunk)
+                self._done += len(chunk)
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
 
 
 def stage_frame(frame: pd.DataFrame, schema: Schema, path: str) -> int:
@@ -263,17 +327,17 @@ def stage_frame(frame: pd.DataFrame, schema: Schema, path: str) -> int:
 class StagedFrame:
     """A frame staged before its job has a directory: a local scratch file, which becomes the job's staged
     file (`move_to`) once the job's directory is chosen. The job's fingerprint names the frame by this
-    file's digest: the bytes every worker reads, so the same file is the same job (a SHA-256 of ~95 MB,
-    ~0.06 s a million rows of eight columns, a sixth of hashing the frame's columns as before)."""
+    file's digest: the bytes every worker reads, so the same file is the same job (a SHA-256 of ~95 MB
+    a million rows of eight columns, hashed while the file is written: `write_parquet`)."""
 
     path: str
     schema: Schema
     row_groups: int
+    sha256: str = ""
 
     def digest(self) -> str:
         """The SHA-256 of the staged bytes."""
-        with open(self.path, "rb") as stream:
-            return hashlib.file_digest(stream, "sha256").hexdigest()
+        return self.sha256
 
     def move_to(self, destination: str) -> None:
         """Make the scratch file the job's staged file at `destination` (local: a rename on the same file
@@ -307,10 +371,10 @@ def stage_scratch(frame: pd.DataFrame, schema: Schema, beside: str) -> StagedFra
     scratch_dir = tempfile.gettempdir() if compressed else beside
     os.makedirs(scratch_dir, exist_ok=True)
     path = os.path.join(scratch_dir, f".staging-{uuid.uuid4().hex}.parquet")
-    staged = StagedFrame(path, schema, 0)
+    staged, digest = StagedFrame(path, schema, 0), FileDigest(path)
     try:
-        with open(path, "w+b") as stream:
-            staged.row_groups = write_parquet(frame, schema, stream, compressed=compressed)
+        staged.row_groups = write_parquet(frame, schema, path, compressed=compressed, digest=digest)
+        staged.sha256 = digest.hexdigest()
     except BaseException:
         staged.discard()
         raise

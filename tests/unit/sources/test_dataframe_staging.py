@@ -108,8 +108,26 @@ def test_chunks_become_row_groups_and_a_late_misfit_restages_its_column_as_text(
     assert rows["s"] == [b"a"] * 6 + [b"\xff"] * 5  # text and bytes together: bytes throughout
 
 
-def test_staging_a_frame_holds_one_chunk_at_a_time(tmp_path, monkeypatch):
-    """Peak Arrow memory while staging stays near one row group's worth, whatever the frame's size."""
+def test_a_staged_file_is_hashed_as_written_even_when_a_late_misfit_restages_it(tmp_path, monkeypatch):
+    """The digest naming a staged frame (its job's fingerprint) is the SHA-256 of the file's final bytes,
+    also after a later chunk made a column text and the file was written again."""
+    import hashlib
+
+    from tfrecorder.sources import dataframe_staging
+
+    monkeypatch.setattr(dataframe_staging, "MAX_ROW_GROUP_ROWS", 4)
+    frame = pd.DataFrame({"n": pd.Series([*range(9), "seven", 11], dtype=object), "x": np.arange(11.0)})
+    for schema in ({"n": "IntegerInput", "x": "FloatInput"}, {"n": "StringInput", "x": "FloatInput"}):
+        staged = dataframe_staging.stage_scratch(frame, Schema(schema), str(tmp_path))
+        data = open(staged.path, "rb").read()
+        assert staged.row_groups == 3 and staged.digest() == hashlib.sha256(data).hexdigest()
+        assert pq.read_table(staged.path).column("n").to_pylist() == [str(v) for v in frame["n"]]
+        staged.discard()
+
+
+def test_staging_a_frame_holds_two_chunks_at_most(tmp_path, monkeypatch):
+    """Peak Arrow memory while staging stays near two row groups' worth (one written while the next is
+    made), whatever the frame's size."""
     import pyarrow as pa
 
     from tfrecorder.sources import dataframe_staging
