@@ -14,7 +14,7 @@ most FLUSH_ENTRIES digests wait.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 import apache_beam as beam
 import numpy as np
@@ -92,12 +92,13 @@ class WrittenRows:
             row_id = json.dumps({k: str(v) for k, v in row.items()}, sort_keys=True)[:200]
         self._entries.append((digest, split, row_id, *extra))
 
-    def add_records(self, split: str, batch: pa.RecordBatch, records: pa.Array, part: str, rows: np.ndarray,
-                    places: Optional[tuple[str, Sequence[str], np.ndarray]] = None) -> None:
-        """Image-free rows written to `split`, column-wise: `batch` their values, `records` their Examples,
-        `rows` their numbers in the source part `part` (their digests kept as DigestBlocks); with
-        duplicates="drop" `places` is (the source part's key, piece file names, int64 (rows, 3) of piece
-        index into those names, record number in the piece, unknown labels)."""
+    def add_records(self, split: str, batch: pa.RecordBatch, records: Union[pa.Array, np.ndarray], part: str,
+                    rows: np.ndarray, places: Optional[tuple[str, Sequence[str], np.ndarray]] = None) -> None:
+        """Image-free rows written to `split`, column-wise: `batch` their values, `records` their Examples
+        (Arrow binary, or each as bytes in an object array), `rows` their numbers in the source part `part`
+        (their digests kept as DigestBlocks); with duplicates="drop" `places` is (the source part's key,
+        piece file names, int64 (rows, 3) of piece index into those names, record number in the piece,
+        unknown labels)."""
         self.statistics.add_batch(split, batch)
         held = self._blocks.setdefault((part, split, "" if places is None else places[0]), ([], [], [], []))
         held[0].append(record_digests(records))

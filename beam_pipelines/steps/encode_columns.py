@@ -134,10 +134,11 @@ class EncodePart(beam.DoFn):
                     described = described.take(pa.array(rows))
             for code, start, stop in runs:
                 split, written, unknown = columnar_encoder.SPLITS[code], records.slice(start, stop - start), unknowns[start:stop]
-                closed = list(self._write(split, written, unknown))  # self._segments: where they went
+                cells = written.to_numpy(zero_copy_only=False)  # each record as bytes: checksums and digests
+                closed = list(self._write(split, written, cells, unknown))  # self._segments: where they went
                 if self._written is not None:
                     places = (source, *_places(self._segments, unknown)) if self._drops else None
-                    self._written.add_records(split, described.slice(start, stop - start), written, part_name,
+                    self._written.add_records(split, described.slice(start, stop - start), cells, part_name,
                                               offset + rows[start:stop], places)
                 yield from closed
             if self._written is not None:
@@ -146,10 +147,10 @@ class EncodePart(beam.DoFn):
             self._rows_done.add(item.num_rows)
             self._rows += item.num_rows
 
-    def _write(self, split: str, records: pa.LargeBinaryArray, unknown: np.ndarray):
-        """Append records to the split's piece; close it once it reaches max_shard_bytes (after the record
-        that crosses it, as the row graph does) and go on in a new one."""
-        framed, ends = frame_records(records)
+    def _write(self, split: str, records: pa.LargeBinaryArray, cells: np.ndarray, unknown: np.ndarray):
+        """Append records (`cells`: each as bytes) to the split's piece; close it once it reaches
+        max_shard_bytes (after the record that crosses it, as the row graph does) and go on in a new one."""
+        framed, ends = frame_records(records, cells)
         start, count = 0, len(ends)
         self._segments = []  # (piece file name, its first record here, records) per piece written to
         while start < count:

@@ -75,10 +75,11 @@ def _joined_small_runs(pieces: Sequence[bytes]) -> Sequence[bytes]:
     return runs
 
 
-def frame_records(records) -> tuple[memoryview, "np.ndarray"]:
+def frame_records(records, cells=None) -> tuple[memoryview, "np.ndarray"]:
     """Frame a whole Arrow (large_)binary array of records at once: (framed bytes, end offset of each
     framed record). Lengths' checksums are computed once per distinct length; only each record's own
-    checksum is a call per record."""
+    checksum is a call per record, on the record as Python bytes: `cells` when the caller has them
+    already (`records.to_numpy(zero_copy_only=False)`, which record digests also use), else made here."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -86,19 +87,14 @@ def frame_records(records) -> tuple[memoryview, "np.ndarray"]:
     records = records.cast(pa.large_binary())
     count = len(records)
     lengths = pc.binary_length(records).to_numpy(zero_copy_only=False).astype(np.uint64)
-    offsets = np.frombuffer(records.buffers()[1], dtype=np.int64)[records.offset:records.offset + count + 1]
-    values = records.buffers()[2]
     distinct, inverse = np.unique(lengths, return_inverse=True)
     length_crcs = np.array([masked_crc32c(struct.pack("<Q", int(v))) for v in distinct], dtype=np.uint32)
     header = np.empty((count, 12), dtype=np.uint8)
     header[:, :8] = lengths.astype("<u8").view(np.uint8).reshape(count, 8)
     header[:, 8:] = length_crcs[inverse].astype("<u4").view(np.uint8).reshape(count, 4)
-    first = int(offsets[0]) if count else 0  # a slice's records: only its own bytes are copied
-    whole = values.slice(first, int(offsets[-1]) - first).to_pybytes() if count else b""  # google_crc32c takes bytes
-    value = google_crc32c.value
-    bounds = (offsets - first).tolist()
-    slices = map(slice, bounds[:-1], bounds[1:])
-    crcs = np.fromiter(map(value, map(whole.__getitem__, slices)), dtype=np.uint64, count=count)
+    if cells is None:
+        cells = records.to_numpy(zero_copy_only=False)  # google_crc32c takes bytes
+    crcs = np.fromiter(map(google_crc32c.value, cells), dtype=np.uint64, count=count)
     masked = ((((crcs >> np.uint64(15)) | (crcs << np.uint64(17))) + np.uint64(_MASK_DELTA)) & np.uint64(0xFFFFFFFF))
     footer = masked.astype("<u4").view(np.uint8).reshape(count, 4)
     framed = pc.binary_join_element_wise(

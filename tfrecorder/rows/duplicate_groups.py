@@ -247,13 +247,16 @@ RECORD_DIGEST_KEYS = ("tfrecorder:row:0", "tfrecorder:row:1")  # 16 bytes each: 
 
 
 def record_digests(records: Iterable) -> bytes:
-    """The 128-bit digests of serialized Examples of an image-free table (an Arrow binary array, or bytes
-    / memoryviews), back to back, 16 bytes each: two 64-bit SipHash-2-4 halves under two keys (pandas'
-    hash_array, a C loop: a third of a BLAKE2b call per record, which a table of millions of rows pays per
-    row). Equal records, equal digests; different ones collide only by chance (2**-128)."""
+    """The 128-bit digests of serialized Examples of an image-free table (an Arrow binary array, a NumPy
+    object array of bytes as its `to_numpy` gives, or bytes / memoryviews), back to back, 16 bytes each:
+    two 64-bit SipHash-2-4 halves under two keys (pandas' hash_array, a C loop: a third of a BLAKE2b call
+    per record, which a table of millions of rows pays per row). Equal records, equal digests; different
+    ones collide only by chance (2**-128)."""
     import pandas as pd
 
-    if hasattr(records, "to_numpy"):
+    if isinstance(records, np.ndarray):
+        objects = records
+    elif hasattr(records, "to_numpy"):
         objects = records.to_numpy(zero_copy_only=False)
     else:
         listed = [bytes(record) for record in records]
