@@ -151,9 +151,30 @@ def entry_key(name: str) -> bytes:
 
 def map_entries(key: bytes, kind: str, found: ValueLists) -> tuple[pa.LargeBinaryArray, np.ndarray]:
     """Map entries `name → Feature{<list kind>: values}` (empty where the feature is left out) and their
-    lengths; `key` is the feature's `entry_key`, `kind` its "bytes", "int64" or "float"."""
+    lengths; `key` is the feature's `entry_key`, `kind` its "bytes", "int64" or "float".
+
+    When every row holds the feature with a tail of one length (a float, a vector of a fixed length, a
+    batch of ids whose varints are all as long), everything before the tail is the same bytes in every
+    row: they are made once, from the first row."""
     present, tail_sizes = found.present, found.lengths * found.present
     header = present & ((tail_sizes > 0) | found.single) if found.packed else None
+    rows = len(present)
+    if rows > 1 and present.all() and int(tail_sizes.min()) == int(tail_sizes.max()):
+        first, _ = concat_parts(_entry_heads(key, kind, present[:1], tail_sizes[:1], None if header is None else header[:1]))
+        parts = [constant(first[0].as_py(), present)]
+    else:
+        parts = _entry_heads(key, kind, present, tail_sizes, header)
+    if isinstance(found.tail, np.ndarray):  # numbers of a fixed layout: the whole entry in one copy
+        return concat_parts(parts + [(found.tail, tail_sizes)])
+    prefixes, lengths = concat_parts(parts)
+    entries = pc.binary_join_element_wise(prefixes, found.tail, _EMPTY, null_handling="replace", null_replacement="")
+    return entries, lengths + tail_sizes
+
+
+def _entry_heads(key: bytes, kind: str, present: np.ndarray, tail_sizes: np.ndarray,
+                 header: Optional[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The `concat_parts` parts of each row's map entry before its tail (its key, the Feature's and the
+    value list's tags and lengths; with `header`, field 1's tag and length around packed numbers)."""
     value_sizes = tail_sizes
     parts = []
     if header is not None:  # field 1 of the value list, holding the packed numbers (or the one value)
@@ -164,14 +185,9 @@ def map_entries(key: bytes, kind: str, found: ValueLists) -> tuple[pa.LargeBinar
     feature_sizes = 1 + value_prefix + value_sizes
     feature_matrix, feature_prefix = varint_matrix(feature_sizes)
     entry_matrix, entry_prefix = varint_matrix(len(key) + feature_prefix + feature_sizes)
-    parts = [constant(TAG_1_LEN, present), (entry_matrix, entry_prefix * present),
-             constant(key, present), (feature_matrix, feature_prefix * present),
-             constant(LIST_TAGS[kind], present), (value_matrix, value_prefix * present)] + parts
-    if isinstance(found.tail, np.ndarray):  # numbers of a fixed layout: the whole entry in one copy
-        return concat_parts(parts + [(found.tail, tail_sizes)])
-    prefixes, lengths = concat_parts(parts)
-    entries = pc.binary_join_element_wise(prefixes, found.tail, _EMPTY, null_handling="replace", null_replacement="")
-    return entries, lengths + tail_sizes
+    return [constant(TAG_1_LEN, present), (entry_matrix, entry_prefix * present),
+            constant(key, present), (feature_matrix, feature_prefix * present),
+            constant(LIST_TAGS[kind], present), (value_matrix, value_prefix * present)] + parts
 
 
 def example_records(entries: Sequence[pa.Array], sizes: np.ndarray) -> pa.LargeBinaryArray:

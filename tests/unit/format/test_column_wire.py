@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -78,3 +79,30 @@ def test_a_single_empty_bytes_value_keeps_its_header():
 def test_bytes_list_entries_frame_each_value(values):
     entries = column_wire.bytes_list_entries(pa.array(values, pa.binary()))
     assert entries.to_pylist() == [value_list_bytes(Feature("bytes", [value])) for value in values]
+
+
+@pytest.mark.parametrize("kind, rows", [
+    ("float", [[1.5], [-2.0], [0.0]]),                     # one number: the same layout in every row
+    ("float", [[1.0, 2.0, 3.0, 4.0]] * 2 + [[5.0, 6.0, 7.0, 8.0]]),  # a vector of a fixed length
+    ("int64", [[300], [301], [16383]]),                    # varints all two bytes long
+    ("int64", [[], [], []]),                               # empty lists: no packed field at all
+    ("bytes", [[b"ab"], [b"cd"], [b"ef"]]),                # one value each, as long
+    ("bytes", [[b""], [b""]]),                              # one empty value each: its header kept
+])
+def test_rows_of_one_layout_equal_encode_example(kind, rows):
+    """Every row present with a tail of one length: the entry's head is made once (from the first row) and
+    each row's record is still exactly the row encoder's."""
+    if kind == "bytes":
+        lists = column_wire.ValueLists.of_values(pa.array([row[0] for row in rows], pa.large_binary()), packed=True,
+                                                 single=True)
+    elif kind == "float":
+        values = np.array(rows, dtype="<f4")
+        lists = column_wire.ValueLists(np.ones(len(rows), dtype=bool), np.full(len(rows), 4 * values.shape[1]),
+                                       values.view(np.uint8).reshape(len(rows), -1))
+    else:
+        lists = column_wire.ValueLists.of_values(
+            pa.array([value_list_bytes(Feature("int64", row))[2:] if row else b"" for row in rows], pa.large_binary()),
+            packed=True)
+    found, sizes = column_wire.map_entries(column_wire.entry_key("v"), kind, lists)
+    assert column_wire.example_records([found], sizes).to_pylist() == [
+        encode_example({"v": Feature(kind, row)}) for row in rows]
