@@ -43,6 +43,13 @@ _NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"  # JSON's numb
 FLOAT_TEXT = rf"^{_NUMBER}$"
 DATETIME_TEXT = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})?$"
 _INT_ELEMENT = r"-?(?:0|[1-9][0-9]{0,17})"
+# Bytes of plain decimal numbers: text of only these that Arrow casts is a number Python parses to the
+# same value (hex such as "0x1F", which Arrow's integer cast takes and int() refuses, or "nan" and
+# "inf", have other bytes). A quick check on a whole column, before the pattern's value by value.
+_INTEGER_BYTES = np.zeros(256, dtype=bool)
+_INTEGER_BYTES[list(b"0123456789-")] = True
+_DECIMAL_BYTES = _INTEGER_BYTES.copy()
+_DECIMAL_BYTES[list(b"+.eE")] = True
 
 
 @dataclasses.dataclass
@@ -131,6 +138,37 @@ def _all_match(array: pa.Array, pattern: str) -> bool:
     """Whether every present (non-null) text value matches `pattern` (and there is at least one)."""
     present = array.drop_null()
     return len(present) > 0 and bool(pc.all(pc.match_substring_regex(present, pattern)).as_py())
+
+
+def _only_bytes(array: pa.Array, allowed: np.ndarray) -> bool:
+    """Whether every byte of a text column's values is `allowed` (the bytes under null slots too: a
+    stricter answer, never a looser one)."""
+    offsets_buffer, data = array.buffers()[1:3]
+    width = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    offsets = np.frombuffer(offsets_buffer, dtype=width)[array.offset:array.offset + len(array) + 1]
+    if data is None or not len(offsets) or offsets[-1] == offsets[0]:
+        return True
+    return bool(allowed[np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]]].all())
+
+
+def _text_cast(array: pa.Array, target: pa.DataType, allowed: np.ndarray, pattern: str) -> Optional[pa.Array]:
+    """Text numbers (at least one present) cast by Arrow to `target` where Python's int() / float() gives
+    the same values: when every byte is `allowed` and Arrow's cast takes every value (a whole-column
+    check), else when every present value matches `pattern` (a regular expression per value); None
+    when neither holds (the row path decides, value by value)."""
+    if array.null_count == len(array):
+        return None
+    if _only_bytes(array, allowed):
+        try:
+            return array.cast(target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    if not _all_match(array, pattern):
+        return None
+    try:
+        return array.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # e.g. out of range: the row path decides
+        return None
 
 
 # ---------------------------------------------------------------- split and label checks (prepare_row)
@@ -322,9 +360,8 @@ def _scalar_numbers(array: pa.Array, role: types.ColumnType) -> Optional[tuple[n
             if pc.max(array).as_py() is not None and pc.max(array).as_py() > INT64_MAX:
                 return None
             return array.cast(pa.int64()).fill_null(0).to_numpy(), present
-        if text and _all_match(array, _INT_TEXT):
-            return array.cast(pa.int64()).fill_null(0).to_numpy(), present
-        return None
+        integers = _text_cast(array, pa.int64(), _INTEGER_BYTES, _INT_TEXT) if text else None
+        return None if integers is None else (integers.fill_null(0).to_numpy(), present)
     if role == types.FloatInput:
         return _doubles(array, text)
     return None
@@ -340,13 +377,8 @@ def _doubles(array: pa.Array, text: bool) -> Optional[tuple[np.ndarray, np.ndarr
         else:
             present = array.is_valid().to_numpy(zero_copy_only=False)
         return values, present
-    if text and _all_match(array, FLOAT_TEXT):
-        try:
-            values = array.cast(pa.float64()).fill_null(np.nan).to_numpy()
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # the row path decides, value by value
-            return None
-        return values, array.is_valid().to_numpy(zero_copy_only=False)
-    return None
+    doubles = _text_cast(array, pa.float64(), _DECIMAL_BYTES, FLOAT_TEXT) if text else None
+    return None if doubles is None else (doubles.fill_null(np.nan).to_numpy(), array.is_valid().to_numpy(zero_copy_only=False))
 
 
 def _list_elements(array: pa.Array, role: types.ColumnType) -> Optional[pa.Array]:
