@@ -7,7 +7,9 @@ costs milliseconds: the children inherit the DoFn as it is (schema, encoder, voc
 run its batch handler.
 
 - Deterministic: task k of a round goes to child k mod n, and each child handles its tasks in order,
-  so the same tasks give every child the same work (and the same output files) on every run.
+  so the same tasks give every child the same work (and the same output files) on every run. Tasks
+  whose output depends on the task alone (`BundleTasks`: a table's parts) go instead to the first
+  child free, so that children finish together whatever the parts cost.
 - Bounded: at most `in_flight` tasks are queued per child; `submit` waits for a child's oldest result
   before giving it another, so memory holds a few batches whatever the job's size.
 - No child waits on the parent: while the parent waits for one child's answer it reads every other
@@ -138,9 +140,14 @@ class _Child:
 
 
 class ForkPool:
-    """`processes` forked children each running `handle(task)`; results come back to the parent."""
+    """`processes` forked children each running `handle(task)`; results come back to the parent.
 
-    def __init__(self, processes: int, handle: Callable[[Any], Any], in_flight: int = 2) -> None:
+    Tasks go to the children in turn (`in_turn`: deterministic, for tasks whose output depends on the
+    child that runs them), or each to a child with the fewest tasks outstanding once one has room
+    (`in_turn=False`, for tasks whose output depends on the task alone: a child that finishes early
+    takes the next task instead of idling while another works through its turn's)."""
+
+    def __init__(self, processes: int, handle: Callable[[Any], Any], in_flight: int = 2, in_turn: bool = True) -> None:
         if processes < 1 or in_flight < 1:
             raise ValueError(f"processes and in_flight must be >= 1, got {processes}, {in_flight}")
         context = multiprocessing.get_context("fork")
@@ -148,6 +155,7 @@ class ForkPool:
         # A pool dropped without close() (a runner abandoning a failed pipeline) still stops its children.
         self._finalizer = weakref.finalize(self, _terminate, [child.process for child in self._children])
         self.in_flight = in_flight
+        self._in_turn = in_turn
         self._next = 0
         self._closed = False
 
@@ -162,13 +170,19 @@ class ForkPool:
         return [child.process.pid for child in self._children]
 
     def submit(self, task: Any) -> list:
-        """Queue `task` on the next child in turn; returns the results that had to be collected first."""
-        child = self._children[self._next]
-        self._next = (self._next + 1) % len(self._children)
+        """Queue `task` on the next child in turn (or the first with room); returns the results that had
+        to be collected first."""
         collected = []
         with self._closing_on_error():
-            while child.outstanding >= self.in_flight:
-                collected.append(self._receive(child))
+            if self._in_turn:
+                child = self._children[self._next]
+                self._next = (self._next + 1) % len(self._children)
+                while child.outstanding >= self.in_flight:
+                    collected.append(self._receive(child))
+            else:
+                child = min(self._children, key=lambda other: other.outstanding)
+                while child.outstanding >= self.in_flight:
+                    child = self._receive_any(collected)
             child.tasks.put(task)
             child.outstanding += 1
         return collected
@@ -204,6 +218,23 @@ class ForkPool:
                 raise child._failed()
         return child.receive()
 
+    def _receive_any(self, collected: list) -> _Child:
+        """Add the oldest result of whichever child answers first to `collected`; returns that child."""
+        while True:
+            answered = next((child for child in self._children if child.outstanding > child.unread), None)
+            if answered is not None:  # an answer read already
+                collected.append(answered.receive())
+                return answered
+            sending = [child for child in self._children if child.unread]
+            ready = multiprocessing.connection.wait([child.answers for child in sending], _POLL_SECONDS)
+            for child in sending:
+                if child.answers in ready:
+                    child.read_answer()
+            if not ready:
+                for child in sending:
+                    if not child.process.is_alive():
+                        raise child._failed()
+
     def close(self, wait: bool = True) -> None:
         """Stop the children (letting them finish their current task when `wait`) and release the queues."""
         if self._closed:
@@ -235,7 +266,8 @@ class BundleTasks:
     """A DoFn's whole-element tasks (source parts) on `processes` forked children, bundle by bundle.
 
     The pool is forked at the bundle's first task, so the children inherit what the DoFn built before
-    it. `submit(task)` returns the results already due; `finish()` the others (each child's in its
+    it. Each task goes to the first child free (a part's output depends on the part alone: with the
+    parts dealt in turn, a child dealt the larger ones worked on while the other idled). `submit(task)` returns the results already due; `finish()` the others (each child's in its
     order, not one order across children: a PCollection has none) at the bundle's end, and stops the
     children (a runner need not call a DoFn's teardown). A bundle that failed leaves its pool behind:
     `start_bundle` stops it, and the next task forks afresh, so a retry never receives a failed
@@ -251,7 +283,7 @@ class BundleTasks:
 
     def submit(self, task: Any) -> list:
         if self._pool is None:
-            self._pool = ForkPool(self._processes, self._handle)
+            self._pool = ForkPool(self._processes, self._handle, in_flight=1, in_turn=False)
         return self._pool.submit(task)
 
     def finish(self) -> list:

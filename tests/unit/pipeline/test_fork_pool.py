@@ -136,6 +136,31 @@ def test_bundle_tasks_return_every_result_and_stop_their_children_at_the_bundle_
     assert tasks.finish() == []
 
 
+def test_bundle_tasks_go_to_the_child_that_is_free(tmp_path):
+    """A part's output depends on the part alone, so a child that finishes early takes the next part: here
+    the first task holds its child until the last one has run, which only the other child can do (dealt
+    in turn, the last task would wait behind the first, which waits for it: the pool would hang)."""
+    released = tmp_path / "released"
+
+    def run(task):
+        if task == "first":
+            deadline = time.monotonic() + 60
+            while not released.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        elif task == "last":
+            released.touch()
+        return os.getpid(), task
+
+    tasks = BundleTasks(2, run)
+    tasks.start_bundle()
+    returned = [result for task in ("first", "a", "b", "c", "last") for result in tasks.submit(task)]
+    returned += tasks.finish()
+    by_child: dict[int, list[str]] = {}
+    for pid, task in returned:
+        by_child.setdefault(pid, []).append(task)
+    assert sorted(by_child.values()) == [["a", "b", "c", "last"], ["first"]]
+
+
 def test_a_bundle_after_a_failed_one_never_sees_the_failed_attempts_results():
     tasks = BundleTasks(2, _pid_and)
     tasks.start_bundle()
