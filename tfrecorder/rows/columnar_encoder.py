@@ -326,7 +326,7 @@ def _fallback(array: pa.Array, column: str, role: types.ColumnType) -> Column:
     return Column(ValueLists.of_values(pa.array(out, pa.large_binary())), errors)
 
 
-def _scalar_numbers(array: pa.Array, role: types.ColumnType) -> Optional[tuple[np.ndarray, np.ndarray]]:
+def scalar_numbers(array: pa.Array, role: types.ColumnType) -> Optional[tuple[np.ndarray, np.ndarray]]:
     """(values as int64 or float64 in the role's stored form, present mask) of a numeric or text column;
     None when the row path must decide (values that do not all convert the plain way)."""
     kind = array.type
@@ -508,13 +508,13 @@ class TableEncoder:
             if not _is_bytes(array):
                 return _fallback(array, column, role)
             return Column(ValueLists.of_values(array, packed=True, single=True), {})
-        numbers = _scalar_numbers(array, role)
+        numbers = scalar_numbers(array, role)
         if numbers is None:
             return _fallback(array, column, role)
         parsed = None
-        if _is_text(array) and role in (types.IntegerInput, types.FloatInput, types.DoubleInput):
+        if _is_text(array) and role in (types.IntegerInput, types.FloatInput, types.DoubleInput, types.DatetimeInput):
             values = numbers[0].view(np.float64) if role == types.DoubleInput else numbers[0]
-            parsed = pa.array(values, mask=~numbers[1])
+            parsed = pa.array(values, mask=~numbers[1])  # a datetime: its epoch nanoseconds
         return Column(ValueLists.one_number(numbers[0], numbers[1], role.feature_dtype), {}, parsed)
 
     def encode(self, batch: pa.RecordBatch, prepared: Prepared) -> EncodedBatch:

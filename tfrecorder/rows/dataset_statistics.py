@@ -25,9 +25,9 @@ from tfrecorder.core import types
 from tfrecorder.core.schema import Schema
 from tfrecorder.core.splits import SPLITS
 from tfrecorder.errors import RowError
-from tfrecorder.rows.columnar_encoder import FLOAT_TEXT, DATETIME_TEXT, number_lists
+from tfrecorder.rows.columnar_encoder import FLOAT_TEXT, number_lists, scalar_numbers
 from tfrecorder.rows.data_sketches import NumericSketch, TopValues, UniqueSketch, value_hashes
-from tfrecorder.rows.value_coercion import input_values, is_missing, multi_label_names
+from tfrecorder.rows.value_coercion import input_values, is_missing, multi_label_names, to_epoch_ns
 
 FORMAT_VERSION = 1
 NUMERIC, STRING, LABEL, IMAGE = "numeric", "string", "label", "image"
@@ -136,11 +136,11 @@ def _numbers(values: pa.Array) -> np.ndarray:
 
 def _text_numbers(values: pa.Array) -> np.ndarray:
     """float(text) of each (present) text value, NaN where float() fails, column-wise where the text
-    decides it: JSON-grammar numbers cast by Arrow (the same correctly rounded doubles), ISO datetimes
-    NaN (float() rejects them); any other text value by value."""
+    decides it: JSON-grammar numbers cast by Arrow (the same correctly rounded doubles); any other text
+    value by value (a datetime's text is its epoch nanoseconds first: `_epoch_nanoseconds`)."""
     out = np.full(len(values), np.nan)
     number = pc.match_substring_regex(values, FLOAT_TEXT).fill_null(False).to_numpy(zero_copy_only=False)
-    other = ~number & ~pc.match_substring_regex(values, DATETIME_TEXT).fill_null(False).to_numpy(zero_copy_only=False)
+    other = ~number
     if number.any():
         try:
             out[number] = values.filter(pa.array(number)).cast(pa.float64()).to_numpy(zero_copy_only=False)
@@ -150,6 +150,23 @@ def _text_numbers(values: pa.Array) -> np.ndarray:
         rows = np.flatnonzero(other)
         out[rows] = [_number(v) for v in values.take(pa.array(rows)).to_pylist()]
     return out
+
+
+def _epoch_nanoseconds(values: pa.Array, column: str) -> pa.Array:
+    """Datetime text as the int64 nanoseconds since the epoch that the encoder stores for it (column-wise
+    when every value is ISO text, else value by value; null where a value is no datetime), so that a CSV's
+    datetimes have the statistics a DataFrame's have."""
+    found = scalar_numbers(values, types.DatetimeInput)
+    if found is not None:
+        return pa.array(found[0], mask=~found[1])
+    return pa.array([_epoch_or_none(value, column) for value in values.to_pylist()], pa.int64())
+
+
+def _epoch_or_none(value: Any, column: str) -> Optional[int]:
+    try:
+        return to_epoch_ns(value, column)
+    except RowError:
+        return None
 
 
 def _number(value: Any) -> float:
@@ -246,6 +263,8 @@ class DatasetStatistics:
         present = array.filter(pc.is_valid(array)) if array.null_count else array
         if not len(present):
             return
+        if role == types.DatetimeInput and _is_text_type(present.type):
+            present = _epoch_nanoseconds(present, column)
         if role == types.MultiLabel or (role.is_list and not _is_list_type(present.type)):
             present = _listed(present, role, column)
         if _is_list_type(present.type):
@@ -278,6 +297,10 @@ class DatasetStatistics:
                              for column, feature in self.features[split].items()},
             }
         return {"format_version": FORMAT_VERSION, "splits": splits}
+
+
+def _is_text_type(kind: pa.DataType) -> bool:
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
 
 
 def _is_list_type(kind: pa.DataType) -> bool:

@@ -241,8 +241,8 @@ def test_clean_number_text_is_parsed_once_for_encoding_and_statistics():
     [batch] = [item for item in csv_bytes_batches("\n".join(rows).encode(), list(CSV_CELLS), 100)
                if isinstance(item, pa.RecordBatch)]
     parsed, from_text, from_parsed = _kept_statistics(batch, CSV_SCHEMA)
-    assert sorted(parsed) == ["double", "float", "ids", "int", "vec"]  # not the datetimes: the statistics
-    # read ISO text as no number, the encoder as nanoseconds
+    assert sorted(parsed) == ["double", "float", "ids", "int", "vec", "when"]
+    assert parsed["when"].to_pylist() == [1577934245_000_000_000, None, None]  # as stored: epoch nanoseconds
     assert parsed["int"].to_pylist() == [5, -7, 12] and parsed["float"].to_pylist() == [1.5, None, 1e10]
     assert parsed["vec"].to_pylist()[1] == [1.0, 2.0, 3.0] and parsed["vec"].to_pylist()[2] is None
     assert from_parsed == from_text and '"mean": 3.33' in from_text

@@ -73,3 +73,21 @@ def test_text_columns_counted_column_wise_as_value_by_value(monkeypatch):
     by_value.add_batch("TEST", batch)
     by_value.add_batch("TEST", odd)
     assert column_wise.to_json() == by_value.to_json()
+
+
+def test_datetime_text_has_the_statistics_of_the_datetimes_it_stores():
+    """A CSV's datetime text gives the numeric statistics a DataFrame's datetimes give: the epoch
+    nanoseconds the encoder stores (ISO text column-wise, other text such as a bare date value by value)."""
+    import pandas as pd
+
+    schema = Schema({"when": "DatetimeInput"})
+    text = ["2021-04-07 15:07:02", "2022-01-01T01:00:00+01:00", None, "2020-01-02"]
+    stamps = pd.to_datetime(["2021-04-07 15:07:02", "2022-01-01 00:00:00", None, "2020-01-02"], format="ISO8601").as_unit("ns")
+    found = []
+    for column in (pa.array(text), pa.array(stamps), pa.array(text[:3])):
+        statistics = DatasetStatistics(schema)
+        statistics.add_batch("TRAIN", pa.RecordBatch.from_arrays([column], names=["when"]))
+        found.append(statistics.to_json()["splits"]["TRAIN"]["features"]["when"])
+    assert found[0] == found[1]
+    assert found[0]["numeric"]["count"] == 3 and found[0]["missing"] == 1
+    assert found[0]["numeric"]["min"] == stamps[3].value and found[2]["numeric"]["max"] == stamps[1].value
