@@ -267,11 +267,12 @@ class BundleTasks:
 
     The pool is forked at the bundle's first task, so the children inherit what the DoFn built before
     it. Each task goes to the first child free (a part's output depends on the part alone: with the
-    parts dealt in turn, a child dealt the larger ones worked on while the other idled). `submit(task)` returns the results already due; `finish()` the others (each child's in its
-    order, not one order across children: a PCollection has none) at the bundle's end, and stops the
-    children (a runner need not call a DoFn's teardown). A bundle that failed leaves its pool behind:
-    `start_bundle` stops it, and the next task forks afresh, so a retry never receives a failed
-    attempt's results (work those tasks committed is the retry's to reuse).
+    parts dealt in turn, a child dealt the larger ones worked on while the other idled). `submit(task)`
+    returns the results already due; `finish()` the others (each child's in its order, not one order
+    across children: a PCollection has none) at the bundle's end, and stops the children (a runner
+    need not call a DoFn's teardown). A bundle that failed leaves its pool behind: `start_bundle` stops
+    it, and the next task forks afresh, so a retry never receives a failed attempt's results (work those
+    tasks committed is the retry's to reuse).
     """
 
     def __init__(self, processes: int, handle: Callable[[Any], Any]) -> None:
