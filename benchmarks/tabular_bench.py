@@ -9,7 +9,8 @@
 The table: an int, a float (FloatInput), a float64 (DoubleInput), a string, a datetime with 10% missing,
 a fixed-length list of 4 floats, a string label and a split column. Variants, each in a fresh process
 (imports, building the table and a first read of a source file, which puts it in the page cache, excluded
-from the timing; pipeline construction, start-up, staging and everything up to metadata.json included), run in turn `--repeats` times and reported as medians:
+from the timing; pipeline construction, start-up, staging and everything up to metadata.json included),
+run in turn `--repeats` times and reported as medians:
   naive      - `itertuples` → tf.train.Example with the same features (float64 as its bits, datetimes as
                ns, missing datetimes left out, label index) → one tf.io.TFRecordWriter per split;
   dataframe  - tfrecorder.convert(frame, out, schema with the float64 column as DoubleInput);
