@@ -133,7 +133,8 @@ class EncodePart(beam.DoFn):
                 if order is not None or len(rows) < item.num_rows:
                     described = described.take(pa.array(rows))
             for code, start, stop in runs:
-                split, written, unknown = columnar_encoder.SPLITS[code], records.slice(start, stop - start), unknowns[start:stop]
+                split, unknown = columnar_encoder.SPLITS[code], unknowns[start:stop]
+                written = records.slice(start, stop - start)
                 cells = written.to_numpy(zero_copy_only=False)  # each record as bytes: checksums and digests
                 closed = list(self._write(split, written, cells, unknown))  # self._segments: where they went
                 if self._written is not None:

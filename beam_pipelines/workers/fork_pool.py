@@ -209,13 +209,7 @@ class ForkPool:
         are read as they come (and kept for their turn): a child blocked writing an answer to a full
         pipe would otherwise idle until the parent asked for it."""
         while child.unread == child.outstanding:  # none of its answers read yet
-            sending = [other for other in self._children if other.unread]
-            ready = multiprocessing.connection.wait([other.answers for other in sending], _POLL_SECONDS)
-            for other in sending:
-                if other.answers in ready:  # an answer, or the end of the pipe of a child that died
-                    other.read_answer()
-            if not ready and not child.process.is_alive():
-                raise child._failed()
+            self._read_arrived([child])
         return child.receive()
 
     def _receive_any(self, collected: list) -> _Child:
@@ -225,15 +219,20 @@ class ForkPool:
             if answered is not None:  # an answer read already
                 collected.append(answered.receive())
                 return answered
-            sending = [child for child in self._children if child.unread]
-            ready = multiprocessing.connection.wait([child.answers for child in sending], _POLL_SECONDS)
-            for child in sending:
-                if child.answers in ready:
-                    child.read_answer()
-            if not ready:
-                for child in sending:
-                    if not child.process.is_alive():
-                        raise child._failed()
+            self._read_arrived([child for child in self._children if child.unread])
+
+    def _read_arrived(self, awaited: list[_Child]) -> None:
+        """Read every answer that arrives within _POLL_SECONDS (or the end of the pipe of a child that
+        died); when none does, a child of `awaited` that is gone raises ChildFailed."""
+        sending = [child for child in self._children if child.unread]
+        ready = multiprocessing.connection.wait([child.answers for child in sending], _POLL_SECONDS)
+        for child in sending:
+            if child.answers in ready:
+                child.read_answer()
+        if not ready:
+            for child in awaited:
+                if not child.process.is_alive():
+                    raise child._failed()
 
     def close(self, wait: bool = True) -> None:
         """Stop the children (letting them finish their current task when `wait`) and release the queues."""

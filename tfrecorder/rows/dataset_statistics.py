@@ -83,7 +83,7 @@ class FeatureStatistics:
             counts = pc.value_counts(values)
             distinct = counts.field("values")
             numbers = counts.field("counts").to_numpy()
-            if pa.types.is_string(distinct.type) or pa.types.is_large_string(distinct.type):
+            if _is_text_type(distinct.type):
                 # text stays in Arrow: only the top values become str; the hashes are of the UTF-8 bytes
                 # (value_hashes hashes a str as its UTF-8 bytes: the same hashes, without encoding each)
                 self.top.add_many(distinct, numbers)
@@ -129,7 +129,7 @@ def _numbers(values: pa.Array) -> np.ndarray:
         values = values.cast(pa.int8())
     if pa.types.is_integer(values.type) or pa.types.is_floating(values.type):
         return values.to_numpy(zero_copy_only=False).astype(np.float64)
-    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+    if _is_text_type(values.type):
         return _text_numbers(values)
     return np.asarray([_number(v) for v in values.to_pylist()], dtype=np.float64)
 
@@ -177,7 +177,7 @@ def _number(value: Any) -> float:
 
 
 def _lengths(values: pa.Array) -> np.ndarray:
-    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type):
+    if _is_text_type(values.type):
         return pc.utf8_length(values).to_numpy(zero_copy_only=False)
     if pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type):
         return pc.binary_length(values).to_numpy(zero_copy_only=False)

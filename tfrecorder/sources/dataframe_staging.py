@@ -272,9 +272,8 @@ def _write_chunks(frame: pd.DataFrame, schema: Schema, columns: list[str], step:
                 in_flight.result()  # one chunk written at a time (and a failed write fails here)
             in_flight = writing.submit(write, table)
             row_groups += 1
-        in_flight, last = None, in_flight
-        if last is not None:
-            last.result()
+        if in_flight is not None:
+            in_flight.result()
     finally:
         if in_flight is not None:
             wait([in_flight])  # nothing writes to the sink once this pass ends, failed or not
