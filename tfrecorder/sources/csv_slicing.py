@@ -78,25 +78,26 @@ def _scan_all(previous: Optional[int], body: bytes, after: bytes, start: int,
     """The range's scan, and every record start (file offsets) under each hypothesis."""
     arr = np.frombuffer(body, dtype=np.uint8)
     n = len(arr)
-    is_quote = arr == QUOTE
-    quotes = int(np.count_nonzero(is_quote))
+    marks = np.flatnonzero((arr == QUOTE) | (arr <= CR))  # the few bytes that matter (and other control bytes)
+    marked = arr[marks]
+    wanted = (marked == QUOTE) | (marked == LF) | (marked == CR)
+    if not wanted.all():
+        marks, marked = marks[wanted], marked[wanted]
+    at_quote = marked == QUOTE
+    quote_positions = marks[at_quote]
+    quotes = len(quote_positions)
     lead_quote = previous == QUOTE
     # maximal runs of quotes that start inside this range, with their full length
-    before = np.empty(n, dtype=bool)
-    if n:
-        before[0] = lead_quote
-        before[1:] = is_quote[:-1]
-    run_starts = np.flatnonzero(is_quote & ~before)
-    following = np.empty(n, dtype=bool)
-    if n:
-        following[:-1] = is_quote[1:]
-        following[-1] = bool(after) and after[0] == QUOTE
-    run_ends = np.flatnonzero(is_quote & ~following)  # last quote of each run that ends in the body
+    gaps = np.diff(quote_positions) != 1
+    run_starts = quote_positions[np.concatenate(([not (lead_quote and quote_positions[0] == 0)], gaps))] \
+        if quotes else quote_positions
+    last_continues = quotes and quote_positions[-1] == n - 1 and bool(after) and after[0] == QUOTE
+    run_ends = quote_positions[np.concatenate((gaps, [not last_continues]))] if quotes else quote_positions
     lead_length = 0
     if lead_quote and len(run_ends) and (not len(run_starts) or run_ends[0] < run_starts[0]):
         lead_length = int(run_ends[0]) + 1
         run_ends = run_ends[1:]
-    elif lead_quote and n and is_quote.all():
+    elif lead_quote and n and quotes == n:
         lead_length = n
     in_body = np.empty(len(run_starts), dtype=np.int64)
     in_body[: len(run_ends)] = run_ends - run_starts[: len(run_ends)] + 1
@@ -112,7 +113,7 @@ def _scan_all(previous: Optional[int], body: bytes, after: bytes, start: int,
     candidate = (lengths % 2 == 1) & ~after_separator  # literal quotes, if outside quotes there
     candidate_positions = run_starts[candidate]
     candidate_parity = quotes_before_run[candidate] % 2
-    newlines = np.flatnonzero((arr == LF) | (arr == CR))
+    newlines = marks[~at_quote]
     # "\r\n" ends one record: a \r followed by \n is not a record end by itself
     next_bytes = np.where(newlines + 1 < n, arr[np.minimum(newlines + 1, n - 1)].astype(np.int16),
                           after[0] if after else -1)
