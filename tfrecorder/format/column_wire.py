@@ -19,18 +19,38 @@ from tfrecorder.format.example_encoder import LIST_TAGS, TAG_1_LEN, TAG_2_LEN, v
 _EMPTY = pa.scalar(b"", pa.large_binary())
 
 
+_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)  # from limit k on: k + 1 bytes
+# per varint length, the continuation bits of its first (up to 8) bytes: all but its last byte
+_CONTINUED = np.array([sum(0x80 << (8 * i) for i in range(min(n - 1, 8))) for n in range(11)], dtype=np.uint64)
+
+
 def varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Protobuf varints of int64 values (negatives as 10-byte two's complement): a row of bytes per
-    value (left-aligned) and each one's length."""
+    value (left-aligned, as wide as the longest) and each one's length.
+
+    The first eight bytes are made at once: the value's first 56 bits spread from 7-bit groups to the
+    bytes of a uint64 (three shift-and-mask steps), the continuation bits or-ed in by length, and its
+    little-endian bytes are the row; the rare ninth and tenth bytes (values from 2**56, negatives) one
+    column at a time."""
     unsigned = np.ascontiguousarray(values).astype(np.int64, copy=False).view(np.uint64)
+    top = int(unsigned.max()) if len(unsigned) else 0
+    width = 1 + int(np.count_nonzero(_VARINT_LIMITS <= top))
     lengths = np.ones(len(unsigned), dtype=np.int64)
-    rest = unsigned >> np.uint64(7)
-    while rest.any():
-        lengths += rest > 0
-        rest >>= np.uint64(7)
-    width = int(lengths.max()) if len(lengths) else 1
+    for limit in _VARINT_LIMITS[:width - 1]:
+        lengths += unsigned >= limit
+    if width == 1:
+        return unsigned.astype(np.uint8).reshape(-1, 1), lengths
+    spread = unsigned & np.uint64(0x00FFFFFFFFFFFFFF)
+    spread = (spread & np.uint64(0x000000000FFFFFFF)) | ((spread & np.uint64(0x00FFFFFFF0000000)) << np.uint64(4))
+    spread = (spread & np.uint64(0x00003FFF00003FFF)) | ((spread & np.uint64(0x0FFFC0000FFFC000)) << np.uint64(2))
+    spread = (spread & np.uint64(0x007F007F007F007F)) | ((spread & np.uint64(0x3F803F803F803F80)) << np.uint64(1))
+    spread |= _CONTINUED[lengths]
+    first = spread.astype("<u8", copy=False).view(np.uint8).reshape(len(unsigned), 8)
+    if width <= 8:
+        return np.ascontiguousarray(first[:, :width]), lengths
     matrix = np.empty((len(unsigned), width), dtype=np.uint8)
-    for k in range(width):
+    matrix[:, :8] = first
+    for k in range(8, width):
         byte = ((unsigned >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
         matrix[:, k] = byte | np.where(k < lengths - 1, 0x80, 0).astype(np.uint8)
     return matrix, lengths

@@ -23,6 +23,19 @@ def test_varints_match_the_row_encoder(values):
         assert bytes(flat[end - length:end]) == record[-length:], value
 
 
+@pytest.mark.parametrize("bits", range(0, 64, 7))
+def test_varints_of_every_length_match_the_row_encoder(bits):
+    """Each length's first and last values (and negatives, ten bytes): the matrix is as wide as the longest."""
+    edges = [max(2**bits - 1, 0), 2**bits, 2**bits + 1, 2**(bits + 7) - 1 if bits < 63 else 2**63 - 1, -(2**bits)]
+    values = np.array([v for v in edges if -(2**63) <= v < 2**63], dtype=np.int64)
+    matrix, lengths = column_wire.varint_matrix(values)
+    assert matrix.shape == (len(values), int(lengths.max()))
+    for row, value in enumerate(values.tolist()):
+        assert bytes(matrix[row, :lengths[row]]) == encode_example({"x": int64_feature(value)})[-lengths[row]:], value
+    small, widths = column_wire.varint_matrix(np.array([0, 5, 127], dtype=np.int64))
+    assert small.shape[1] == 1 and widths.tolist() == [1, 1, 1] and small[:, 0].tolist() == [0, 5, 127]
+
+
 @given(st.lists(st.tuples(st.binary(max_size=3), INT64, st.binary(max_size=12)), min_size=1, max_size=40))
 def test_concat_parts_joins_each_row(rows):
     heads = np.zeros((len(rows), 3), dtype=np.uint8)
