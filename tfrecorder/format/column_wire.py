@@ -83,26 +83,34 @@ def concat_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[pa.Lar
     When every part has one length in all rows, the parts' columns are the rows' bytes and are copied
     as one block. Otherwise (varints of several lengths, features some rows leave out) the parts are laid
     side by side in a matrix as wide as all of them and each row's used bytes are selected by a mask,
-    which keeps rows in order (grouping rows by layout needed a sort and a take back to row order)."""
+    which keeps rows in order (grouping rows by layout needed a sort and a take back to row order). The
+    matrix and its mask are built a byte column at a time as contiguous rows of their transposes (a part
+    of one length in every row masked by two fills), and read back row by row by the selection."""
     rows = len(parts[0][1])
     total = np.zeros(rows, dtype=np.int64)
-    uniform = True
+    spans = []
     for _matrix, lengths in parts:
         total += lengths
-        uniform = uniform and (not rows or int(lengths.min()) == int(lengths.max()))
-    if uniform:
-        widths = [int(lengths[0]) if rows else 0 for _matrix, lengths in parts]
+        spans.append((int(lengths.min()), int(lengths.max())) if rows else (0, 0))
+    if all(low == high for low, high in spans):
+        widths = [low for low, _high in spans]
         columns = [np.broadcast_to(matrix[:, :width], (rows, width)) for (matrix, _lengths), width in zip(parts, widths)]
         flat = np.concatenate(columns, axis=1).reshape(-1) if columns else np.empty(0, dtype=np.uint8)
         return binary_rows(flat, total), total
     width = sum(matrix.shape[1] for matrix, _lengths in parts)
-    laid, used = np.empty((rows, width), dtype=np.uint8), np.empty((rows, width), dtype=bool)
+    laid, used = np.empty((width, rows), dtype=np.uint8), np.empty((width, rows), dtype=bool)
     at = 0
-    for matrix, lengths in parts:
-        laid[:, at:at + matrix.shape[1]] = matrix
-        used[:, at:at + matrix.shape[1]] = np.arange(matrix.shape[1]) < lengths[:, None]
-        at += matrix.shape[1]
-    return binary_rows(laid[used], total), total
+    for (matrix, lengths), (low, high) in zip(parts, spans):
+        size = matrix.shape[1]
+        laid[at:at + size] = matrix.T
+        if low == high:
+            used[at:at + low] = True
+            used[at + low:at + size] = False
+        else:
+            for byte in range(size):
+                np.greater(lengths, byte, out=used[at + byte])
+        at += size
+    return binary_rows(laid.T[used.T], total), total
 
 
 def constant(data: bytes, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
