@@ -8,7 +8,6 @@ values of each column before any work starts, so a wrong explicit schema is one 
 """
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import struct
@@ -140,6 +139,17 @@ def input_values(role: types.ColumnType, value: Any, column: str) -> list:
     return [_scalar(role, value, column)]
 
 
+def first_present(values: pd.Series, count: int) -> list:
+    """The first `count` present values of a column as python objects, boxing only as many cells as it
+    takes to find them (a whole 10,000-row sample's datetimes boxed as Timestamps cost 0.1 s)."""
+    found: list = []
+    for start in range(0, len(values), count):
+        found.extend(v for v in values.iloc[start:start + count].astype(object).tolist() if not is_missing(v))
+        if len(found) >= count:
+            break
+    return found[:count]
+
+
 def check_sample(schema: Schema, sample: pd.DataFrame) -> None:
     """Table-level check of an explicit schema: the first values of each input column must fit its role.
 
@@ -148,9 +158,7 @@ def check_sample(schema: Schema, sample: pd.DataFrame) -> None:
     for column, role in schema.items():
         if role in (types.SplitKey, types.ImageUri, types.StringLabel, types.MultiLabel):
             continue
-        present = (v for v in sample[column].astype(object).tolist() if not is_missing(v))
-        values = list(itertools.islice(present, SAMPLE_VALUES))  # the first ones: not every sampled cell
-        for value in values:
+        for value in first_present(sample[column], SAMPLE_VALUES):  # the first ones: not every sampled cell
             try:
                 input_values(role, value, column)
             except RowError as exc:

@@ -9,7 +9,7 @@ from tfrecorder import Schema
 from tfrecorder.core import types
 from tfrecorder.errors import RowError
 from tfrecorder.rows.row_encoding import input_feature
-from tfrecorder.rows.value_coercion import check_sample, is_missing, multi_label_names, to_int
+from tfrecorder.rows.value_coercion import check_sample, first_present, is_missing, multi_label_names, to_int
 
 
 def test_naive_datetimes_are_utc_and_aware_ones_are_converted():
@@ -27,6 +27,16 @@ def test_check_sample_names_the_column_and_value():
     with pytest.raises(ValueError, match=r"column 'box' is declared FloatInput\[3\]"):
         check_sample(Schema({"box": "FloatInput[3]"}), sample)
     check_sample(Schema({"n": "StringInput", "box": "FloatInput[4]"}), sample)
+
+
+def test_the_first_present_values_are_found_past_missing_ones():
+    """Chunk by chunk: missing cells (NaT, None, NaN) are skipped, and a bad value after the first
+    SAMPLE_VALUES present ones is not looked at."""
+    when = pd.Series(pd.to_datetime(["2020-01-01", None, "2020-01-03", None, None, "2020-01-06", "2020-01-07"]))
+    assert first_present(when, 2) == [pd.Timestamp("2020-01-01"), pd.Timestamp("2020-01-03")]
+    assert first_present(when, 3) == [pd.Timestamp("2020-01-01"), pd.Timestamp("2020-01-03"), pd.Timestamp("2020-01-06")]
+    assert first_present(pd.Series([None, float("nan"), 4, "x"], dtype=object), 1) == [4]
+    assert first_present(pd.Series([None, None], dtype=object), 5) == [] == first_present(pd.Series([], dtype=object), 5)
 
 
 def test_missing_means_none_nan_nat_and_na_but_not_empty_values():
