@@ -16,6 +16,7 @@ from typing import Any, Optional, Sequence, Union
 import pandas as pd
 
 from tfrecorder.convert import convert
+from tfrecorder.core.caller_heap import objects_frozen_during
 from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.format.file_names import METADATA_FILE, JobName
 from tfrecorder.format.lineage import LINEAGE_KEY, BaseJob, version_of
@@ -52,6 +53,7 @@ APPEND_DUPLICATES = ("discard", "report", "drop", "fail", "keep")  # issue 28's 
 
 
 @leaves_logging_alone
+@objects_frozen_during
 def append(base_job_dir: Union[str, os.PathLike], source: Union[pd.DataFrame, str, os.PathLike], *,
            output_dir: Optional[Union[str, os.PathLike]] = None, duplicates: str = "discard",
            **options: Any) -> ConversionResult:

@@ -17,6 +17,7 @@ import apache_beam  # noqa: F401  (Beam loads with tfrecorder, so the first conv
 import pandas as pd
 
 from tfrecorder.core.progress_bar import ProgressReporter, local_progress
+from tfrecorder.core.caller_heap import objects_frozen_during
 from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.core.schema import Schema, check_column_names
 from tfrecorder.rows.near_duplicates import bucket_shift
@@ -119,6 +120,7 @@ def _check_in_driver(table: Table, schema: Schema, split_ratios, require_train: 
 
 
 @leaves_logging_alone
+@objects_frozen_during
 def convert(
     source: Source,
     output_dir: Union[str, os.PathLike],

@@ -1,6 +1,6 @@
 import gc
 
-from tfrecorder.core.caller_heap import caller_objects_frozen
+from tfrecorder.core.caller_heap import caller_objects_frozen, objects_frozen_during
 
 
 class Node:
@@ -47,3 +47,21 @@ def test_the_callers_objects_are_given_back_when_the_block_raises():
     except RuntimeError:
         pass
     assert gc.get_freeze_count() == 0
+
+
+def test_a_block_inside_a_call_freezes_what_was_made_since_and_the_call_gives_all_back():
+    """A job's call holds the freeze from its start (objects_frozen_during); its launch's block freezes the
+    objects made meanwhile (the modules it imported) and the call, not the launch, unfreezes."""
+    before = Node()
+
+    @objects_frozen_during
+    def call():
+        made = Node()
+        assert not _collected(before) and _collected(made)
+        with caller_objects_frozen():
+            assert not _collected(made)
+        assert gc.get_freeze_count() > 0 and not _collected(made)  # still frozen: the call is not over
+        return made
+
+    made = call()
+    assert gc.get_freeze_count() == 0 and _collected(before) and _collected(made)
