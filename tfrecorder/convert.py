@@ -263,7 +263,8 @@ def convert(
     resume = check_resume(resume)
 
     resumable = getattr(launch, "resumable", False)
-    staged = table.stage(resolved_schema, options.output_dir)  # a DataFrame: the fingerprint names its staged bytes
+    staged = table.stage(resolved_schema, options.output_dir, options.split_ratios,  # a DataFrame: the fingerprint
+                         by_content)  # names its staged bytes, and its table stats are counted while it is staged
     try:
         fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection,
                                       dataset_split=split, is_dataset=is_dataset) if resumable else None

@@ -2,6 +2,7 @@
 
     source parts ─► read batches ─► prepare + encode (tfrecorder.rows.columnar_encoder) + write pieces ─► (common tail)
          └► read batches ─► table stats per batch ─(side input: vocabulary, checked)┘
+            (a staged DataFrame's table stats: counted by the driver while it staged the frame, not read)
     quality (collect_statistics, find_duplicates; duplicates="drop": drop_duplicates rewrites the pieces
          holding a dropped row, and reads the dropped rows' cells back from their source parts)
 

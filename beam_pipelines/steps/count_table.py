@@ -21,13 +21,18 @@ from tfrecorder.rows.table_stats import StatsCounter, TableStats
 def count_table(parts: SourceParts, config: JobConfig) -> beam.PCollection:
     """The table's checked TableStats, from a branch of its own: batch by batch, column-wise, for
     sources read as batches (image tables too: no dict per row, and the encoding waits for these
-    stats), row by row for annotation files."""
-    return (
-        parts.branch("Stats")
-        | "CountParts" >> beam.ParDo(BatchPartStats(config) if reads_batches(config) else RowPartStats(config))
-        | "TableStats" >> beam.CombineGlobally(merge_stats)
-        | "CheckTable" >> beam.Map(checked_stats, config)
-    )
+    stats), row by row for annotation files; a staged DataFrame's as its staging counted them
+    (tfrecorder.sources.staged_stats), without reading the staged file."""
+    staged = getattr(config.source, "table_stats", None)
+    if staged is not None:
+        found = parts.pipeline | "StagedTableStats" >> beam.Create([staged])
+    else:
+        found = (
+            parts.branch("Stats")
+            | "CountParts" >> beam.ParDo(BatchPartStats(config) if reads_batches(config) else RowPartStats(config))
+            | "TableStats" >> beam.CombineGlobally(merge_stats)
+        )
+    return found | "CheckTable" >> beam.Map(checked_stats, config)
 
 
 class BatchPartStats(PartPass):

@@ -3,13 +3,13 @@
 A DataFrame is in memory, so its schema is inferred from every row and its table-level errors are
 raised before any pipeline starts (`rows_for_driver_check`). Workers cannot see the driver's memory:
 the frame is staged as typed Parquet row groups under the job's scratch directory (dataframe_staging)
-and read back as a Parquet source.
+and read back as a Parquet source; its table stats are counted as it is staged (staged_stats).
 """
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
 import pandas as pd
 
@@ -19,6 +19,7 @@ from tfrecorder.sources import dataframe_staging
 from tfrecorder.sources.parquet_parts import file_parts
 from tfrecorder.sources.parquet_source import ParquetRows
 from tfrecorder.sources.source_protocol import SAMPLE_ROWS, Table
+from tfrecorder.sources.staged_stats import StagedTableStats
 
 SCAN_CHUNK_ROWS = 50_000  # DataFrame rows converted to dicts at a time by the driver scan
 STAGED_FILE = "rows.parquet"  # under the job's scratch directory
@@ -43,10 +44,14 @@ class DataFrameTable(Table):
             yield from chunk.astype(object).where(chunk.notna(), None).to_dict("records")
             start, step = start + step, min(step * 4, SCAN_CHUNK_ROWS)
 
-    def stage(self, schema: Schema, output_dir: str) -> dataframe_staging.StagedFrame:
+    def stage(self, schema: Schema, output_dir: str, split_ratios: Optional[Sequence[float]] = None,
+              content_splits: bool = False) -> dataframe_staging.StagedFrame:
         """Stage the frame before its job has a directory, beside a local `output_dir` (for a remote one in
-        a local temporary directory): the job's fingerprint names the frame by the staged file's digest."""
-        self.staged = dataframe_staging.stage_scratch(self.frame, schema, output_dir)
+        a local temporary directory): the job's fingerprint names the frame by the staged file's digest.
+        With the job's `split_ratios`, its table stats are counted as it is staged (staged_stats): the
+        pipeline then does not count the staged file again."""
+        counts = None if split_ratios is None else StagedTableStats(schema, split_ratios, content_splits)
+        self.staged = dataframe_staging.stage_scratch(self.frame, schema, output_dir, counts)
         return self.staged
 
     def row_source(self, schema: Schema, work_dir: str) -> ParquetRows:
@@ -55,7 +60,7 @@ class DataFrameTable(Table):
         staged, self.staged = self.staged, None
         if staged is not None and staged.schema == schema:
             staged.move_to(path)
-            return ParquetRows(file_parts(path, staged.row_groups))
+            return ParquetRows(file_parts(path, staged.row_groups), table_stats=staged.table_stats)
         if staged is not None:
             staged.discard()
         row_groups = dataframe_staging.stage_frame(self.frame, schema, path)

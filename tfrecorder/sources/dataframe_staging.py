@@ -25,7 +25,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor, wait
 from functools import partial
 from operator import attrgetter
-from typing import Any, BinaryIO, Callable, Optional, Union
+from typing import Any, BinaryIO, Callable, Optional, Protocol, Union
 
 import numpy as np
 import pandas as pd
@@ -36,6 +36,7 @@ from tfrecorder.core import types
 from tfrecorder.io import storage
 from tfrecorder.rows.value_coercion import INT64_MAX
 from tfrecorder.core.schema import Schema
+from tfrecorder.rows.table_stats import TableStats
 
 _ARROW_TYPES = {"int64": pa.int64(), "float32": pa.float64(), "float64": pa.float64(), "string": pa.string()}
 _TEXT_ROLES = (types.SplitKey, types.ImageUri, types.StringLabel)  # read as text by prepare_row / the vocabulary
@@ -182,6 +183,17 @@ def stage_column(series: pd.Series, role: Optional[types.ColumnType]) -> pa.Arra
         return _text(cells)
 
 
+class ChunkCounts(Protocol):
+    """What counts the staged chunks (tfrecorder.sources.staged_stats.StagedTableStats): `restart` when the
+    frame is staged (again), `add` each chunk's table; `stats` the result."""
+
+    stats: TableStats
+
+    def restart(self) -> None: ...
+
+    def add(self, chunk: pa.Table) -> None: ...
+
+
 _PLAIN = {"compression": "none", "use_dictionary": False}  # ~3x faster to write and to read than snappy pages
 ROW_GROUP_BYTES = 32 * 1024 * 1024  # about this much frame memory is staged (and later read) at a time
 MAX_ROW_GROUP_ROWS = 500_000
@@ -213,12 +225,13 @@ def _binary(cells: list) -> pa.Array:
 
 
 def write_parquet(frame: pd.DataFrame, schema: Schema, sink: Union[str, BinaryIO], compressed: bool = True,
-                  digest: Optional["FileDigest"] = None) -> int:
+                  digest: Optional["FileDigest"] = None, counts: Optional["ChunkCounts"] = None) -> int:
     """Write every column of `frame` (schema columns typed by role, others as text) as Parquet at `sink` (a
     local path, or a seekable stream), one row group per chunk of rows. Returns the number of row groups
     (each one element of the pipeline). `compressed=False` writes plain pages (for a local file: bigger,
     but much faster to write and to read). `digest` (of the file at the path `sink`) hashes each row
-    group as soon as it is written, on a thread of its own.
+    group as soon as it is written, on a thread of its own; `counts` counts each chunk's table stats
+    (staged_stats) while the previous one is written.
 
     A chunk is written on a thread of its own while the next one is converted, so the driver holds at
     most two chunks' Arrow copies: the one being written and the one being made. Arrow writes a path
@@ -236,11 +249,12 @@ def write_parquet(frame: pd.DataFrame, schema: Schema, sink: Union[str, BinaryIO
             ThreadPoolExecutor(1, thread_name_prefix="tfrecorder-staging-digest") as hashing:
         while True:
             start = None if isinstance(sink, str) else sink.tell()
-            if digest is not None:
-                digest.restart()
+            for observer in (digest, counts):
+                if observer is not None:
+                    observer.restart()
             row_groups, conflict = _write_chunks(frame, schema, columns, step, forced,
                                                  pq.ParquetWriter if compressed else partial(pq.ParquetWriter, **_PLAIN),
-                                                 sink, digest, writing, hashing)
+                                                 sink, digest, counts, writing, hashing)
             pa.default_memory_pool().release_unused()
             if conflict is None:
                 return row_groups
@@ -251,7 +265,7 @@ def write_parquet(frame: pd.DataFrame, schema: Schema, sink: Union[str, BinaryIO
 
 def _write_chunks(frame: pd.DataFrame, schema: Schema, columns: list[str], step: int, forced: dict[int, pa.DataType],
                   open_writer: Callable[..., pq.ParquetWriter], sink: Union[str, BinaryIO],
-                  digest: Optional["FileDigest"], writing: ThreadPoolExecutor,
+                  digest: Optional["FileDigest"], counts: Optional["ChunkCounts"], writing: ThreadPoolExecutor,
                   hashing: ThreadPoolExecutor) -> tuple[int, Optional[int]]:
     """One pass of `write_parquet`: (row groups written, None), or (_, the first column whose type changed
     from one chunk to the next; its staged type is then set in `forced`). Every write and hash of the
@@ -276,6 +290,8 @@ def _write_chunks(frame: pd.DataFrame, schema: Schema, columns: list[str], step:
             if in_flight is not None:
                 in_flight.result()  # one chunk written at a time (and a failed write fails here)
             in_flight = writing.submit(write, table)
+            if counts is not None:
+                counts.add(table)  # beside its writing
             row_groups += 1
         if in_flight is not None:
             in_flight.result()
@@ -341,6 +357,7 @@ class StagedFrame:
     schema: Schema
     row_groups: int
     sha256: str = ""
+    table_stats: Optional[TableStats] = None  # the staged rows' (staged_stats), when staging counted them
 
     def digest(self) -> str:
         """The SHA-256 of the staged bytes."""
@@ -369,20 +386,22 @@ class StagedFrame:
             pass
 
 
-def stage_scratch(frame: pd.DataFrame, schema: Schema, beside: str) -> StagedFrame:
+def stage_scratch(frame: pd.DataFrame, schema: Schema, beside: str,
+                  counts: Optional["ChunkCounts"] = None) -> StagedFrame:
     """Stage `frame` as Parquet in a hidden scratch file of the directory `beside` when it is local (the move
     into the job is then a rename), with plain pages (a local file is read right back: they write and
     read fastest); for a remote `beside`, in a local temporary directory with compressed pages (it is
-    uploaded)."""
+    uploaded). With `counts`, the staged rows' table stats are counted too (StagedFrame.table_stats)."""
     compressed = storage.is_remote(beside)
     scratch_dir = tempfile.gettempdir() if compressed else beside
     os.makedirs(scratch_dir, exist_ok=True)
     path = os.path.join(scratch_dir, f".staging-{uuid.uuid4().hex}.parquet")
     staged, digest = StagedFrame(path, schema, 0), FileDigest(path)
     try:
-        staged.row_groups = write_parquet(frame, schema, path, compressed=compressed, digest=digest)
+        staged.row_groups = write_parquet(frame, schema, path, compressed=compressed, digest=digest, counts=counts)
         staged.sha256 = digest.hexdigest()
     except BaseException:
         staged.discard()
         raise
+    staged.table_stats = None if counts is None else counts.stats
     return staged

@@ -12,6 +12,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from tfrecorder.core.schema import Schema, infer_arrow_schema
 from tfrecorder.core.types import ColumnType
+from tfrecorder.rows.table_stats import TableStats
 from tfrecorder.sources import parquet_files
 from tfrecorder.sources.parquet_parts import ParquetPart, read_row_group_batches, row_group_nulls
 from tfrecorder.sources.parquet_values import conform_batch
@@ -26,10 +27,12 @@ def rows_of_batch(batch: "pyarrow.RecordBatch", schema: Mapping[str, ColumnType]
 
 @dataclasses.dataclass(frozen=True)
 class ParquetRows:
-    """Parquet files as workers read them: each non-empty row group is a part."""
+    """Parquet files as workers read them: each non-empty row group is a part. `table_stats`: a staged
+    DataFrame's, counted as it was staged (staged_stats); the pipeline then does not count the file."""
 
     parts: tuple[ParquetPart, ...]
     kind: str = "parquet"
+    table_stats: Optional[TableStats] = dataclasses.field(default=None, compare=False)  # (sets: not hashable)
 
     def known_parts(self) -> list[ParquetPart]:
         return list(self.parts)

@@ -86,10 +86,12 @@ class Table:
         """The files workers read (a DataFrame has none: it is staged under the job directory)."""
         return []
 
-    def stage(self, schema: Schema, output_dir: str) -> Optional[Any]:
+    def stage(self, schema: Schema, output_dir: str, split_ratios: Optional[Sequence[float]] = None,
+              content_splits: bool = False) -> Optional[Any]:
         """Stage what workers will read before the job has a directory, when the driver holds it (a
         DataFrame: tfrecorder.sources.dataframe_staging.StagedFrame, which `discard` removes if the job
-        never takes it); None for sources the workers read where they are."""
+        never takes it, with its table stats when `split_ratios` are given); None for sources the
+        workers read where they are."""
         return None
 
     def row_source(self, schema: Schema, work_dir: str) -> RowSource:

@@ -121,3 +121,24 @@ def test_parquet_parts_are_counted_from_the_columns_counting_needs_as_from_every
     for part in (first, second):
         assert count._count(part) == count._count_batches(part, None, set())
     assert merge_stats([count._count(first), count._count(second)]).nullable_columns == ("label", "n", "x")
+
+
+def test_a_staged_frames_stats_are_taken_as_staging_counted_them(tmp_path):
+    """A source that brings its table stats (a DataFrame counted while staged: sources/staged_stats) is not
+    read by the graph: its part here is a file that does not exist."""
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from beam_pipelines.steps.count_table import count_table
+    from beam_pipelines.steps.read_rows import SourceParts
+    from tfrecorder.core.schema import Schema
+    from tfrecorder.sources.parquet_parts import file_parts
+    from tfrecorder.sources.parquet_source import ParquetRows
+
+    known = TableStats(rows=5, train_found=True, nullable={"n"}, labels={"label": {"cat"}})
+    source = ParquetRows(file_parts(str(tmp_path / "missing.parquet"), 1), table_stats=known)
+    config = job_config(source=source, schema=Schema({"n": "IntegerInput", "label": "StringLabel"}),
+                        columns=("n", "label"), progress_dir=str(tmp_path))
+    with beam.Pipeline("FnApiRunner") as pipeline:
+        assert_that(count_table(SourceParts(pipeline, config), config), equal_to([known]))
+    assert total_reported(str(tmp_path)) == 5  # checked as counted stats are
