@@ -153,17 +153,10 @@ def _only_bytes(array: pa.Array, allowed: np.ndarray) -> bool:
 
 def _text_cast(array: pa.Array, target: pa.DataType, allowed: np.ndarray, pattern: str) -> Optional[pa.Array]:
     """Text numbers (at least one present) cast by Arrow to `target` where Python's int() / float() gives
-    the same values: when every byte is `allowed` and Arrow's cast takes every value (a whole-column
-    check), else when every present value matches `pattern` (a regular expression per value); None
-    when neither holds (the row path decides, value by value)."""
-    if array.null_count == len(array):
-        return None
-    if _only_bytes(array, allowed):
-        try:
-            return array.cast(target)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            pass
-    if not _all_match(array, pattern):
+    the same values: when every byte is `allowed` (a whole-column check) or else every present value
+    matches `pattern` (a regular expression per value), and Arrow's cast takes every value; None
+    otherwise (the row path decides, value by value)."""
+    if array.null_count == len(array) or not (_only_bytes(array, allowed) or _all_match(array, pattern)):
         return None
     try:
         return array.cast(target)
