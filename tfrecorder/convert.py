@@ -263,8 +263,9 @@ def convert(
     resume = check_resume(resume)
 
     resumable = getattr(launch, "resumable", False)
-    staged = table.stage(resolved_schema, options.output_dir, options.split_ratios,  # a DataFrame: the fingerprint
-                         by_content)  # names its staged bytes, and its table stats are counted while it is staged
+    counted = not (is_detection or is_dataset)  # (their graphs count no table stats)
+    staged = table.stage(resolved_schema, options.output_dir, options.split_ratios if counted else None,
+                         by_content)  # a DataFrame: the fingerprint names its staged bytes; its table stats are counted
     try:
         fingerprint = job_fingerprint(table, resolved_schema, options, launch.runner, is_detection,
                                       dataset_split=split, is_dataset=is_dataset) if resumable else None

@@ -73,7 +73,7 @@ def counted_columns(config: JobConfig, part) -> Optional[tuple[list[str], set[st
     null_facts = getattr(config.source, "null_facts", None)
     if null_facts is None or not schema.split_column:
         return None
-    needed = {schema.split_column, *schema.label_columns, *schema.image_columns}
+    needed = columnar_encoder.columns_counting_needs(schema)
     facts = null_facts(part, [column for column in schema if column not in needed])
     read = [column for column in config.columns if column in needed or (column in schema and column not in facts)]
     return read, {column for column, missing in facts.items() if missing}

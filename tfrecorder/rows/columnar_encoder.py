@@ -560,6 +560,13 @@ def splits_whole_rows(batch: pa.RecordBatch, schema: Schema, content_splits: boo
     return bool(unassigned[indices].any())
 
 
+def columns_counting_needs(schema: Schema) -> set[str]:
+    """The columns `count_batch` needs besides those whose missing values it counts (the split, label and
+    image columns), unless `splits_whole_rows` says a row's split is a hash of the whole row."""
+    return {column for column in (schema.split_column, *schema.label_columns, *schema.image_columns)
+            if column is not None}
+
+
 def count_batch(batch: pa.RecordBatch, schema: Schema, split_ratios: Sequence[float], stats,
                 content_splits: bool = False) -> None:
     """Add a batch to a TableStats exactly as StatsCounter.count adds its rows (tfrecorder.rows.table_stats)."""

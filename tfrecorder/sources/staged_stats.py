@@ -27,8 +27,7 @@ class StagedTableStats:
 
     def __init__(self, schema: Schema, split_ratios: Sequence[float], content_splits: bool = False) -> None:
         self.schema, self.split_ratios, self.content_splits = schema, split_ratios, content_splits
-        self.needed = [column for column in (schema.split_column, *schema.label_columns, *schema.image_columns)
-                       if column is not None]
+        self.needed = sorted(columnar_encoder.columns_counting_needs(schema))
         self.restart()
 
     def restart(self) -> None:
