@@ -30,6 +30,7 @@ import shutil
 import struct
 import sys
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO, Iterator, Optional, Union
 
 from tfrecorder.format import record_index
@@ -40,6 +41,10 @@ from beam_pipelines.steps.shard_planning import Piece, PieceRange, ShardPlan
 from tfrecorder.format.framing import write_record_pieces
 
 _COPY_CHUNK = 8 * 1024 * 1024
+# a shard of this many records writes its index on a thread of its own while its bytes are copied (the
+# index lines are formatted by Arrow and the copy is the kernel's: both without the GIL): a million
+# records' index takes ~0.09 s, their copy ~0.05 s; a smaller shard's index costs less than a thread
+INDEX_BESIDE_COPY_RECORDS = 65_536
 _OFFSET = struct.Struct("<Q")
 
 
@@ -188,22 +193,29 @@ def assemble_shard(plan: ShardPlan, directory: str, compression: Optional[str]) 
     """Create the final shard file from its record ranges; returns its summary for metadata.json.
 
     Idempotent: pieces are only read, and the destination is replaced whole (locally through a
-    temporary name and one atomic rename), so a retried or repeated assembly gives the same file.
+    temporary name and one atomic rename), so a retried or repeated assembly gives the same file. An
+    uncompressed shard's index is written from the offsets sidecars, beside the copy for a large shard.
     """
     name = plan.file_name(compression)
     destination = storage.join(directory, name)
+    if compression is not None:
+        return _made_shard(plan, directory, name, destination, compression)
+    # issue 15: index/<shard>.index, from the offsets sidecars (no record bytes read)
+    if plan.records < INDEX_BESIDE_COPY_RECORDS:
+        return {**_made_shard(plan, directory, name, destination, compression),
+                "index_file": record_index.write_index(directory, name, _index_entries(plan))}
+    with ThreadPoolExecutor(1, thread_name_prefix="tfrecorder-index") as beside:
+        index_file = beside.submit(record_index.write_index, directory, name, _index_entries(plan))
+        summary = _made_shard(plan, directory, name, destination, compression)
+        return {**summary, "index_file": index_file.result()}
+
+
+def _made_shard(plan: ShardPlan, directory: str, name: str, destination: str, compression: Optional[str]) -> dict:
+    """The shard in place (created unless a repeated assembly finds it made), and its summary."""
     if not _assembled_before(plan, destination):
         _create_shard(plan, directory, name, destination, compression)
-    summary = {
-        "split": plan.split,
-        "index": plan.index,
-        "file": name,
-        "records": plan.records,
-        "bytes": storage.size(destination),
-    }
-    if compression is None:  # issue 15: index/<shard>.index, from the offsets sidecars (no record bytes read)
-        summary["index_file"] = record_index.write_index(directory, name, _index_entries(plan))
-    return summary
+    return {"split": plan.split, "index": plan.index, "file": name, "records": plan.records,
+            "bytes": storage.size(destination)}
 
 
 def _create_shard(plan: ShardPlan, directory: str, name: str, destination: str, compression: Optional[str]) -> None:

@@ -125,10 +125,14 @@ def test_assembly_on_gcs_copies_ranges_and_whole_pieces(gcs, tmp_path):
     assert all(storage.exists(p.path) for p in pieces)
 
 
-def test_uncompressed_shards_get_index_files_from_the_offsets_sidecars(tmp_path):
-    """Issue 15: each record's (offset, length) in the shard, for whole pieces and cut ranges alike."""
+@pytest.mark.parametrize("beside_copy", [False, True])
+def test_uncompressed_shards_get_index_files_from_the_offsets_sidecars(tmp_path, monkeypatch, beside_copy):
+    """Issue 15: each record's (offset, length) in the shard, for whole pieces and cut ranges alike;
+    the same lines when a large shard's index is written on a thread while its bytes are copied."""
+    from beam_pipelines.steps import piece_files
     from tfrecorder.format.record_index import parse_index, scan_index
 
+    monkeypatch.setattr(piece_files, "INDEX_BESIDE_COPY_RECORDS", 0 if beside_copy else 10**9)
     pieces = [write_piece(str(tmp_path / "pieces"), "TRAIN", data(n)) for n in (5, 1, 8)]
     out = str(tmp_path / "out")
     os.makedirs(out)
