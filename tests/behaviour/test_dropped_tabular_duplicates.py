@@ -85,13 +85,13 @@ def test_a_dataframe_drops_duplicates_with_many_pieces_identically_under_replay(
 
 @pytest.mark.parametrize("kind", ["csv", "parquet", "parquet-sliced"])
 def test_csv_and_parquet_sources_drop_with_the_dropped_rows_own_cells(tmp_path, kind, monkeypatch):
-    """Several parts (Parquet row groups of 20 rows, or of 45 read as slices of 15 whose rows keep their
+    """Several parts (Parquet row groups of 20 rows, or of 45 read as three slices whose rows keep their
     numbers in the row group; CSV with a malformed line, not numbered as a row)."""
     frame = _table()
     if kind.startswith("parquet"):
         path = tmp_path / "table.parquet"
         group = 45 if kind == "parquet-sliced" else 20
-        monkeypatch.setattr(parquet_parts, "SLICE_ROWS", 20)  # 45 rows: three slices of 15
+        monkeypatch.setattr(parquet_parts, "SLICE_ROWS", 20)  # 45 rows: three slices (16, 15, 14)
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, row_group_size=group)
 
         def row_name(row):  # "table.parquet row group <g> row <i>"

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tfrecorder.sources.parquet_parts import (BATCH_ROWS, SLICE_ROWS, ParquetPart, file_parts, read_row_group_batches,
-                                              row_group_parts)
+from tfrecorder.sources.parquet_parts import (BATCH_ROWS, SKIPPED_ROW_COST, SLICE_ROWS, ParquetPart, file_parts,
+                                              read_row_group_batches, row_group_parts)
 
 
 def parquet_bytes(rows: int, row_group_size: int) -> bytes:
@@ -49,12 +49,21 @@ def test_a_gs_row_group_is_read_through_the_storage_layer(gcs):
     assert [b.column("id").to_pylist() for part in parts for b in read_row_group_batches(part)] == [[0, 1, 2], [3, 4]]
 
 
-def test_a_row_group_of_more_than_slice_rows_is_equal_slices_and_a_smaller_one_is_whole():
+@pytest.mark.parametrize("rows", [SLICE_ROWS + 2, 2 * SLICE_ROWS, 4 * SLICE_ROWS, 4 * SLICE_ROWS + 1])
+def test_a_row_group_of_more_than_slice_rows_is_slices_that_cost_alike(rows):
+    """As many slices as SLICE_ROWS-row slices need, back to back over the row group; each costs the rows it
+    reads plus SKIPPED_ROW_COST for each one it decodes to skip, the same for every slice (to a row)."""
+    parts = row_group_parts("t.parquet", 3, rows)
+    assert len(parts) == -(-rows // SLICE_ROWS) and {(p.path, p.row_group) for p in parts} == {("t.parquet", 3)}
+    assert [p.first_row for p in parts] == [0, *(p.first_row + p.rows for p in parts[:-1])]
+    assert parts[-1].first_row + parts[-1].rows == rows
+    costs = [SKIPPED_ROW_COST * p.first_row + p.rows for p in parts]
+    assert max(costs) - min(costs) <= 1 and parts[0].rows > parts[-1].rows
+
+
+def test_a_row_group_of_slice_rows_or_fewer_is_one_part():
     assert row_group_parts("t.parquet", 2, SLICE_ROWS) == (ParquetPart("t.parquet", 2),)
-    assert row_group_parts("t.parquet", 0, 4 * SLICE_ROWS) == tuple(
-        ParquetPart("t.parquet", 0, i * SLICE_ROWS, SLICE_ROWS) for i in range(4))
-    halves = row_group_parts("t.parquet", 0, SLICE_ROWS + 2)
-    assert [(part.first_row, part.rows) for part in halves] == [(0, SLICE_ROWS // 2 + 1), (SLICE_ROWS // 2 + 1, SLICE_ROWS // 2 + 1)]
+    assert row_group_parts("t.parquet", 0, 1) == (ParquetPart("t.parquet", 0),)
 
 
 @pytest.mark.parametrize("batch_size", [1, 3, 4, 7, 50])
