@@ -10,7 +10,7 @@ import apache_beam as beam
 import pyarrow as pa
 
 from tfrecorder.options.job_config import JobConfig
-from beam_pipelines.steps.part_commits import part_stats
+from beam_pipelines.steps.part_commits import committed_stats, part_stats
 from beam_pipelines.steps.part_passes import PartPass
 from beam_pipelines.steps.read_rows import RECORDS, SourceParts, read_batches, read_part, reads_batches
 from tfrecorder.core.progress_bar import report_total
@@ -27,9 +27,12 @@ def count_table(parts: SourceParts, config: JobConfig) -> beam.PCollection:
     if staged is not None:
         found = parts.pipeline | "StagedTableStats" >> beam.Create([staged])
     else:
+        counter = BatchPartStats(config) if reads_batches(config) else RowPartStats(config)
+        if config.resumable and isinstance(counter, BatchPartStats):  # a CSV's parts counted as scanned
+            parts.count_while_scanning(counter)
         found = (
             parts.branch("Stats")
-            | "CountParts" >> beam.ParDo(BatchPartStats(config) if reads_batches(config) else RowPartStats(config))
+            | "CountParts" >> beam.ParDo(counter)
             | "TableStats" >> beam.CombineGlobally(merge_stats)
         )
     return found | "CheckTable" >> beam.Map(checked_stats, config)
@@ -42,6 +45,9 @@ class BatchPartStats(PartPass):
 
     def output_of(self, part) -> TableStats:
         return part_stats(self.config, part, lambda: self._count(part))
+
+    def committed_output(self, part) -> Optional[TableStats]:
+        return committed_stats(self.config, part)
 
     def _count(self, part) -> TableStats:
         plan = counted_columns(self.config, part)

@@ -202,8 +202,17 @@ def part_stats(config: JobConfig, part: Any, count: Callable[[], TableStats]) ->
     """The part's TableStats: committed ones when a resumable job has them, else counted (and committed)."""
     if not config.resumable:
         return count()
+    committed = committed_stats(config, part)
+    if committed is not None:
+        return committed
     path = resume_files.stats_path(config.temp_dir, resume_files.part_key(part))
-    document = resume_files.read_json(path)
-    if document is None:
-        document = resume_files.commit_json(path, stats_document(count()))
-    return stats_from(document)
+    return stats_from(resume_files.commit_json(path, stats_document(count())))
+
+
+def committed_stats(config: JobConfig, part: Any) -> Optional[TableStats]:
+    """The part's TableStats a resumable job committed (a run before, an attempt before, or its scan:
+    beam_pipelines.steps.read_rows.SourceParts.count_while_scanning), else None."""
+    if not config.resumable:
+        return None
+    document = resume_files.read_json(resume_files.stats_path(config.temp_dir, resume_files.part_key(part)))
+    return None if document is None else stats_from(document)

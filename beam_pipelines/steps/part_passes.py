@@ -21,6 +21,11 @@ class PartPass(beam.DoFn):
     def output_of(self, element: Any) -> Any:
         raise NotImplementedError
 
+    def committed_output(self, element: Any) -> Optional[Any]:
+        """`output_of(element)` when work committed before holds it (read here: no process is forked for
+        it), else None."""
+        return None
+
     def setup(self) -> None:
         self._forked: Optional[BundleTasks] = None
         if self.config.forks_part_passes:
@@ -35,7 +40,10 @@ class PartPass(beam.DoFn):
             self._forked.start_bundle()
 
     def process(self, element):
-        if self._forked is None:
+        committed = self.committed_output(element)
+        if committed is not None:
+            yield committed
+        elif self._forked is None:
             yield self.output_of(element)
         else:
             yield from self._forked.submit(element)

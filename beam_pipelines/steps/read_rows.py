@@ -37,6 +37,15 @@ class SourceParts:
     def __init__(self, pipeline: beam.Pipeline, config: JobConfig) -> None:
         self.pipeline, self.config = pipeline, config
         self._scans = None
+        self._counter: Optional[PartPass] = None
+
+    def count_while_scanning(self, counter: PartPass) -> None:
+        """Have each scan unit also run `counter` (a pass whose output a resumable job commits: the count
+        step, count_table) on the part the plan most likely makes of it (the source's `likely_part`), so
+        that the pass over the planned parts finds that work committed instead of reading the part
+        again. Before the first branch: the scan is made once."""
+        if self._scans is None and hasattr(self.config.source, "likely_part"):
+            self._counter = counter
 
     def branch(self, label: str) -> beam.PCollection:
         known = self.config.source.known_parts()
@@ -55,16 +64,26 @@ class SourceParts:
             self._scans = (
                 self.pipeline
                 | "ScanUnits" >> beam.Create(self.config.source.scan_units())
-                | "Scan" >> beam.ParDo(ScanUnit(self.config))
+                | "Scan" >> beam.ParDo(ScanUnit(self.config, self._counter))
             )
         return self._scans
 
 
 class ScanUnit(PartPass):
-    """The source's scan of one unit (a CSV byte range)."""
+    """The source's scan of one unit (a CSV byte range); with a `counter`, also that pass's work on the
+    part the unit most likely becomes (SourceParts.count_while_scanning): committed, not emitted."""
+
+    def __init__(self, config: JobConfig, counter: Optional[PartPass] = None) -> None:
+        super().__init__(config)
+        self.counter = counter
 
     def output_of(self, unit: Any) -> Any:
-        return self.config.source.scan(unit)
+        scan = self.config.source.scan(unit)
+        if self.counter is not None:
+            part = self.config.source.likely_part(unit, scan)
+            if part is not None:
+                self.counter.output_of(part)
+        return scan
 
 
 def read_part(config: JobConfig, part: Any) -> Iterator[Any]:

@@ -205,6 +205,27 @@ def read_scan(read_at: Callable[[int, int], bytes], byte_range: ByteRange, data_
     return _compose(byte_range.index, scans)
 
 
+LOOKAHEAD_BYTES = 64 * 1024  # bytes after a range scanned for the next range's first record start
+
+
+def outside_quotes_slice(read_at: Callable[[int, int], bytes], byte_range: ByteRange, scan: RangeScan,
+                         data_start: int, file_size: int) -> Optional[Slice]:
+    """The slice `plan_slices` gives `byte_range` when it and the next range start outside quotes (in a
+    CSV whose quoted fields never hold a newline across a range end: nearly every one), from its scan
+    and the first record start of the next range (found in its first LOOKAHEAD_BYTES); None when either
+    start is not found. A guess a worker can act on before the plan exists: the plan's slice is the same
+    one (same bytes, same index) exactly when the guess was right."""
+    start = data_start if byte_range.start <= data_start else scan.first_record[0]
+    if start is None:
+        return None
+    end = file_size
+    if byte_range.end < file_size:
+        ahead = ByteRange(byte_range.index + 1, byte_range.end, min(byte_range.end + LOOKAHEAD_BYTES, file_size))
+        found = read_scan(read_at, ahead, data_start, file_size).first_record[0]
+        end = found if found is not None or ahead.end < file_size else file_size
+    return Slice(byte_range.index, start, end) if end is not None and end > start else None
+
+
 def _compose(index: int, scans: Sequence[RangeScan]) -> RangeScan:
     """One scan for consecutive scans (in file order), as if their bytes had been scanned at once."""
     quotes = sum(scan.quotes for scan in scans)

@@ -229,6 +229,11 @@ class CsvRows:
     def plan_parts(self, scans: Sequence[csv_slicing.RangeScan]) -> list[csv_slicing.Slice]:
         return csv_slicing.plan_slices(scans, self.data_start, self.size)
 
+    def likely_part(self, unit: csv_slicing.ByteRange, scan: csv_slicing.RangeScan) -> Optional[csv_slicing.Slice]:
+        """The part `plan_parts` most likely makes of `unit` (csv_slicing.outside_quotes_slice), or None."""
+        return csv_slicing.outside_quotes_slice(lambda offset, length: storage.read_range(self.path, offset, length),
+                                                unit, scan, self.data_start, self.size)
+
     def read_part(self, part: csv_slicing.Slice, columns: Sequence[str], schema: Schema) -> Iterator[Any]:
         if part.start == 0:  # the whole file, header first
             text = open_text(_window(self.path, 0, part.end), self.encoding)

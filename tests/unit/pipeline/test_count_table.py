@@ -142,3 +142,47 @@ def test_a_staged_frames_stats_are_taken_as_staging_counted_them(tmp_path):
     with beam.Pipeline("FnApiRunner") as pipeline:
         assert_that(count_table(SourceParts(pipeline, config), config), equal_to([known]))
     assert total_reported(str(tmp_path)) == 5  # checked as counted stats are
+
+
+def test_a_csvs_parts_are_counted_as_its_ranges_are_scanned_and_not_read_again(tmp_path, monkeypatch):
+    """A resumable job's scan counts the part each range most likely becomes and commits its stats; the
+    count pass finds the planned parts committed (without forking a process for them) but for those a
+    quoted newline moved, which it counts itself. The stats are those of a count of every planned part."""
+    from beam_pipelines.steps.part_commits import committed_stats
+    from beam_pipelines.steps.read_rows import ScanUnit, SourceParts
+    from tfrecorder.sources import csv_slicing, source_registry
+
+    monkeypatch.setattr(csv_slicing, "RANGE_BYTES", 64)
+    rows = [f"{split},{n},{label}" for n, (split, label) in enumerate(
+        zip(["TRAIN", "TEST", "VALIDATION"] * 10, ["cat", "dog", "", "owl", "ant"] * 6))]
+    rows[12] = 'TRAIN,12,"' + "x" * 100 + "\n" + "y" * 100 + '"'  # a quoted newline: ranges start inside its quotes
+    path = tmp_path / "t.csv"
+    path.write_text("split,n,label\n" + "\n".join(rows) + "\n")
+    table = source_registry.open_table(str(path))
+    schema = table.infer_schema()
+    config = job_config(source=table.row_source(schema, str(tmp_path / "job" / "_work")), schema=schema,
+                        columns=tuple(table.columns), temp_dir=str(tmp_path / "job"), resumable=True,
+                        encode_processes=2)
+    counter = BatchPartStats(config)
+    parts = SourceParts(None, config)
+    parts.count_while_scanning(counter)
+    scan = ScanUnit(config, parts._counter)
+    units = config.source.scan_units()
+    planned = config.source.plan_parts([scan.output_of(unit) for unit in units])
+    committed = [committed_stats(config, part) for part in planned]
+    counted = [counter._count(part) for part in planned]
+    assert len(units) > 6 and 0 < sum(stats is None for stats in committed) < len(planned) - 3
+    assert all(found == fresh for found, fresh in zip(committed, counted) if found is not None)
+    counter.setup()
+    counter.start_bundle()
+    found = [stats for part in planned for stats in counter.process(part)]
+    assert counter._forked._pool is not None  # forked for the parts left to count
+    found += [stats.value for stats in counter.finish_bundle() if isinstance(stats, WindowedValue)]
+    counter.teardown()
+    assert merge_stats(found) == merge_stats(counted) and merge_stats(counted).rows == 30
+    again = BatchPartStats(config)  # a resumed job's count: every part committed, no process forked
+    again.setup()
+    again.start_bundle()
+    assert merge_stats([stats for part in planned for stats in again.process(part)]) == merge_stats(counted)
+    assert again._forked._pool is None and not list(again.finish_bundle())
+    again.teardown()

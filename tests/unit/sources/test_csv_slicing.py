@@ -91,3 +91,42 @@ def csv_bytes(draw) -> bytes:
 @given(data=csv_bytes(), range_bytes=st.integers(1, 40), block_bytes=st.integers(1, 40))
 def test_fuzzed_csvs_parse_identically_in_slices(tmp_path, data, range_bytes, block_bytes):
     check(tmp_path, data, range_bytes, block_bytes)
+
+
+UNQUOTED_CELL = st.lists(st.sampled_from(['a', 'b', ' ', 'é', '12']), max_size=6).map("".join)
+
+
+@st.composite
+def unquoted_csv_bytes(draw) -> bytes:
+    """A CSV whose fields need no quotes (no quote, comma or newline in a cell), rows of any width."""
+    columns = draw(st.integers(1, 4))
+    ending = draw(st.sampled_from(["\n", "\r\n"]))
+    rows = [",".join(f"c{i}" for i in range(columns))]
+    rows += [",".join(draw(st.lists(UNQUOTED_CELL, min_size=1, max_size=columns + 1)))
+             for _ in range(draw(st.integers(0, 8)))]
+    return (ending.join(rows) + (ending if draw(st.booleans()) else "")).encode("utf-8")
+
+
+def likely_and_planned(data: bytes, range_bytes: int) -> list[tuple]:
+    data_start, size = csv_slicing.header_end(data, complete=True), len(data)
+    ranges = csv_slicing.byte_ranges(data_start, size, range_bytes)
+    scans = [csv_slicing.read_scan(lambda offset, length: data[offset:offset + length], r, data_start, size)
+             for r in ranges]
+    likely = [csv_slicing.outside_quotes_slice(lambda offset, length: data[offset:offset + length], r, scan,
+                                               data_start, size) for r, scan in zip(ranges, scans)]
+    return list(zip(likely, csv_slicing.plan_slices(scans, data_start, size)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=unquoted_csv_bytes(), range_bytes=st.integers(1, 40))
+def test_without_quoted_newlines_the_likely_slice_of_a_range_is_its_planned_slice(data, range_bytes):
+    """Where no range starts inside quotes, a range's guessed slice is the plan's (None: the plan's is empty)."""
+    for likely, planned in likely_and_planned(data, range_bytes):
+        assert likely == (planned if planned.end > planned.start else None)
+
+
+def test_a_range_starting_inside_quotes_guesses_another_slice_than_the_plan():
+    data = b'a,b\n1,"x\ny\nz"\n2,3\n'
+    guesses = likely_and_planned(data, 5)  # the second range starts inside the quoted field
+    assert any(likely is not None and likely != planned for likely, planned in guesses)
+    assert any(likely == planned for likely, planned in guesses)
