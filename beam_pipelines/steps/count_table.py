@@ -1,7 +1,9 @@
 """The table-stats branch: whole-table facts (rows, malformed lines, nullable columns, TRAIN, vocabularies) counted per part and merged.
 
 A resumable job commits each part's facts (beam_pipelines.steps.part_commits.part_stats): a resumed job
-reads them instead of the part."""
+reads them instead of the part. A CSV's parts are counted while its byte ranges are scanned (each range
+counts the slice the plan most likely makes of it: read_rows.SourceParts.count_while_scanning), so the
+count step itself reads, without forking, the facts committed for every slice the plan confirmed."""
 from __future__ import annotations
 
 from typing import Iterable, Mapping, Optional

@@ -19,8 +19,9 @@ SLICE_ROWS = 500_000  # larger row groups are read as slices, a part each, as ma
 # pyarrow reads no page index): 0.18 s of CPU a million rows of eight columns. A million-row group (pandas'
 # default) in two slices decodes 1.5M rows, in four 2.5M: two slices of 500k rows converted it 10% faster
 # on two cores (2.90 → 2.62 s, fewer parts to commit and group too), and still give each core a part
-SKIPPED_ROW_COST = 1 / 16  # a row decoded to be skipped, against a row read and encoded (0.18 against ~2.9
-# µs of CPU in the benchmark's eight columns): later slices are shorter by what they skip (slice_bounds)
+SKIPPED_ROW_COST = 1 / 16  # a row decoded to be skipped, against a row read and encoded (skipping half a
+# million-row group of the benchmark's eight columns took 0.06 s of CPU, encoding a row ~2.7 µs; the ratio is
+# rounded up: at 1/16 the process given the later slice still finished last): see slice_bounds
 
 
 @dataclasses.dataclass(frozen=True, order=True)

@@ -45,7 +45,9 @@ class RowSource(Protocol):
         """The scan of one unit."""
 
     def plan_parts(self, scans: Sequence[Any]) -> list[Any]:
-        """The parts, from every unit's scan."""
+        """The parts, from every unit's scan. A source may also offer `likely_part(unit, scan)`: the part
+        the plan most likely makes of `unit` (or None), which a worker may count before the plan exists
+        (beam_pipelines.steps.read_rows.SourceParts.count_while_scanning)."""
 
     def read_part(self, part: Any, columns: Sequence[str], schema: Schema) -> Iterator[Any]:
         """Rows of one part (and the tuples described above)."""
