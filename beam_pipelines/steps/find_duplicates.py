@@ -18,6 +18,7 @@ import csv
 import dataclasses
 import io
 import itertools
+import pickle
 from typing import Any, Iterable, Optional
 
 import apache_beam as beam
@@ -48,9 +49,11 @@ def bucket_path(config: JobConfig, bucket: int, kind: str = EXACT) -> str:
     return storage.join(config.work_dir, "duplicates", f"{kind}-{bucket:05d}.csv")
 
 
-def write_bucket(item: tuple[int, Iterable[list]], config: JobConfig) -> Iterable[Any]:
-    """Group one bucket's entries; write its groups (if any) and yield their descriptor."""
+def write_bucket(item: tuple[int, Iterable[Any]], config: JobConfig) -> Iterable[Any]:
+    """Group one bucket's entries (lists of them, DigestBlocks, or a committed part's DigestBlocks as the
+    bytes of their pickle: part_commits.part_quality); write its groups (if any) and yield their descriptor."""
     bucket, batches = item
+    batches = (pickle.loads(batch) if isinstance(batch, bytes) else batch for batch in batches)
     yield from write_groups(bucket, groups_in(entry for batch in batches for entry in batch), config, EXACT)
 
 

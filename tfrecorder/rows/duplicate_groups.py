@@ -128,9 +128,9 @@ class DigestBlock:
 
     `rows` (int64) and `places` (duplicates="drop": int64 (rows, 3) of piece index into `pieces`, record
     number, unknown labels) are given as arrays or in their packed form (`packed_ints` bytes; places as
-    a tuple of three packed columns), and unpacked on first use: a block crosses pickle several times
-    (its part's quality file, Beam's shuffle, which the in-process runner decodes and encodes again) in
-    its packed form, and only a block with a duplicate needs its row numbers."""
+    a tuple of three packed columns), and unpacked on first use: a block crosses pickle in its packed
+    form (its part's quality file; a part's blocks cross Beam's shuffle as those bytes), and only a block
+    with a duplicate needs its row numbers."""
 
     __slots__ = ("part", "split", "digests", "pieces", "source", "_rows", "_places")
 

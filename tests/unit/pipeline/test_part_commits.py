@@ -118,3 +118,30 @@ def test_a_parts_outputs_are_gathered_into_one_commit(tmp_path):
     assert manifest["rows"] == 6 and manifest["pieces"][0]["file"] == "_pieces/p.part"
     tagged = {o.tag: o.value for o in part_commits.emit(config, manifest) if isinstance(o, beam.pvalue.TaggedOutput)}
     assert tagged[part_commits.DISCARD_PARTS].rows == 1 and tagged[part_commits.ROWS_WRITTEN] == 5
+
+
+def test_a_parts_digest_blocks_are_committed_as_the_bytes_the_grouping_unpickles(tmp_path):
+    """An exact bucket's DigestBlocks leave the part's file as the bytes of their pickle (Beam's in-process
+    runner decodes and re-encodes every grouped value: bytes cross it as they are); the bucket's grouping
+    finds the same groups in them as in the blocks themselves."""
+    import pickle
+
+    import numpy as np
+
+    from beam_pipelines.steps.collect_statistics import QUALITY
+    from beam_pipelines.steps.find_duplicates import write_bucket
+    from tfrecorder.rows.duplicate_groups import DigestBlocks, blocks_by_bucket, bucket_of, content_digest
+
+    config = job_config(temp_dir=str(tmp_path / "job"), final_dir=str(tmp_path / "final"), resumable=True)
+    digest = content_digest(b"row")
+    blocks = {split: blocks_by_bucket("part", split, [digest, content_digest(split.encode())], np.array([0, 1]))
+              for split in ("TRAIN", "TEST")}
+    bucket = bucket_of(digest)  # the row's bucket: in both splits, a leak
+    pairs = [(bucket, DigestBlocks([blocks["TRAIN"][bucket]])), (bucket, DigestBlocks([blocks["TEST"][bucket]]))]
+    manifest = part_commits.commit(config, ("part", 1), 4, [], None, quality=pairs)
+    [(key, value)] = [out.value for out in part_commits.emit(config, manifest) if out.tag == QUALITY]
+    assert key == bucket and isinstance(value, bytes)
+    assert [repr(block) for block in pickle.loads(value)] == [repr(blocks[s][bucket]) for s in ("TRAIN", "TEST")]
+    from_bytes = list(write_bucket((bucket, [value]), config))
+    from_blocks = list(write_bucket((bucket, [DigestBlocks([blocks["TRAIN"][bucket], blocks["TEST"][bucket]])]), config))
+    assert from_bytes == from_blocks and from_bytes[0].counts.leaking_groups == 1
