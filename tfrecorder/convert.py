@@ -20,6 +20,7 @@ from tfrecorder.core.progress_bar import ProgressReporter, local_progress
 from tfrecorder.core.caller_heap import objects_frozen_during
 from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.core.schema import Schema, check_column_names
+from tfrecorder.rows.duplicate_groups import buckets_per_key
 from tfrecorder.rows.near_duplicates import bucket_shift
 from tfrecorder.rows.row_encoding import content_splits
 from tfrecorder.core.splits import DEFAULT_SPLIT_RATIOS
@@ -301,6 +302,7 @@ def convert(
                                 **job.resumed_entry()},
                 resumable=resumable, commit_buckets=max(1, -(-table.rows_estimate // DETECTION_BUCKET_ROWS)),
                 near_bucket_shift=bucket_shift(table.rows_estimate),  # LSH buckets as many as the size needs
+                buckets_per_key=buckets_per_key(table.rows_estimate),  # grouping keys too
                 unit_batches=unit_batches(table.rows_estimate, resolved_schema, options.validate),
                 base=_base,
             )

@@ -33,6 +33,9 @@ STATISTICS_KEY = -1  # (STATISTICS_KEY, a bundle's DatasetStatistics)
 NEAR_OFFSET = BUCKETS  # (NEAR_OFFSET + LSH bucket, band keys); exact digests keep their bucket 0…BUCKETS-1
 assert near_duplicates.BUCKETS <= NEAR_OFFSET  # LSH buckets (fewer for a small job) stay below 2 × NEAR_OFFSET
 NEAR_ENTRIES = -2  # (NEAR_ENTRIES, [(phash, digest, split, row id)]): a part's batch, bucketed with the part
+# (BUCKET_KEYS + bucket // buckets_per_key, the pickle of [(bucket, DigestBlocks)]): a committed part's exact
+# buckets, several a key (part_commits.part_quality); above every LSH key (below 2 × NEAR_OFFSET)
+BUCKET_KEYS = 2 * NEAR_OFFSET
 FLUSH_ENTRIES = 32_768  # digests (and band keys) held before they leave by bucket: ~3 MB, and ~1 element per 32 rows
 # image-free rows' digests held column-wise (16 bytes of digest and 8 of row number per row, 24 more with
 # places): ~12 MB (25 MB with duplicates="drop") before they leave — few flushes, so few grouping elements

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Optional
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
-from beam_pipelines.steps.collect_statistics import NEAR_OFFSET, STATISTICS_KEY
+from beam_pipelines.steps.collect_statistics import BUCKET_KEYS, NEAR_OFFSET, STATISTICS_KEY
 from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.dataset_statistics import merge_all
@@ -49,12 +49,21 @@ def bucket_path(config: JobConfig, bucket: int, kind: str = EXACT) -> str:
     return storage.join(config.work_dir, "duplicates", f"{kind}-{bucket:05d}.csv")
 
 
-def write_bucket(item: tuple[int, Iterable[Any]], config: JobConfig) -> Iterable[Any]:
-    """Group one bucket's entries (lists of them, DigestBlocks, or a committed part's DigestBlocks as the
-    bytes of their pickle: part_commits.part_quality); write its groups (if any) and yield their descriptor."""
+def write_bucket(item: tuple[int, Iterable[list]], config: JobConfig) -> Iterable[Any]:
+    """Group one bucket's entries; write its groups (if any) and yield their descriptor."""
     bucket, batches = item
-    batches = (pickle.loads(batch) if isinstance(batch, bytes) else batch for batch in batches)
     yield from write_groups(bucket, groups_in(entry for batch in batches for entry in batch), config, EXACT)
+
+
+def write_buckets(values: Iterable[bytes], config: JobConfig) -> Iterable[Any]:
+    """The exact buckets of one grouping key (BUCKET_KEYS + a range of buckets): each value a committed
+    part's pickled [(bucket, DigestBlocks)] (part_commits.part_quality), written bucket by bucket."""
+    by_bucket: dict[int, list] = {}
+    for value in values:
+        for bucket, blocks in pickle.loads(value):
+            by_bucket.setdefault(bucket, []).append(blocks)
+    for bucket in sorted(by_bucket):
+        yield from write_bucket((bucket, by_bucket[bucket]), config)
 
 
 DROPPED = "dropped"  # tagged output (duplicates="drop"): (piece file name, [(record, unknown, cells, reason)]);
@@ -118,12 +127,15 @@ def statistics_in_order(values: Iterable[Any]) -> Iterable[Any]:
 
 def quality_group(item: tuple[int, Iterable[Any]], config: JobConfig) -> Iterable[Any]:
     """One key of the encoders' QUALITY output, grouped: the merged statistics (tag MERGED_STATISTICS),
-    an exact bucket's groups written (its DuplicateBucket), or an LSH bucket's confirmed pairs (tag PAIRS)."""
+    an exact bucket's groups written (its DuplicateBucket; committed parts' buckets come several a key),
+    or an LSH bucket's confirmed pairs (tag PAIRS)."""
     key, values = item
     if key == STATISTICS_KEY:
         yield beam.pvalue.TaggedOutput(MERGED_STATISTICS, merge_all(statistics_in_order(values), config.schema))
     elif key < NEAR_OFFSET:
         yield from write_bucket((key, values), config)
+    elif key >= BUCKET_KEYS:
+        yield from write_buckets(values, config)
     else:
         for pair in near_pairs(candidate_keys(values), config.near_duplicate_distance):
             yield beam.pvalue.TaggedOutput(PAIRS, (None, pair))

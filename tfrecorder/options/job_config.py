@@ -48,6 +48,7 @@ class JobConfig:
     duplicates: str = "report"  # duplicate groups: "report" them, "drop" all rows but one, or "fail" on a leak (issue 29)
     near_duplicate_distance: int = 0  # near-duplicate images: pHash bits apart at most (0: not searched)
     near_bucket_shift: int = 8  # their LSH buckets: band keys >> this (tfrecorder.rows.near_duplicates.bucket_shift)
+    buckets_per_key: int = 1  # exact buckets a committed part sends under one grouping key (duplicate_groups.buckets_per_key)
     content_splits: bool = False  # rows of images: an UNASSIGNED row's split is chosen from its image bytes
     nullable_columns: tuple[str, ...] = ()  # input columns with a missing value somewhere (allow_missing)
     extra_metadata: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -22,6 +22,7 @@ from tfrecorder.core.version import __version__
 from tfrecorder.io import storage
 from tfrecorder.io.perceptual_hash import METHOD as PERCEPTUAL_HASH
 from tfrecorder.options.piece_units import unit_batches
+from tfrecorder.rows.duplicate_groups import buckets_per_key
 from tfrecorder.rows.near_duplicates import bucket_shift
 
 FINGERPRINT_VERSION = 8  # 2: a resumable image job's pieces end every 4 batches (were every batch); 3: units grow with
@@ -103,6 +104,8 @@ def job_fingerprint(table: Any, schema: Schema, options: Any, runner: str, is_de
             "unit_batches": unit_batches(table.rows_estimate, schema, options.validate),
             # issue 29: committed parts hold their statistics and digests (and band keys when searched)
             "statistics": options.statistics,
+            # committed parts group their exact buckets under keys of as many as the job's size allows
+            **({"buckets_per_key": buckets_per_key(table.rows_estimate)} if options.statistics else {}),
             "near_duplicate_distance": options.near_duplicate_distance,
             # committed parts hold perceptual hashes: a part hashed by another method is not comparable,
             # nor one whose band keys were bucketed with another shift (it follows the row estimate)

@@ -120,28 +120,32 @@ def test_a_parts_outputs_are_gathered_into_one_commit(tmp_path):
     assert tagged[part_commits.DISCARD_PARTS].rows == 1 and tagged[part_commits.ROWS_WRITTEN] == 5
 
 
-def test_a_parts_digest_blocks_are_committed_as_the_bytes_the_grouping_unpickles(tmp_path):
-    """An exact bucket's DigestBlocks leave the part's file as the bytes of their pickle (Beam's in-process
-    runner decodes and re-encodes every grouped value: bytes cross it as they are); the bucket's grouping
-    finds the same groups in them as in the blocks themselves."""
+def test_a_parts_digest_blocks_go_to_the_grouping_several_buckets_a_key_as_bytes(tmp_path):
+    """A committed part's exact buckets leave its file `buckets_per_key` under one key, as the bytes of
+    their pickle (Beam's in-process runner pays per grouping element, and decodes and re-encodes every
+    grouped value: bytes cross it as they are); the grouping writes each bucket's groups as from the
+    blocks themselves."""
     import pickle
 
     import numpy as np
 
-    from beam_pipelines.steps.collect_statistics import QUALITY
-    from beam_pipelines.steps.find_duplicates import write_bucket
-    from tfrecorder.rows.duplicate_groups import DigestBlocks, blocks_by_bucket, bucket_of, content_digest
+    from beam_pipelines.steps.collect_statistics import BUCKET_KEYS, QUALITY
+    from beam_pipelines.steps.find_duplicates import quality_group, write_bucket
+    from tfrecorder.rows.duplicate_groups import DigestBlocks, blocks_by_bucket, content_digest
 
-    config = job_config(temp_dir=str(tmp_path / "job"), final_dir=str(tmp_path / "final"), resumable=True)
-    digest = content_digest(b"row")
-    blocks = {split: blocks_by_bucket("part", split, [digest, content_digest(split.encode())], np.array([0, 1]))
-              for split in ("TRAIN", "TEST")}
-    bucket = bucket_of(digest)  # the row's bucket: in both splits, a leak
-    pairs = [(bucket, DigestBlocks([blocks["TRAIN"][bucket]])), (bucket, DigestBlocks([blocks["TEST"][bucket]]))]
-    manifest = part_commits.commit(config, ("part", 1), 4, [], None, quality=pairs)
-    [(key, value)] = [out.value for out in part_commits.emit(config, manifest) if out.tag == QUALITY]
-    assert key == bucket and isinstance(value, bytes)
-    assert [repr(block) for block in pickle.loads(value)] == [repr(blocks[s][bucket]) for s in ("TRAIN", "TEST")]
-    from_bytes = list(write_bucket((bucket, [value]), config))
-    from_blocks = list(write_bucket((bucket, [DigestBlocks([blocks["TRAIN"][bucket], blocks["TEST"][bucket]])]), config))
-    assert from_bytes == from_blocks and from_bytes[0].counts.leaking_groups == 1
+    config = job_config(temp_dir=str(tmp_path / "job"), final_dir=str(tmp_path / "final"), resumable=True,
+                        buckets_per_key=4)
+    digests = [content_digest(f"row {i}".encode()) for i in range(40)]
+    splits = {"TRAIN": digests, "TEST": digests[::3]}  # every third row in both splits: leaks
+    blocks = {split: blocks_by_bucket("part", split, found, np.arange(len(found))) for split, found in splits.items()}
+    pairs = [(bucket, DigestBlocks([block])) for found in blocks.values() for bucket, block in found.items()]
+    manifest = part_commits.commit(config, ("part", 1), 40, [], None, quality=pairs)
+    emitted = [out.value for out in part_commits.emit(config, manifest) if out.tag == QUALITY]
+    buckets = sorted({bucket for found in blocks.values() for bucket in found})
+    assert sorted(key for key, _ in emitted) == sorted({BUCKET_KEYS + bucket // 4 for bucket in buckets})
+    assert all(isinstance(value, bytes) for _, value in emitted)
+    assert sorted(bucket for _, value in emitted for bucket, _ in pickle.loads(value)) == buckets
+    grouped = sorted((d for item in emitted for d in quality_group((item[0], [item[1]]), config)), key=lambda d: d.bucket)
+    direct = [d for bucket in buckets for d in write_bucket(
+        (bucket, [DigestBlocks([found[bucket]]) for found in blocks.values() if bucket in found]), config)]
+    assert grouped == direct and sum(d.counts.leaking_groups for d in grouped) == 14

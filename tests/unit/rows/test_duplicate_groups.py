@@ -230,3 +230,17 @@ def test_blocks_pack_their_rows_and_places_whatever_the_steps():
                 assert copy.rows.tolist() == rows[buckets == bucket].tolist()
                 assert copy.places.tolist() == places[buckets == bucket].tolist()
                 assert copy.size == int((buckets == bucket).sum())
+
+
+def test_a_grouping_key_carries_as_many_buckets_as_keep_it_small():
+    """Powers of two, at most MAX_BUCKETS_PER_KEY, each key at most KEY_ROWS rows (rows / BUCKETS a
+    bucket) wherever one bucket a key fits."""
+    from tfrecorder.rows.duplicate_groups import BUCKETS, KEY_ROWS, MAX_BUCKETS_PER_KEY, buckets_per_key
+
+    assert buckets_per_key(0) == buckets_per_key(1_000_000) == MAX_BUCKETS_PER_KEY
+    assert buckets_per_key(10_000_000) == 4 and buckets_per_key(100_000_000) == 1
+    for rows in (1, 10**5, 4 * 10**6, 5 * 10**6, 3 * 10**7, 6 * 10**7, 10**9):
+        count = buckets_per_key(rows)
+        assert count & (count - 1) == 0 and 1 <= count <= MAX_BUCKETS_PER_KEY
+        assert count == 1 or rows * count / BUCKETS <= KEY_ROWS
+        assert count == MAX_BUCKETS_PER_KEY or rows * 2 * count / BUCKETS > KEY_ROWS
