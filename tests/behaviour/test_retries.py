@@ -15,6 +15,7 @@ import tfrecorder
 from beam_pipelines.steps import part_commits
 from tfrecorder.format import file_names
 from tfrecorder.io import storage
+from tfrecorder.sources import csv_slicing
 from tfrecorder.sample_data import make_sample_dataset
 from support.replay import REPLAY, snapshot
 
@@ -120,3 +121,32 @@ def test_replaying_every_bundle_of_a_gs_job_gives_the_same_job(gcs, table, tmp_p
     assert jobs["replayed"] == jobs["normal"]
     assert jobs["normal"]["metadata"]["discarded"] == 3
     assert [url for url in gcs.list("gs://tfr-retries/out/") if "/.incomplete-" in url] == []
+
+
+def test_replaying_every_bundle_of_a_csv_counted_as_scanned_gives_the_same_job(tmp_path, monkeypatch):
+    """A table CSV of several byte ranges: each scan unit counts and commits the slice its range most
+    likely is, and every replayed scan, count and encode finds that work committed."""
+    from beam_pipelines.steps import read_rows
+
+    monkeypatch.setattr(csv_slicing, "RANGE_BYTES", 2_000)  # batches still pay (64 records a range)
+    rows = [f"{['TRAIN', 'TRAIN', 'VALIDATION', 'TEST', 'BOGUS'][n % 5]},{n},{['cat', 'dog', 'owl'][n % 3]}"
+            for n in range(1_000)]
+    rows[40] += ",extra"  # a malformed line, numbered across the slices
+    source = tmp_path / "table.csv"
+    source.write_text("split,n,label\n" + "\n".join(rows) + "\n")
+    scans = []
+    real_scan = read_rows.ScanUnit.output_of
+
+    def watched(self, unit):
+        scans.append(self.counter is not None)
+        return real_scan(self, unit)
+
+    monkeypatch.setattr(read_rows.ScanUnit, "output_of", watched)
+    normal = tfrecorder.convert(str(source), tmp_path / "normal", job_label="retry", progress=False)
+    assert len(scans) > 3 and all(scans)  # the scan counted
+    replayed = tfrecorder.convert(str(source), tmp_path / "replayed", job_label="retry", progress=False,
+                                  dataflow_options=REPLAY)
+    expected, got = snapshot(normal["tfrecord_dir"]), snapshot(replayed["tfrecord_dir"])
+    assert got == expected
+    assert got["metadata"]["discard_reasons"] == {"unknown split": 200, "malformed CSV row": 1}
+    assert got["metadata"]["rows_in"] == 1_000
