@@ -23,6 +23,8 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from tfrecorder.sources.source_protocol import balanced_count
+
 QUOTE, COMMA, CR, LF = 34, 44, 13, 10
 RANGE_BYTES = 16 * 1024 * 1024  # bytes per range, scanned in SCAN_BLOCK_BYTES blocks; a range is one part of the
 # job (what a worker reads, encodes and commits at once): each part costs a fixed amount (its pieces, its
@@ -59,12 +61,15 @@ class Slice:
 
 
 def byte_ranges(data_start: int, file_size: int, range_bytes: Optional[int] = None) -> list[ByteRange]:
-    """Cut [data_start, file_size) into ranges of about `range_bytes` (default RANGE_BYTES; at most
-    MAX_RANGES of them)."""
+    """Cut [data_start, file_size) into equal ranges of at most `range_bytes` (default RANGE_BYTES), as many
+    as `balanced_count` gives (at most MAX_RANGES: bigger files get bigger ranges)."""
     span = file_size - data_start
     if span <= 0:
         return []
     size = max(range_bytes or RANGE_BYTES, -(-span // MAX_RANGES))
+    count = -(-span // size)
+    count = min(balanced_count(count), MAX_RANGES)
+    size = -(-span // count)
     starts = list(range(data_start, file_size, size))
     return [ByteRange(i, s, min(s + size, file_size)) for i, s in enumerate(starts)]
 

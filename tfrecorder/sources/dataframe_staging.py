@@ -37,6 +37,7 @@ from tfrecorder.io import storage
 from tfrecorder.rows.value_coercion import INT64_MAX
 from tfrecorder.core.schema import Schema
 from tfrecorder.rows.table_stats import TableStats
+from tfrecorder.sources.source_protocol import balanced_count
 
 _ARROW_TYPES = {"int64": pa.int64(), "float32": pa.float64(), "float64": pa.float64(), "string": pa.string()}
 _TEXT_ROLES = (types.SplitKey, types.ImageUri, types.StringLabel)  # read as text by prepare_row / the vocabulary
@@ -200,10 +201,12 @@ MAX_ROW_GROUP_ROWS = 500_000
 
 
 def row_group_rows(frame: pd.DataFrame) -> int:
-    """Rows per row group: about ROW_GROUP_BYTES of the frame's memory (judged on its first rows)."""
+    """Rows per row group: at most about ROW_GROUP_BYTES of the frame's memory (judged on its first rows),
+    in equal groups, as many as `balanced_count` gives (each row group is a part of the job)."""
     head = frame.head(1000)
     per_row = max(1, int(head.memory_usage(deep=True, index=False).sum()) // max(len(head), 1))
-    return max(1, min(MAX_ROW_GROUP_ROWS, ROW_GROUP_BYTES // per_row))
+    step = max(1, min(MAX_ROW_GROUP_ROWS, ROW_GROUP_BYTES // per_row))
+    return max(1, -(-len(frame) // balanced_count(-(-len(frame) // step))))
 
 
 def _chunk_table(chunk: pd.DataFrame, schema: Schema, columns: list[str],

@@ -22,6 +22,18 @@ from tfrecorder.io import storage
 SAMPLE_ROWS = 10_000  # rows the driver reads for schema inference
 RECORDS = "records"  # (RECORDS, (part index, records in it)): numbers discarded CSV records once every part is read
 REASONED = "reasoned"  # (REASONED, (row, reason)): a line the source itself could not read, its line number in the reason
+PARTS_MULTIPLE = 4  # a source cut into more than two parts is cut into a multiple of this many (`balanced_count`)
+
+
+def balanced_count(parts: int) -> int:
+    """How many equal parts to cut a source into that holds `parts` of its nominal size: more than two are
+    rounded up to a multiple of PARTS_MULTIPLE, so that two or four encoding processes each get the same
+    share. Eleven 16 MB ranges and a remainder left two processes doing six and five parts (the one with
+    six finished 0.14 s later); twelve equal ones give six each. The plan depends on the source alone,
+    never on the machine, so a job resumed elsewhere finds its committed parts."""
+    if parts <= 2:
+        return parts
+    return -(-parts // PARTS_MULTIPLE) * PARTS_MULTIPLE
 
 
 class RowSource(Protocol):

@@ -1,7 +1,7 @@
 """Mergeable sketches: bounded state, merge equals one pass, estimates within their error."""
 import numpy as np
 
-from tfrecorder.rows.data_sketches import K, NumericSketch, TopValues, UniqueSketch, optional_merge
+from tfrecorder.rows.data_sketches import REGISTER_BITS, K, NumericSketch, TopValues, UniqueSketch, _rank, optional_merge
 
 
 def test_numeric_sketch_moments_are_exact_and_quantiles_close():
@@ -36,6 +36,16 @@ def test_unique_sketch_estimates_and_merges():
     left, right = UniqueSketch().add(range(0, 30_000)), UniqueSketch().add(range(20_000, 60_000))
     assert abs(left.merge(right).estimate() - 60_000) < 60_000 * 0.05
     assert UniqueSketch().add(["a", "b", "a"]).estimate() == 2
+
+
+def test_hyperloglog_rank_is_one_plus_the_leading_zeros_after_the_register_index():
+    rng = np.random.default_rng(5)
+    powers = [1 << shift for shift in range(64)]
+    hashes = np.array([0, 2**64 - 1, *powers, *(p - 1 for p in powers), *(p + 1 for p in powers[1:])]
+                      + rng.integers(0, 2**64 - 1, 500, dtype=np.uint64, endpoint=True).tolist(), dtype=np.uint64)
+    width = 64 - REGISTER_BITS
+    expected = [1 + width - (int(h) & ((1 << width) - 1)).bit_length() for h in hashes.tolist()]
+    assert _rank(hashes).tolist() == expected
 
 
 def test_top_values_exact_until_capacity_then_lower_bounds():

@@ -130,3 +130,14 @@ def test_a_range_starting_inside_quotes_guesses_another_slice_than_the_plan():
     guesses = likely_and_planned(data, 5)  # the second range starts inside the quoted field
     assert any(likely is not None and likely != planned for likely, planned in guesses)
     assert any(likely == planned for likely, planned in guesses)
+
+
+def test_byte_ranges_are_equal_and_as_many_as_balanced_count_gives():
+    """Eleven ranges' worth of bytes (the last one short) are cut into twelve equal ranges, so that two or four
+    processes get equal shares; the ranges cover the data once, in order."""
+    ranges = csv_slicing.byte_ranges(10, 10 + 10 * 1000 + 1, 1000)
+    assert len(ranges) == 12 and [r.index for r in ranges] == list(range(12))
+    assert ranges[0].start == 10 and ranges[-1].end == 10 + 10 * 1000 + 1
+    assert all(a.end == b.start for a, b in zip(ranges, ranges[1:]))
+    assert {r.end - r.start for r in ranges[:-1]} == {834} and ranges[-1].end - ranges[-1].start == 827
+    assert [(r.start, r.end) for r in csv_slicing.byte_ranges(0, 2000, 1000)] == [(0, 1000), (1000, 2000)]

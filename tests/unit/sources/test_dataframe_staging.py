@@ -96,13 +96,14 @@ def test_chunks_become_row_groups_and_a_late_misfit_restages_its_column_as_text(
     from tfrecorder.sources import dataframe_staging
 
     monkeypatch.setattr(dataframe_staging, "MAX_ROW_GROUP_ROWS", 4)
-    n = [*range(9), "seven", 11]  # the bad value only shows up in the third chunk
+    n = [*range(9), "seven", 11]  # the bad value only shows up in the last chunk
     frame = pd.DataFrame({"n": pd.Series(n, dtype=object), "s": ["a"] * 6 + [b"\xff"] * 5, "x": np.arange(11.0)})
-    buffer = io.BytesIO()
-    assert write_parquet(frame, Schema({"n": "IntegerInput", "s": "StringInput", "x": "FloatInput"}), buffer) == 3
+    buffer = io.BytesIO()  # three chunks of at most 4 rows → four equal ones (balanced_count): 3, 3, 3 and 2 rows
+    assert write_parquet(frame, Schema({"n": "IntegerInput", "s": "StringInput", "x": "FloatInput"}), buffer) == 4
     buffer.seek(0)
     parquet = pq.ParquetFile(buffer)
-    assert parquet.metadata.num_row_groups == 3 and parquet.metadata.num_rows == 11
+    assert parquet.metadata.num_row_groups == 4 and parquet.metadata.num_rows == 11
+    assert [parquet.metadata.row_group(i).num_rows for i in range(4)] == [3, 3, 3, 2]
     rows = parquet.read().to_pydict()
     assert rows["n"] == [str(v) for v in n] and rows["x"] == list(np.arange(11.0))
     assert rows["s"] == [b"a"] * 6 + [b"\xff"] * 5  # text and bytes together: bytes throughout
@@ -120,7 +121,7 @@ def test_a_staged_file_is_hashed_as_written_even_when_a_late_misfit_restages_it(
     for schema in ({"n": "IntegerInput", "x": "FloatInput"}, {"n": "StringInput", "x": "FloatInput"}):
         staged = dataframe_staging.stage_scratch(frame, Schema(schema), str(tmp_path))
         data = open(staged.path, "rb").read()
-        assert staged.row_groups == 3 and staged.digest() == hashlib.sha256(data).hexdigest()
+        assert staged.row_groups == 4 and staged.digest() == hashlib.sha256(data).hexdigest()
         assert pq.read_table(staged.path).column("n").to_pylist() == [str(v) for v in frame["n"]]
         staged.discard()
 

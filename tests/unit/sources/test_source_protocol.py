@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from tfrecorder.core.schema import Schema
-from tfrecorder.sources.source_protocol import Table, parent_dir
+from tfrecorder.sources.source_protocol import Table, balanced_count, parent_dir
 
 
 def test_parent_dir_of_a_local_file_is_absolute(tmp_path, monkeypatch):
@@ -36,3 +36,7 @@ def test_top_names_of_a_listing():
 
     listed = ["gs://b/d/Annotations/a.xml", "gs://b/d/data.yaml", "gs://b/dd/x.jpg", "gs://b/d/JPEGImages/a.jpg"]
     assert top_names("gs://b/d/", listed) == {"Annotations", "data.yaml", "JPEGImages"}
+
+
+def test_more_than_two_parts_are_a_multiple_of_four():
+    assert [balanced_count(parts) for parts in range(1, 14)] == [1, 2, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 16]
