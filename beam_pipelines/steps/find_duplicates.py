@@ -19,12 +19,13 @@ import dataclasses
 import io
 import itertools
 import pickle
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Union
 
 import apache_beam as beam
 from apache_beam.pvalue import AsList, AsSingleton
 
 from beam_pipelines.steps.collect_statistics import BUCKET_KEYS, NEAR_OFFSET, STATISTICS_KEY
+from beam_pipelines.steps.part_commits import CommittedBuckets
 from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.dataset_statistics import merge_all
@@ -55,12 +56,13 @@ def write_bucket(item: tuple[int, Iterable[list]], config: JobConfig) -> Iterabl
     yield from write_groups(bucket, groups_in(entry for batch in batches for entry in batch), config, EXACT)
 
 
-def write_buckets(values: Iterable[bytes], config: JobConfig) -> Iterable[Any]:
+def write_buckets(values: Iterable[Union[bytes, CommittedBuckets]], config: JobConfig) -> Iterable[Any]:
     """The exact buckets of one grouping key (BUCKET_KEYS + a range of buckets): each value a committed
-    part's pickled [(bucket, DigestBlocks)] (part_commits.part_quality), written bucket by bucket."""
+    part's pickled [(bucket, DigestBlocks)] (part_commits.part_quality), or where it lies in the part's
+    quality file (a local job: part_commits.quality_of), written bucket by bucket."""
     by_bucket: dict[int, list] = {}
     for value in values:
-        for bucket, blocks in pickle.loads(value):
+        for bucket, blocks in value.load() if isinstance(value, CommittedBuckets) else pickle.loads(value):
             by_bucket.setdefault(bucket, []).append(blocks)
     for bucket in sorted(by_bucket):
         yield from write_bucket((bucket, by_bucket[bucket]), config)

@@ -11,8 +11,9 @@ count step (`_parts/<part key>.stats.json`).
 
 A part's quality output (issue 29: its statistics sketches merged into one, its content digests and
 perceptual-hash band keys by bucket, beam_pipelines.steps.collect_statistics) is written to a file of
-the attempt's own (`_parts/<part key>.<attempt>.quality.pkl`) before the manifest is created, and the
-manifest names it: a committed part's statistics and digests are emitted from that file, never
+the attempt's own (`_parts/<part key>.<attempt>.quality.pkl`, laid out by `quality_file_bytes`) before
+the manifest is created, and the manifest names it: a committed part's statistics and digests are
+emitted from that file (a local job's digests as where they lie in it: `CommittedBuckets`), never
 recomputed, and a losing attempt's file is never read (it goes with `_parts/` at finalize). The part's
 statistics travel with its key, so that they are merged in part order (find_duplicates), and a resumed
 job's quantile sketches are the uninterrupted job's.
@@ -22,8 +23,10 @@ part's rows), never on bundling, so a resumed job's shards are the uninterrupted
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import pickle
+import struct
 import uuid
 from typing import Any, Callable, Iterable, Iterator, Optional
 
@@ -113,8 +116,9 @@ def commit(config: JobConfig, part: Any, rows: int, pieces: Iterable[Piece], dis
     if quality is not None:
         quality_file = storage.join(resume_files.parts_dir(config.temp_dir),
                                     f"{key}.{uuid.uuid4().hex[:12]}{QUALITY_SUFFIX}")
-        storage.write_bytes(quality_file, pickle.dumps(part_quality(quality, config.schema, config.near_bucket_shift,
-                                                                    config.buckets_per_key), protocol=4))
+        storage.write_bytes(quality_file, quality_file_bytes(part_quality(quality, config.schema,
+                                                                          config.near_bucket_shift,
+                                                                          config.buckets_per_key)))
     manifest = {
         "part": repr(part)[:300],
         "rows": rows,
@@ -148,7 +152,8 @@ def part_quality(pairs: Iterable[tuple], schema: Any, near_shift: int = BUCKET_S
     in-process runner pays for every grouping element, and decodes every grouped value and encodes it again
     (its GroupingBuffer), which costs bytes a copy and blocks two pickle passes; the grouping unpickles them
     once (find_duplicates.quality_group). A million-row DataFrame: 2.39 → 2.31 s as bytes, 2.48 → 2.44 s
-    with 16 buckets a key."""
+    with 16 buckets a key. The part's file keeps those bytes after its head (`quality_file_bytes`), where
+    a local job's grouping reads them (`quality_of`)."""
     statistics = [value for key, value in pairs if key == STATISTICS_KEY]
     kept, keyed = [], {}
     for key, value in merged_by_key([(key, value) for key, value in pairs if key != STATISTICS_KEY], near_shift):
@@ -163,14 +168,74 @@ def part_quality(pairs: Iterable[tuple], schema: Any, near_shift: int = BUCKET_S
     return kept
 
 
+_HEAD_LENGTH = struct.Struct("<Q")
+
+
+@dataclasses.dataclass(frozen=True)
+class CommittedBuckets:
+    """A committed part's exact buckets of one grouping key where they lie: bytes [offset, offset + length)
+    of its quality file, the pickle of their [(bucket, DigestBlocks)] (find_duplicates.write_buckets)."""
+
+    path: str
+    offset: int
+    length: int
+
+    def load(self) -> list:
+        return pickle.loads(storage.read_range(self.path, self.offset, self.length))
+
+
+def quality_file_bytes(pairs: list[tuple]) -> bytes:
+    """A part's quality file (`part_quality`'s pairs): the length of its head (8 bytes, little-endian), its
+    head (the pickle of the pairs, each exact-bucket key's value (key ≥ BUCKET_KEYS) replaced by the
+    (offset, length) of its bytes after the head), then those bytes back to back. A reader takes the head
+    alone and finds each key's buckets where they lie (`committed_quality`)."""
+    head, payloads, offset = [], [], 0
+    for key, value in pairs:
+        if key >= BUCKET_KEYS:
+            head.append((key, (offset, len(value))))
+            payloads.append(value)
+            offset += len(value)
+        else:
+            head.append((key, value))
+    pickled = pickle.dumps(head, protocol=4)
+    return b"".join([_HEAD_LENGTH.pack(len(pickled)), pickled, *payloads])
+
+
+def committed_quality(path: str, by_reference: bool = False) -> list[tuple]:
+    """A committed part's quality pairs from its file (`quality_file_bytes`), each exact-bucket key's value
+    as its bytes, or with `by_reference` as the CommittedBuckets naming them in the file."""
+    if by_reference:
+        head_length = _HEAD_LENGTH.unpack(storage.read_range(path, 0, _HEAD_LENGTH.size))[0]
+        head, data = pickle.loads(storage.read_range(path, _HEAD_LENGTH.size, head_length)), None
+    else:
+        data = storage.read_bytes(path)
+        head_length = _HEAD_LENGTH.unpack_from(data)[0]
+        head = pickle.loads(memoryview(data)[_HEAD_LENGTH.size:_HEAD_LENGTH.size + head_length])
+    start = _HEAD_LENGTH.size + head_length
+    pairs = []
+    for key, value in head:
+        if key >= BUCKET_KEYS:
+            offset, length = value
+            value = (CommittedBuckets(path, start + offset, length) if data is None
+                     else data[start + offset:start + offset + length])
+        pairs.append((key, value))
+    return pairs
+
+
 def quality_of(config: JobConfig, manifest: dict) -> Iterator[Any]:
     """A committed part's QUALITY outputs, read from the file its manifest names; its statistics keyed
-    by the part's key ((STATISTICS_KEY, (part key, statistics))), merged in that order."""
+    by the part's key ((STATISTICS_KEY, (part key, statistics))), merged in that order. A job whose work
+    directory is local sends its exact buckets as CommittedBuckets, read where they lie by the grouping:
+    Beam's in-process runner copies every grouped value four times (encoded, decoded into its grouping
+    buffer, encoded per key, decoded by the worker), ≈17 MB of digests a million rows each time. A
+    remote job's workers send the bytes through the shuffle: a reference would cost one ranged read per
+    part and key."""
     name = manifest.get("quality")
     if not name:
         return
     order = name.rsplit("/", 1)[-1].split(".", 1)[0]  # the part's key
-    for key, value in pickle.loads(storage.read_bytes(_absolute(config, name))):
+    path = _absolute(config, name)
+    for key, value in committed_quality(path, by_reference=not storage.is_remote(path)):
         yield beam.pvalue.TaggedOutput(QUALITY, (key, (order, value) if key == STATISTICS_KEY else value))
 
 

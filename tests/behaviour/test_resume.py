@@ -3,7 +3,6 @@ options, which publishes exactly what an uninterrupted run publishes (apart from
 from __future__ import annotations
 
 import json
-import pickle
 import random
 import shutil
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 import tfrecorder
 from beam_pipelines.steps.collect_statistics import NEAR_OFFSET
+from beam_pipelines.steps.part_commits import committed_quality
 from tfrecorder.errors import JobBusyError
 from tfrecorder.format import resume_files
 from support.resume_runs import (convert_code, detection_csv, fingerprint_file, image_parquet, incomplete, job_contents, manifests,
@@ -198,7 +198,7 @@ def test_a_resumed_job_publishes_the_statistics_and_duplicates_of_an_uninterrupt
     assert 3 <= len(done) < 12 and all((job / manifest["quality"]).is_file() for manifest in done)
     # a small job's band keys go to 16 LSH buckets (near_duplicates.bucket_shift), committed so and fingerprinted
     assert json.loads(fingerprint_file(job).read_text())["options"]["near_bucket_shift"] == 14
-    near_keys = {key for manifest in done for key, _value in pickle.loads((job / manifest["quality"]).read_bytes())
+    near_keys = {key for manifest in done for key, _value in committed_quality(str(job / manifest["quality"]))
                  if key >= NEAR_OFFSET}
     assert near_keys and max(near_keys) < NEAR_OFFSET + 16
     result = tfrecorder.convert(str(source), str(output), progress=False, beam_options={"direct_num_workers": 1},

@@ -29,7 +29,7 @@ QUOTE, COMMA, CR, LF = 34, 44, 13, 10
 RANGE_BYTES = 16 * 1024 * 1024  # bytes per range, scanned in SCAN_BLOCK_BYTES blocks; a range is one part of the
 # job (what a worker reads, encodes and commits at once): each part costs a fixed amount (its pieces, its
 # commit, its duplicate digests by bucket), so parts of 16 MB rather than 4 MB cut a CSV job's CPU time ~20%
-MAX_RANGES = 20_000  # bigger files (over 80 GB) get bigger ranges, so the plan stays small
+MAX_RANGES = 20_000  # bigger files (over 320 GB) get bigger ranges, so the plan stays small
 SCAN_BLOCK_BYTES = 512 * 1024  # a range is scanned in blocks of this size (numpy temporaries a few times it)
 BOM = b"\xef\xbb\xbf"
 

@@ -120,13 +120,11 @@ def test_a_parts_outputs_are_gathered_into_one_commit(tmp_path):
     assert tagged[part_commits.DISCARD_PARTS].rows == 1 and tagged[part_commits.ROWS_WRITTEN] == 5
 
 
-def test_a_parts_digest_blocks_go_to_the_grouping_several_buckets_a_key_as_bytes(tmp_path):
-    """A committed part's exact buckets leave its file `buckets_per_key` under one key, as the bytes of
-    their pickle (Beam's in-process runner pays per grouping element, and decodes and re-encodes every
-    grouped value: bytes cross it as they are); the grouping writes each bucket's groups as from the
-    blocks themselves."""
-    import pickle
-
+def test_a_parts_digest_blocks_go_to_the_grouping_several_buckets_a_key_where_they_lie(tmp_path):
+    """A committed part's exact buckets leave its file `buckets_per_key` under one key (Beam's in-process
+    runner pays per grouping element): a local job's as where their pickle lies in the part's file (the
+    runner copies every grouped value four times), a remote one's as those bytes; the grouping writes each
+    bucket's groups as from the blocks themselves."""
     import numpy as np
 
     from beam_pipelines.steps.collect_statistics import BUCKET_KEYS, QUALITY
@@ -143,8 +141,11 @@ def test_a_parts_digest_blocks_go_to_the_grouping_several_buckets_a_key_as_bytes
     emitted = [out.value for out in part_commits.emit(config, manifest) if out.tag == QUALITY]
     buckets = sorted({bucket for found in blocks.values() for bucket in found})
     assert sorted(key for key, _ in emitted) == sorted({BUCKET_KEYS + bucket // 4 for bucket in buckets})
-    assert all(isinstance(value, bytes) for _, value in emitted)
-    assert sorted(bucket for _, value in emitted for bucket, _ in pickle.loads(value)) == buckets
+    assert all(isinstance(value, part_commits.CommittedBuckets) for _, value in emitted)  # local: where they lie
+    assert sorted(bucket for _, value in emitted for bucket, _ in value.load()) == buckets
+    as_bytes = dict(part_commits.committed_quality(str(tmp_path / "job" / manifest["quality"])))  # a remote job's
+    with open(tmp_path / "job" / manifest["quality"], "rb") as stream:  # workers send these bytes
+        assert all(stream.seek(value.offset) >= 0 and stream.read(value.length) == as_bytes[key] for key, value in emitted)
     grouped = sorted((d for item in emitted for d in quality_group((item[0], [item[1]]), config)), key=lambda d: d.bucket)
     direct = [d for bucket in buckets for d in write_bucket(
         (bucket, [DigestBlocks([found[bucket]]) for found in blocks.values() if bucket in found]), config)]
