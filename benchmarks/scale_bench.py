@@ -332,7 +332,7 @@ def child_staging_rss(rows: int) -> None:
     reset_peak_rss()
     with tempfile.TemporaryDirectory(prefix="scale-bench-") as scratch:
         started = time.perf_counter()
-        groups = dataframe_staging.stage_frame(frame, infer_schema(frame), str(Path(scratch, "rows.parquet")))
+        groups = dataframe_staging.stage_frame(frame, infer_schema(frame), str(Path(scratch, "rows.arrow")))
         seconds = time.perf_counter() - started
     print(json.dumps({"frame_mb": frame_mb, "before_mb": before, "peak_mb": peak_rss_mb(), "row_groups": groups,
                       "seconds": seconds}))

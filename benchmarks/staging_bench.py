@@ -1,4 +1,4 @@
-"""How much typed Parquet staging (tfrecorder.sources.dataframe_staging) costs against pandas' own DataFrame.to_parquet.
+"""How much typed staging (tfrecorder.sources.dataframe_staging: an Arrow file) costs against pandas' own DataFrame.to_parquet.
 
     .venv/bin/python benchmarks/staging_bench.py [rows]
 
@@ -44,7 +44,7 @@ def main() -> None:
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
     frame = mixed_frame(rows)
     schema = infer_schema(frame)
-    staged = best_of(3, lambda: dataframe_staging.write_parquet(frame, schema, io.BytesIO()))
+    staged = best_of(3, lambda: dataframe_staging.write_staged(frame, schema, io.BytesIO()))
     plain = best_of(3, lambda: frame.to_parquet(io.BytesIO()))
     print(f"rows={rows} staging={staged:.2f}s to_parquet={plain:.2f}s ratio={staged / plain:.1f}x")
 

@@ -3,7 +3,7 @@ job is the same job (issue 27: resumable conversion).
 
 Two runs match only if the source is unchanged — every file the workers read by path, size and
 modification time (gs://: generation and size), a DataFrame (an image folder's listing too) by the
-SHA-256 of its staged rows (the Parquet file its workers read, staged before the fingerprint is taken)
+SHA-256 of its staged rows (the Arrow file its workers read, staged before the fingerprint is taken)
 — and every option that changes output is equal. Options that change only how the job runs
 (fetch_concurrency, beam_options, progress, verbose) are left out: a resumed job may run with others.
 """
@@ -32,7 +32,7 @@ FINGERPRINT_VERSION = 9  # 2: a resumable image job's pieces end every 4 batches
 # its staged rows' digest; 7: Parquet slices of up to 500k rows (were 250k: other parts, other pieces); 8: Parquet
 # slices cost alike, later ones shorter by the rows they skip (were equal); 9: CSV ranges and DataFrame row groups
 # are equal, more than two of them a multiple of four (source_protocol.balanced_count); statistics' moments summed
-# in sorted order
+# in sorted order; a DataFrame is staged as an Arrow file (was Parquet); committed quality files have a head
 
 
 def source_identity(table: Any) -> dict[str, Any]:

@@ -1,9 +1,10 @@
-"""A pandas DataFrame as a conversion source: checked in the driver, staged as Parquet for the workers.
+"""A pandas DataFrame as a conversion source: checked in the driver, staged as an Arrow file for the workers.
 
 A DataFrame is in memory, so its schema is inferred from every row and its table-level errors are
 raised before any pipeline starts (`rows_for_driver_check`). Workers cannot see the driver's memory:
-the frame is staged as typed Parquet row groups under the job's scratch directory (dataframe_staging)
-and read back as a Parquet source; its table stats are counted as it is staged (staged_stats).
+the frame is staged as typed row groups of an Arrow file under the job's scratch directory
+(dataframe_staging) and read back one row group a part (staged_rows); its table stats are counted as
+it is staged (staged_stats).
 """
 from __future__ import annotations
 
@@ -16,13 +17,12 @@ import pandas as pd
 from tfrecorder.core.schema import Schema, infer_schema
 from tfrecorder.io import storage
 from tfrecorder.sources import dataframe_staging
-from tfrecorder.sources.parquet_parts import file_parts
-from tfrecorder.sources.parquet_source import ParquetRows
 from tfrecorder.sources.source_protocol import SAMPLE_ROWS, Table
+from tfrecorder.sources.staged_rows import StagedRows, staged_parts
 from tfrecorder.sources.staged_stats import StagedTableStats
 
 SCAN_CHUNK_ROWS = 50_000  # DataFrame rows converted to dicts at a time by the driver scan
-STAGED_FILE = "rows.parquet"  # under the job's scratch directory
+STAGED_FILE = "rows.arrow"  # under the job's scratch directory
 
 
 @dataclasses.dataclass
@@ -54,17 +54,17 @@ class DataFrameTable(Table):
         self.staged = dataframe_staging.stage_scratch(self.frame, schema, output_dir, counts)
         return self.staged
 
-    def row_source(self, schema: Schema, work_dir: str) -> ParquetRows:
+    def row_source(self, schema: Schema, work_dir: str) -> StagedRows:
         """The staged file under `work_dir`: the one `stage` wrote, moved there, or staged now."""
         path = storage.join(work_dir, STAGED_FILE)
         staged, self.staged = self.staged, None
         if staged is not None and staged.schema == schema:
             staged.move_to(path)
-            return ParquetRows(file_parts(path, staged.row_groups), table_stats=staged.table_stats)
+            return StagedRows(staged_parts(path, staged.row_groups), table_stats=staged.table_stats)
         if staged is not None:
             staged.discard()
         row_groups = dataframe_staging.stage_frame(self.frame, schema, path)
-        return ParquetRows(file_parts(path, row_groups))
+        return StagedRows(staged_parts(path, row_groups))
 
 
 def frame_table(frame: pd.DataFrame, base_dir: str) -> DataFrameTable:

@@ -3,7 +3,7 @@
 The driver reads the files' footers (schema, row groups, exact row count; tfrecorder.sources.
 parquet_files) and the first SAMPLE_ROWS rows; each row group is one part of the pipeline, read as
 Arrow batches conformed to the types a staged DataFrame holds (parquet_values). A DataFrame is staged
-as a Parquet file (dataframe_source) and read back through this same kind.
+as an Arrow file whose record batches are read as row groups are (staged_rows).
 """
 from __future__ import annotations
 
@@ -48,8 +48,13 @@ class ParquetRows:
 
     def read_part(self, part: ParquetPart, columns: Sequence[str], schema: Schema) -> Iterator[dict[str, Any]]:
         """Rows of one row group as {column: python value}, missing values as None."""
-        for batch in read_row_group_batches(part, columns=list(columns) if columns else None):
+        for batch in self.row_group_batches(part, list(columns) if columns else None):
             yield from rows_of_batch(batch, schema)
+
+    def row_group_batches(self, part: ParquetPart, columns: Optional[list[str]],
+                          batch_rows: Optional[int] = None) -> Iterator[Any]:
+        """The part's Arrow record batches as stored (every column, or only `columns`)."""
+        return read_row_group_batches(part, columns=columns, batch_size=batch_rows)
 
     @property
     def reads_batches(self) -> bool:
@@ -57,7 +62,7 @@ class ParquetRows:
 
     def read_batches(self, part: ParquetPart, columns: Sequence[str], schema: Schema,
                      batch_rows: int) -> Iterator[Any]:
-        for batch in read_row_group_batches(part, columns=list(columns), batch_size=batch_rows):
+        for batch in self.row_group_batches(part, list(columns), batch_rows):
             yield conform_batch(batch, schema)
 
     def null_facts(self, part: ParquetPart, columns: Sequence[str]) -> dict[str, bool]:

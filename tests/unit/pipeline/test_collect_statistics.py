@@ -9,6 +9,7 @@ from tfrecorder.io.image_probe import ImageInfo
 from tfrecorder.rows.duplicate_groups import content_digest, groups_in
 from tfrecorder.sources.csv_slicing import Slice
 from tfrecorder.sources.parquet_parts import ParquetPart
+from tfrecorder.sources.staged_rows import StagedPart
 
 SCHEMA = Schema({"image_uri": types.ImageUri, "label": types.StringLabel})
 
@@ -76,7 +77,7 @@ def test_image_free_rows_hash_their_records():
 
 def test_part_labels(tmp_path):
     assert part_label(ParquetPart("/data/x.parquet", 2), "/job/_work") == "x.parquet row group 2"
-    assert part_label(ParquetPart("/job/_work/rows.parquet", 0), "/job/_work") == "DataFrame row group 0"
+    assert part_label(StagedPart("/job/_work/rows.arrow", 0), "/job/_work") == "DataFrame row group 0"
     assert part_label(Slice(0, 120, 400), "/w") == "CSV bytes from 120"
 
 

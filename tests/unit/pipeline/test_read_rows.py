@@ -12,9 +12,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from beam_pipelines.steps import read_rows
 from tfrecorder.sources import csv_slicing, dataframe_staging, csv_source, source_registry
 from tfrecorder.options.job_config import JobConfig
-from tfrecorder.sources.parquet_parts import file_parts
-from tfrecorder.sources.parquet_source import ParquetRows
 from tfrecorder.core.schema import Schema, infer_schema
+from tfrecorder.sources.staged_rows import StagedRows, staged_parts
 
 TRICKY = b'name,note,n\r\n' + (b'"a\nb","x, ""quoted""",1\r\nplain,"multi\r\nline\r\n",2\r\n'
                                 b'12" pipe,literal quote,3\r\nshort,row\r\n\r\n"c","d",4\r\n') * 40
@@ -123,11 +122,11 @@ def test_gcs_csv_in_parallel_slices_matches_sequential_parse(gcs, monkeypatch):
 def test_staged_dataframe_is_read_by_row_groups(tmp_path, monkeypatch):
     monkeypatch.setattr(dataframe_staging, "MAX_ROW_GROUP_ROWS", 7)
     frame = pd.DataFrame({"n": range(50), "s": [f"v{i}" if i % 3 else None for i in range(50)]})
-    path = str(tmp_path / "rows.parquet")
+    path = str(tmp_path / "rows.arrow")
     schema = infer_schema(frame)
     row_groups = dataframe_staging.stage_frame(frame, schema, path)
     assert row_groups == 8
-    config = config_for(ParquetRows(file_parts(path, row_groups)), schema=schema)
+    config = config_for(StagedRows(staged_parts(path, row_groups)), schema=schema)
     expected = [repr({"n": n, "s": f"v{n}" if n % 3 else None}) for n in range(50)]
     with beam.Pipeline("DirectRunner") as pipeline:
         rows, _ = read_rows.SourceParts(pipeline, config).branch("Rows") | read_rows.ReadRows(config)

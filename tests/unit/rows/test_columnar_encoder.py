@@ -15,7 +15,6 @@ import struct
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -117,9 +116,9 @@ def frames(draw) -> tuple[pd.DataFrame, Schema]:
 
 def staged_batches(frame: pd.DataFrame, schema: Schema, batch_rows: int) -> list[pa.RecordBatch]:
     stream = io.BytesIO()
-    dataframe_staging.write_parquet(frame, schema, stream)
+    dataframe_staging.write_staged(frame, schema, stream)
     stream.seek(0)
-    return list(pq.ParquetFile(stream).iter_batches(batch_size=batch_rows))
+    return pa.ipc.open_file(stream).read_all().to_batches(max_chunksize=batch_rows)
 
 
 @SETTINGS

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from tfrecorder.sources import dataframe_source, dataframe_staging
-from tfrecorder.sources.parquet_source import ParquetRows
+from tfrecorder.sources.staged_rows import StagedRows
 
 
 def test_the_table_holds_a_sample_but_infers_from_every_row(monkeypatch):
@@ -43,13 +43,13 @@ def test_driver_check_reads_the_frame_a_chunk_at_a_time_starting_small():
     assert later[998] == {"n": 999} and later[999] == {"n": -2}  # row 999 came with the first chunk, row 1000 did not
 
 
-def test_row_source_stages_the_frame_as_parquet_row_groups_in_the_work_dir(tmp_path, monkeypatch):
+def test_row_source_stages_the_frame_as_arrow_row_groups_in_the_work_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(dataframe_staging, "MAX_ROW_GROUP_ROWS", 7)
     frame = pd.DataFrame({"split": ["TRAIN", "TEST"] * 10, "n": range(20), "label": ["cat", None] * 10})
     table = dataframe_source.open_dataframe(frame)
     schema = table.infer_schema()
     rows = table.row_source(schema, str(tmp_path / "work"))
-    assert isinstance(rows, ParquetRows)
+    assert isinstance(rows, StagedRows)
     staged = str(tmp_path / "work" / dataframe_source.STAGED_FILE)
     # at most 7 rows a group: three groups' worth, staged as four equal ones (balanced_count)
     assert [(part.path, part.row_group) for part in rows.known_parts()] == [(staged, group) for group in range(4)]

@@ -1,4 +1,4 @@
-"""DataFrame → Parquet staging: values read back (as Beam's ReadFromParquet hands them to workers) are exact."""
+"""DataFrame → Arrow file staging: values read back (as workers read them: staged_rows) are exact."""
 from __future__ import annotations
 
 import datetime as dt
@@ -7,17 +7,21 @@ import math
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
+import pyarrow as pa
 
 from tfrecorder import Schema
-from tfrecorder.sources.dataframe_staging import write_parquet
+from tfrecorder.sources.dataframe_staging import write_staged
+
+
+def read_staged(source) -> pa.Table:
+    return pa.ipc.open_file(source).read_all()
 
 
 def staged(frame: pd.DataFrame, schema: Schema) -> dict[str, list]:
     buffer = io.BytesIO()
-    write_parquet(frame, schema, buffer)
+    write_staged(frame, schema, buffer)
     buffer.seek(0)
-    return pq.read_table(buffer).to_pydict()
+    return read_staged(buffer).to_pydict()
 
 
 def test_every_dtype_reads_back_as_exact_python_values():
@@ -78,11 +82,11 @@ def test_columns_outside_the_schema_keep_numbers_datetimes_and_numeric_lists():
         "bools": [[True], [False], []],
     })
     buffer = io.BytesIO()
-    write_parquet(frame, Schema({"split": "SplitKey"}), buffer)
-    table = pq.read_table(io.BytesIO(buffer.getvalue()))
+    write_staged(frame, Schema({"split": "SplitKey"}), buffer)
+    table = read_staged(io.BytesIO(buffer.getvalue()))
     assert {name: str(table.schema.field(name).type) for name in table.column_names} == {
         "split": "string", "i8": "int8", "u64": "uint64", "ni": "int64", "flag": "bool", "f32": "float",
-        "when": "timestamp[ns, tz=Asia/Kolkata]", "vec": "list<element: double>", "py": "list<element: int64>",
+        "when": "timestamp[ns, tz=Asia/Kolkata]", "vec": "list<item: double>", "py": "list<item: int64>",
         "far": "string", "words": "string", "mixed": "string", "half": "string", "bools": "string"}
     rows = table.to_pydict()
     for name in ("i8", "u64", "ni", "flag", "f32", "when", "vec", "py"):
@@ -99,12 +103,11 @@ def test_chunks_become_row_groups_and_a_late_misfit_restages_its_column_as_text(
     n = [*range(9), "seven", 11]  # the bad value only shows up in the last chunk
     frame = pd.DataFrame({"n": pd.Series(n, dtype=object), "s": ["a"] * 6 + [b"\xff"] * 5, "x": np.arange(11.0)})
     buffer = io.BytesIO()  # three chunks of at most 4 rows → four equal ones (balanced_count): 3, 3, 3 and 2 rows
-    assert write_parquet(frame, Schema({"n": "IntegerInput", "s": "StringInput", "x": "FloatInput"}), buffer) == 4
+    assert write_staged(frame, Schema({"n": "IntegerInput", "s": "StringInput", "x": "FloatInput"}), buffer) == 4
     buffer.seek(0)
-    parquet = pq.ParquetFile(buffer)
-    assert parquet.metadata.num_row_groups == 4 and parquet.metadata.num_rows == 11
-    assert [parquet.metadata.row_group(i).num_rows for i in range(4)] == [3, 3, 3, 2]
-    rows = parquet.read().to_pydict()
+    arrow = pa.ipc.open_file(buffer)
+    assert [arrow.get_batch(i).num_rows for i in range(arrow.num_record_batches)] == [3, 3, 3, 2]
+    rows = arrow.read_all().to_pydict()
     assert rows["n"] == [str(v) for v in n] and rows["x"] == list(np.arange(11.0))
     assert rows["s"] == [b"a"] * 6 + [b"\xff"] * 5  # text and bytes together: bytes throughout
 
@@ -122,7 +125,7 @@ def test_a_staged_file_is_hashed_as_written_even_when_a_late_misfit_restages_it(
         staged = dataframe_staging.stage_scratch(frame, Schema(schema), str(tmp_path))
         data = open(staged.path, "rb").read()
         assert staged.row_groups == 4 and staged.digest() == hashlib.sha256(data).hexdigest()
-        assert pq.read_table(staged.path).column("n").to_pylist() == [str(v) for v in frame["n"]]
+        assert read_staged(staged.path).column("n").to_pylist() == [str(v) for v in frame["n"]]
         staged.discard()
 
 
@@ -147,7 +150,7 @@ def test_staging_a_frame_holds_two_chunks_at_most(tmp_path, monkeypatch):
         return table
 
     monkeypatch.setattr(dataframe_staging, "_chunk_table", tracking)
-    groups = dataframe_staging.stage_frame(frame, Schema.infer(frame), str(tmp_path / "rows.parquet"))
+    groups = dataframe_staging.stage_frame(frame, Schema.infer(frame), str(tmp_path / "rows.arrow"))
     assert groups > 5 and max(peaks) - held < frame_bytes * 0.7, (max(peaks) - held, frame_bytes)  # no full copy
     assert max(peaks) - peaks[1] < 2 * dataframe_staging.ROW_GROUP_BYTES, peaks  # flat from chunk to chunk
-    assert pq.ParquetFile(tmp_path / "rows.parquet").metadata.num_rows == 400_000
+    assert read_staged(str(tmp_path / "rows.arrow")).num_rows == 400_000

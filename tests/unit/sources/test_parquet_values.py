@@ -8,7 +8,6 @@ import io
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from tfrecorder.sources import dataframe_staging
@@ -21,8 +20,8 @@ from tfrecorder.core.schema import infer_schema
 
 def staged_rows(frame: pd.DataFrame, schema) -> list[dict]:
     stream = io.BytesIO()
-    dataframe_staging.write_parquet(frame, schema, stream)
-    return pq.read_table(io.BytesIO(stream.getvalue())).to_pylist()
+    dataframe_staging.write_staged(frame, schema, stream)
+    return pa.ipc.open_file(io.BytesIO(stream.getvalue())).read_all().to_pylist()
 
 
 def conformed_rows(frame: pd.DataFrame, schema, arrow: pa.Table = None) -> list[dict]:

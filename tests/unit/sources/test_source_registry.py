@@ -15,6 +15,7 @@ from tfrecorder.sources.csv_source import CsvRows, CsvTable
 from tfrecorder.sources.dataframe_source import DataFrameTable
 from tfrecorder.sources.gzip_csv_source import GzipCsvRows, GzipCsvTable
 from tfrecorder.sources.parquet_source import ParquetRows, ParquetTable
+from tfrecorder.sources.staged_rows import StagedRows
 from tfrecorder.sources.source_protocol import REASONED
 
 FRAME = pd.DataFrame({"split": ["TRAIN", "TEST", "TRAIN"], "image_uri": ["a.jpg", "b.jpg", "c.jpg"],
@@ -46,8 +47,8 @@ def sources(tmp_path) -> dict:
 
 
 def test_each_kind_opens_as_its_own_table_with_its_own_row_source(sources, tmp_path):
-    expected = {"csv": (CsvTable, CsvRows), "gzip": (GzipCsvTable, GzipCsvRows), "parquet": (ParquetTable, ParquetRows), "frame": (DataFrameTable, ParquetRows),
-                "annotations": (AnnotationTable, AnnotationRows), "folder": (DataFrameTable, ParquetRows)}
+    expected = {"csv": (CsvTable, CsvRows), "gzip": (GzipCsvTable, GzipCsvRows), "parquet": (ParquetTable, ParquetRows), "frame": (DataFrameTable, StagedRows),
+                "annotations": (AnnotationTable, AnnotationRows), "folder": (DataFrameTable, StagedRows)}
     for name, (table_kind, rows_kind) in expected.items():
         table = source_registry.open_table(sources[name])
         assert type(table) is table_kind, name
