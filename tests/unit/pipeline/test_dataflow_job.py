@@ -204,11 +204,13 @@ def test_template_holds_the_full_job_with_passed_options(template):
 
 
 def test_dataframe_rows_are_staged_as_a_file_not_in_the_job(emulator, template, image_rows):
+    import pyarrow as pa
+
     result, job = template
     staged = emulator.list(f"{OUTPUT}/.incomplete-{result['job_name']}/_work/")
-    assert len(staged) == 1 and staged[0].endswith(".parquet")
-    rows = pd.read_parquet(io.BytesIO(emulator.download(staged[0])))
-    assert list(rows["image_uri"]) == list(image_rows["image_uri"])
+    assert len(staged) == 1 and staged[0].endswith("/rows.arrow")
+    rows = pa.ipc.open_file(io.BytesIO(emulator.download(staged[0]))).read_all()
+    assert rows.column("image_uri").to_pylist() == list(image_rows["image_uri"])
     assert image_rows["image_uri"].iloc[0] not in json.dumps(job)
 
 
