@@ -62,7 +62,8 @@ class Slice:
 
 def byte_ranges(data_start: int, file_size: int, range_bytes: Optional[int] = None) -> list[ByteRange]:
     """Cut [data_start, file_size) into equal ranges of at most `range_bytes` (default RANGE_BYTES), as many
-    as `balanced_count` gives (at most MAX_RANGES: bigger files get bigger ranges)."""
+    as `balanced_count` gives (at most MAX_RANGES: bigger files get bigger ranges; a span of a few bytes,
+    fewer than its ranges would be, has as many as ranges of the equal size fill)."""
     span = file_size - data_start
     if span <= 0:
         return []
