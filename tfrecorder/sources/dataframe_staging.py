@@ -25,7 +25,7 @@ import tempfile
 import uuid
 from concurrent.futures import ThreadPoolExecutor, wait
 from operator import attrgetter
-from typing import Any, BinaryIO, Callable, Optional, Protocol, Union
+from typing import Any, BinaryIO, Optional, Protocol, Union
 
 import numpy as np
 import pandas as pd
@@ -276,9 +276,8 @@ def write_staged(frame: pd.DataFrame, schema: Schema, sink: Union[str, BinaryIO]
             for observer in (digest, counts):
                 if observer is not None:
                     observer.restart()
-            row_groups, conflict = _write_chunks(frame, schema, columns, step, forced,
-                                                 lambda at, kind: _ArrowFileWriter(at, kind, compressed),
-                                                 sink, digest, counts, writing, hashing)
+            row_groups, conflict = _write_chunks(frame, schema, columns, step, forced, compressed, sink, digest,
+                                                 counts, writing, hashing)
             pa.default_memory_pool().release_unused()
             if conflict is None:
                 return row_groups
@@ -288,7 +287,7 @@ def write_staged(frame: pd.DataFrame, schema: Schema, sink: Union[str, BinaryIO]
 
 
 def _write_chunks(frame: pd.DataFrame, schema: Schema, columns: list[str], step: int, forced: dict[int, pa.DataType],
-                  open_writer: Callable[..., _ArrowFileWriter], sink: Union[str, BinaryIO],
+                  compressed: bool, sink: Union[str, BinaryIO],
                   digest: Optional["FileDigest"], counts: Optional["ChunkCounts"], writing: ThreadPoolExecutor,
                   hashing: ThreadPoolExecutor) -> tuple[int, Optional[int]]:
     """One pass of `write_staged`: (row groups written, None), or (_, the first column whose type changed
@@ -305,7 +304,7 @@ def _write_chunks(frame: pd.DataFrame, schema: Schema, columns: list[str], step:
         for offset in range(0, max(len(frame), 1), step):
             table = _chunk_table(frame.iloc[offset : offset + step], schema, columns, forced)
             if writer is None:
-                writer = open_writer(sink, table.schema)
+                writer = _ArrowFileWriter(sink, table.schema, compressed)
             elif not table.schema.equals(writer.schema):
                 conflict = next(i for i, (a, b) in enumerate(zip(table.schema, writer.schema)) if a.type != b.type)
                 kinds = (table.schema.field(conflict).type, writer.schema.field(conflict).type)
