@@ -317,13 +317,13 @@ class EncodeImageParts(EncodeAndWritePieces):
     checks), encoded and written — then committed with its discards (beam_pipelines.steps.part_commits),
     or emitted from the manifest an earlier attempt or run committed, without reading it.
 
-    Rows are taken in units of `config.unit_batches` batches of `config.batch_size` rows of the part
-    (images are still read a batch at a time), and each unit's pieces are closed with it (also in the
-    forked encoding processes, which get a unit per task), so piece boundaries, hence shards, depend
-    only on the part and the job's unit size (tfrecorder.options.piece_units: from the job's size,
-    256 to 2,048 rows), never on which bundle, process or run encoded it. Large units make pieces a
-    shard can be on its own (linked, not copied at the end) and fewer piece files, sidecars,
-    statistics flushes and answers to the parent.
+    Rows are taken in units of `config.unit_batches` batches of `config.batch_size` rows of the part,
+    each unit of one split (SplitUnits; images are still read a batch at a time), and each unit's pieces
+    are closed with it (also in the forked encoding processes, which get a unit per task), so piece
+    boundaries, hence shards, depend only on the part and the job's unit size
+    (tfrecorder.options.piece_units: from the job's size, 256 to 1,600 rows), never on which bundle,
+    process or run encoded it. Large units of one split make pieces a shard can be on its own (linked,
+    not copied at the end) and fewer piece files, sidecars, statistics flushes and answers to the parent.
     """
 
     pieces_per_batch = True
@@ -341,22 +341,21 @@ class EncodeImageParts(EncodeAndWritePieces):
     def _encode_part(self, part, vocabularies: Mapping[str, list[str]]) -> dict:
         found = part_commits.PartWork(self.config)
         rows = 0
-        unit: list[dict[str, Any]] = []
+        units = SplitUnits(self.config.batch_size * self.config.unit_batches)
         ahead: Optional[_Started] = None  # a batch whose images are decoding, encoded once the next one starts
         for item in read_part(self.config, part):
             if isinstance(item, dict):
-                unit.append(item)
                 rows += 1
-                if len(unit) == self.config.batch_size * self.config.unit_batches:
+                unit = self._prepared_into(item, units, found)
+                if unit:
                     ahead = self._encode_unit(unit, vocabularies, found, ahead)
-                    unit = []
             elif item[0] == RECORDS:
                 found.records = item[1]
             elif item[0] == REASONED:
                 found.reasoned.append(item[1])
             else:
                 found.malformed.append(item)
-        if unit:
+        for unit in units.rest():
             ahead = self._encode_unit(unit, vocabularies, found, ahead)
         self._encode_started(ahead, vocabularies, found)
         if self._pool is not None:
@@ -365,43 +364,42 @@ class EncodeImageParts(EncodeAndWritePieces):
                 found.add(outputs)
         return found.commit(part, rows)
 
-    def _encode_unit(self, unit: list[dict[str, Any]], vocabularies: Mapping[str, list[str]],
+    def _prepared_into(self, row: dict[str, Any], units: SplitUnits,
+                       found: part_commits.PartWork) -> Optional[list]:
+        """Prepare a row of the part (its split, label checks) and add it to the unit of its split: that
+        unit once full, else None. A row prepare_row refuses is written to the part's discards at once.
+        Rows whose split comes from their image bytes (content_splits) share a unit of their own."""
+        try:
+            split = prepare_row(row, self.schema, self.config.split_ratios)
+        except RowError as exc:
+            found.discards.write(row, str(exc))
+            self._rows_done.add(1)  # discarded rows are done
+            return None
+        by_content = self.config.content_splits and unassigned(row, self.schema)
+        return units.add(None if by_content else split, (split, row))
+
+    def _encode_unit(self, unit: list[tuple[str, dict[str, Any]]], vocabularies: Mapping[str, list[str]],
                      found: part_commits.PartWork, ahead: Optional[_Started] = None) -> Optional[_Started]:
-        """Prepare a unit of the part's rows, write the rows prepare_row refuses, encode the others and
-        close the unit's pieces. With validate="decode" in this process each batch of the unit is started
-        (images read, decoding on every core) before the batch started before it, `ahead` (across units
-        too), is encoded: returned is the unit's last batch, still to encode (`_encode_started`).
-        Discards, written rows and piece boundaries are the same either way."""
-        prepared, discards = [], []
-        for row in unit:
-            try:
-                prepared.append((prepare_row(row, self.schema, self.config.split_ratios), row))
-            except RowError as exc:
-                discards.append((row, str(exc)))
-        if self.config.encode_processes > 1 or self._decoder is None or not prepared:
+        """Encode a unit of the part's prepared rows and close the unit's pieces. With validate="decode"
+        in this process each batch of the unit is started (images read, decoding on every core) before
+        the batch started before it, `ahead` (across units too), is encoded: returned is the unit's last
+        batch, still to encode (`_encode_started`). Written rows and piece boundaries are the same either way."""
+        if self.config.encode_processes > 1 or self._decoder is None:
             self._encode_started(ahead, vocabularies, found)
-            self._write_discards(discards, found)
-            if self.config.encode_processes > 1 and prepared:
-                for outputs, rows in self._pool_for(vocabularies).submit(("batch", prepared)):
+            if self.config.encode_processes > 1:
+                for outputs, rows in self._pool_for(vocabularies).submit(("batch", unit)):
                     self._rows_done.add(rows)
                     found.add(outputs)
-            elif prepared:
-                found.add(self.encode_unit(prepared, vocabularies))
+            else:
+                found.add(self.encode_unit(unit, vocabularies))
             return None
         size = self.config.batch_size
-        for start in range(0, len(prepared), size):
-            batch = prepared[start:start + size]
-            started = _Started(batch, self.start_batch(batch, vocabularies), start + size >= len(prepared))
+        for start in range(0, len(unit), size):
+            batch = unit[start:start + size]
+            started = _Started(batch, self.start_batch(batch, vocabularies), start + size >= len(unit))
             self._encode_started(ahead, vocabularies, found)
-            if start == 0:
-                self._write_discards(discards, found)
             ahead = started
         return ahead
-
-    def _write_discards(self, discards: list, found: part_commits.PartWork) -> None:
-        for row, reason in discards:
-            found.discards.write(row, reason)
-        self._rows_done.add(len(discards))  # discarded rows are done
 
     def _encode_started(self, started: Optional[_Started], vocabularies: Mapping[str, list[str]],
                         found: part_commits.PartWork) -> None:
@@ -411,6 +409,33 @@ class EncodeImageParts(EncodeAndWritePieces):
         found.add(self.encode_batch(started.prepared, vocabularies, started.images))
         if started.ends_unit:
             found.add(self.close_pieces())
+
+
+class SplitUnits:
+    """A part's prepared rows gathered into units of `size` rows of one split each (key: the split, or
+    None for rows whose split their image bytes decide): every piece of a unit then holds one split, so
+    a validation or test piece is as large as a training piece and becomes a shard on its own, by a
+    hard link, instead of being copied together with others at the end (a second write of a fifth of
+    the image bytes under the default split). Which rows form a unit depends only on the part's rows
+    in order, never on the process or run that encodes it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._open: dict[Optional[str], list] = {}
+
+    def add(self, key: Optional[str], prepared: tuple[str, dict[str, Any]]) -> Optional[list]:
+        """Add a prepared row to its key's unit; returns that unit once it holds `size` rows."""
+        unit = self._open.setdefault(key, [])
+        unit.append(prepared)
+        if len(unit) < self.size:
+            return None
+        del self._open[key]
+        return unit
+
+    def rest(self) -> list[list]:
+        """The units not yet full, in the order their keys first came (once the part is read)."""
+        rest, self._open = list(self._open.values()), {}
+        return rest
 
 
 class _Started(NamedTuple):

@@ -25,14 +25,15 @@ from tfrecorder.options.piece_units import unit_batches
 from tfrecorder.rows.duplicate_groups import buckets_per_key
 from tfrecorder.rows.near_duplicates import bucket_shift
 
-FINGERPRINT_VERSION = 9  # 2: a resumable image job's pieces end every 4 batches (were every batch); 3: units grow with
+FINGERPRINT_VERSION = 10  # 2: a resumable image job's pieces end every 4 batches (were every batch); 3: units grow with
 # the job; 4: columns outside the schema keep their numbers, datetimes and lists (their discarded rows sort otherwise);
 # 5: Parquet row groups of more than SLICE_ROWS rows are parts as slices (other part names, other pieces); 6: image-free
 # records' digests are SipHash halves (committed digest blocks of older runs are BLAKE2b), a DataFrame is named by
 # its staged rows' digest; 7: Parquet slices of up to 500k rows (were 250k: other parts, other pieces); 8: Parquet
 # slices cost alike, later ones shorter by the rows they skip (were equal); 9: CSV ranges and DataFrame row groups
 # are equal, more than two of them a multiple of four (source_protocol.balanced_count); statistics' moments summed
-# in sorted order; a DataFrame is staged as an Arrow file (was Parquet); committed quality files have a head
+# in sorted order; a DataFrame is staged as an Arrow file (was Parquet); committed quality files have a head; 10: a
+# resumable image job's units hold rows of one split (encode_rows.SplitUnits), of at most 1,600 rows (were 2,048)
 
 
 def source_identity(table: Any) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 shard is one piece (made by a hard link) or several (copied together at the end: a second write of
 every image byte).
 
-A unit grows with the job, from MIN_UNIT_BATCHES to MAX_UNIT_BATCHES batches: 2,048 rows of 80 KB
-images make a ~130 MB training piece, a shard on its own under the default 150 MB cut. Forked encoding
+A unit holds rows of one split (encode_rows.SplitUnits) and grows with the job, from MIN_UNIT_BATCHES to
+MAX_UNIT_BATCHES batches: 1,600 rows of 80 KB images make a ~130 MB piece of any split, a shard on its
+own under the default 150 MB cut. Forked encoding
 processes (header mode, beam_pipelines.launches.runners.encode_processes) take a unit per task, so a
 job keeps at least UNITS_PER_JOB units while it can, and the processes end together. A job that decodes
 images encodes in one process (decoding on a thread per core): its units are the largest. The choice
@@ -18,7 +19,7 @@ from tfrecorder.io.decode_check import DECODE
 from tfrecorder.options.job_config import BATCH_ROWS
 
 MIN_UNIT_BATCHES = 4  # 256 rows at the default batch size
-MAX_UNIT_BATCHES = 32  # 2,048 rows
+MAX_UNIT_BATCHES = 25  # 1,600 rows
 UNITS_PER_JOB = 8  # forked encoding processes share the units: this many keep the processes' ends close
 
 

@@ -152,14 +152,12 @@ def test_unassigned_rows_take_the_split_of_their_image_bytes_and_drop_mode_keeps
         assert by_row["copy-3.jpg"][1][3] == (str(tmp_path / "copy-3.jpg"), "UNASSIGNED", "a")
 
 
-def test_a_part_decodes_its_next_batch_while_encoding_and_keeps_row_order_and_verdicts(tmp_path):
-    """validate="decode": each batch of a part is read and decoding before the batch before it is
-    encoded (_encode_unit returns the batch still to encode); discards of both kinds (prepare_row's,
-    TensorFlow's verdict) keep the part's row order, and every written image is one TensorFlow decodes."""
+def _image_part_step(tmp_path, validate: str, unit_rows: int):
+    """An EncodeImageParts step set up in this process over good.jpg / bad.jpg in `tmp_path`, its units
+    `unit_rows` rows of one batch each, and a PartWork to collect into."""
     import os
 
     from beam_pipelines.steps import part_commits
-    from beam_pipelines.steps.discard_files import _entries
     from support import imagegen
     from support.job_configs import job_config
     from tfrecorder.core.schema import Schema
@@ -167,28 +165,76 @@ def test_a_part_decodes_its_next_batch_while_encoding_and_keeps_row_order_and_ve
     good = imagegen.odd_images()["rgb.jpg"][0]
     imagegen.write_files(tmp_path, {"good.jpg": good, "bad.jpg": good[: len(good) // 2] + b"\0" * 64})
     schema = Schema({"split": "SplitKey", "image_uri": "ImageUri", "label": "StringLabel"})
-    config = job_config(temp_dir=str(tmp_path), base_dir=str(tmp_path), schema=schema, validate="decode",
-                        columns=("split", "image_uri", "label"), statistics=False)
+    config = job_config(temp_dir=str(tmp_path), base_dir=str(tmp_path), schema=schema, validate=validate,
+                        columns=("split", "image_uri", "label"), statistics=False, batch_size=unit_rows,
+                        unit_batches=1)
     for directory in config.scratch_dirs:
         os.makedirs(directory, exist_ok=True)
     step = encode_rows.EncodeImageParts(config)
     step.setup()
+    return step, part_commits.PartWork(config)
+
+
+def test_a_part_decodes_its_next_batch_while_encoding_and_keeps_its_verdicts(tmp_path):
+    """validate="decode": each batch of a part is read and decoding before the batch before it is
+    encoded (_encode_unit returns the batch still to encode); both kinds of discards (prepare_row's,
+    at once; TensorFlow's verdict, as its unit is encoded) are the part's, and every written image is
+    one TensorFlow decodes."""
+    from beam_pipelines.steps.discard_files import _entries
+
+    step, found = _image_part_step(tmp_path, "decode", unit_rows=2)
     assert step._decoder is not None
     kinds = ["good", "bad", "split", "good", "good", "bad", "missing", "good", "split"]
     rows = [{"split": "NOPE" if kind == "split" else "TRAIN", "image_uri": f"{kind}.jpg", "label": f"r{i}"}
             for i, kind in enumerate(kinds)]
-    found = part_commits.PartWork(config)
-    ahead = None
-    for start in range(0, len(rows), 2):
-        ahead = step._encode_unit(rows[start:start + 2], {"label": []}, found, ahead)
-        if start < 8:  # started: decoding meanwhile (the last batch has no row to decode: encoded at once)
-            assert ahead is not None and ahead.images is not None and ahead.images[1] is not None
-        else:
-            assert ahead is None
+    units = encode_rows.SplitUnits(2)
+    ahead, started = None, 0
+    for row in rows:
+        unit = step._prepared_into(row, units, found)
+        if unit:
+            ahead = step._encode_unit(unit, {"label": []}, found, ahead)
+            assert ahead is not None and ahead.images[1] is not None  # started: decoding meanwhile
+            started += 1
+    rest = units.rest()
+    assert started == 3 and [len(unit) for unit in rest] == [1]  # 7 TRAIN rows: three full units and one row
+    ahead = step._encode_unit(rest[0], {"label": []}, found, ahead)
     step._encode_started(ahead, {"label": []}, found)
     step.teardown()
-    discarded = list(_entries(found.discards.close().path))
-    assert [cells[2] for _reason, _row, cells in discarded] == ["r1", "r2", "r5", "r6", "r8"]  # row order
-    assert [reason.split(":")[0] for reason, _row, _cells in discarded] == [
-        discarded[0][0].split(":")[0], "unknown split", discarded[0][0].split(":")[0], "missing file", "unknown split"]
+    discarded = {cells[2]: reason.split(":")[0] for reason, _row, cells in _entries(found.discards.close().path)}
+    assert discarded.keys() == {"r1", "r2", "r5", "r6", "r8"}
+    assert discarded["r2"] == discarded["r8"] == "unknown split" and discarded["r6"] == "missing file"
+    assert discarded["r1"] == discarded["r5"] and discarded["r1"] not in ("unknown split", "missing file")
     assert sum(piece.records for piece in found.pieces) == 4  # the four good rows
+
+
+def test_a_units_rows_are_of_one_split_so_each_split_has_as_few_pieces_as_its_rows_need(tmp_path):
+    """Rows of the part's splits interleaved: every piece holds the rows of one unit of one split, so a
+    split of few rows is not spread over every unit of the part (its pieces would be copied together at
+    the end instead of each becoming a shard by a link)."""
+    step, found = _image_part_step(tmp_path, "header", unit_rows=4)
+    splits = ["VALIDATION" if i % 10 in (4, 7) else "TEST" if i % 10 == 9 else "TRAIN" for i in range(40)]
+    units = encode_rows.SplitUnits(4)
+    for i, split in enumerate(splits):
+        unit = step._prepared_into({"split": split, "image_uri": "good.jpg", "label": f"r{i}"}, units, found)
+        if unit:
+            assert len({prepared_split for prepared_split, _row in unit}) == 1
+            step._encode_unit(unit, {"label": []}, found)
+    for unit in units.rest():
+        step._encode_unit(unit, {"label": []}, found)
+    step.teardown()
+    records = {}
+    for piece in found.pieces:
+        records.setdefault(piece.split, []).append(piece.records)
+    assert {split: sorted(counts, reverse=True) for split, counts in records.items()} == {
+        "TRAIN": [4] * 7, "VALIDATION": [4, 4], "TEST": [4]}
+
+
+def test_split_units_fill_by_key_and_leave_the_rest_in_first_seen_order():
+    units = encode_rows.SplitUnits(2)
+    assert units.add("TRAIN", ("TRAIN", {"n": 0})) is None
+    assert units.add(None, ("TEST", {"n": 1})) is None  # split from the image bytes: a unit of its own
+    assert units.add("VALIDATION", ("VALIDATION", {"n": 2})) is None
+    assert units.add("TRAIN", ("TRAIN", {"n": 3})) == [("TRAIN", {"n": 0}), ("TRAIN", {"n": 3})]
+    assert units.add("TRAIN", ("TRAIN", {"n": 4})) is None
+    assert units.rest() == [[("TEST", {"n": 1})], [("VALIDATION", {"n": 2})], [("TRAIN", {"n": 4})]]
+    assert units.rest() == []
