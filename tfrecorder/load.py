@@ -22,6 +22,7 @@ from tfrecorder.reading.detection_dataset import detection_dataset, is_detection
 from tfrecorder.format.feature_spec import image_feature_prefix, parse_spec
 from tfrecorder.format.statistics_files import read_statistics
 from tfrecorder.reading.dataset_images import decode_image, rebatch
+from tfrecorder.reading.pipeline_options import pipeline_options
 from tfrecorder.format.finished_job import JobInfo
 from tfrecorder.core.quiet import leaves_logging_alone
 from tfrecorder.core.tensorflow_import import import_tensorflow
@@ -77,6 +78,7 @@ def load(
     `multi_hot=True` a float32 `[num_classes]` vector. Detection jobs give `image`, `boxes` float32
     [N, 4] ([ymin, xmin, ymax, xmax], normalised) and `classes` int64 [N] (see tfrecorder.reading.detection_dataset).
     A directory TFRecorder 2.0 wrote (no metadata.json) is recognised from its files and read the same way.
+    The datasets run with tf.data's autotuning off (tfrecorder.reading.pipeline_options says why).
     """
     job = JobInfo.read(tfrecord_dir)
     detection_job = is_detection_job(job)
@@ -292,6 +294,4 @@ def _dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, repeat, de
             variable = any(f["shape"] is None for f in job.features.values()) and not as_supervised
             ds = rebatch(tf, ds, batch_size, drop_remainder, ragged=variable or bool(prefixes and image_size is None),
                           image_keys=prefixes if image_size and not as_supervised else ())
-    options = tf.data.Options()
-    options.deterministic = deterministic
-    return ds.prefetch(autotune).with_options(options)
+    return ds.prefetch(autotune).with_options(pipeline_options(tf, deterministic))

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from tfrecorder.format import detection_keys
 from tfrecorder.reading.dataset_images import decode_image, rebatch
+from tfrecorder.reading.pipeline_options import pipeline_options
 from tfrecorder.format.finished_job import JobInfo
 
 
@@ -116,9 +117,7 @@ def detection_dataset(job: JobInfo, split: str, *, batch_size, shuffle_buffer, r
     if batch_size:
         dense_images = ("image",) if decode_images and image_size and not as_supervised else ()
         ds = rebatch(tf, ds, batch_size, drop_remainder, ragged=True, image_keys=dense_images)
-    options = tf.data.Options()
-    options.deterministic = deterministic
-    return ds.prefetch(autotune).with_options(options)
+    return ds.prefetch(autotune).with_options(pipeline_options(tf, deterministic))
 
 
 def multi_hot_columns(job: JobInfo) -> dict[str, int]:
