@@ -16,11 +16,15 @@ Variants, each measured as images/s over full passes of the corpus (one warm-up 
 Cold first passes, `--cold-repeats` of each variant, rotating which goes first, median; "cold" means
 a pipeline built inside the timed span (load() or the tf.data chain, function tracing, autotuning
 ramp-up, then the first pass: what a training script's first epoch pays) of
-  (b) tfdata-jpeg and (c) load-224 as above, and
+  (b) tfdata-jpeg and (c) load-224 as above,
+  (b') tfdata-jpeg untuned  (b) with tf.data's autotuning off, as load() runs its pipelines: on two vCPUs
+                        about half of the autotuned passes keep only ≈1.3 cores busy, so (c) against (b')
+                        shows what load() does beyond running untuned, and
   (h) 1/8-decode bound  a pipeline load() does not offer: only the image parsed from the same shards,
                         decoded by libjpeg at 1/8 scale (63×47), resized to 224×224. Entropy decoding,
                         which no scale skips, is most of a JPEG's decode, so this is about the least
-                        CPU any JPEG-decoding pipeline over these files can spend: a bound, not a candidate.
+                        CPU any JPEG-decoding pipeline over these files can spend: a bound, not a candidate
+                        (untuned, as load()).
 in two settings:
   page cache warm     the files were read moments before (a re-run; dropping the whole page cache needs
                       root, and every other figure here is measured this way too)
@@ -119,7 +123,8 @@ def python_pil(paths):
     return batches
 
 
-def tfdata_jpeg(paths):
+def jpeg_dataset(paths):
+    """(b)'s tf.data chain over the JPEG files."""
     import tensorflow as tf
 
     def decode(path):
@@ -127,8 +132,26 @@ def tfdata_jpeg(paths):
         resized = tf.image.resize(image, SIZE)
         return tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8)
 
-    ds = (tf.data.Dataset.from_tensor_slices(paths).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
-          .batch(BATCH).prefetch(tf.data.AUTOTUNE))
+    return (tf.data.Dataset.from_tensor_slices(paths).map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+            .batch(BATCH).prefetch(tf.data.AUTOTUNE))
+
+
+def untuned(dataset):
+    """`dataset` with tf.data's autotuning off, as load() runs its pipelines (reading/pipeline_options)."""
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
+
+
+def tfdata_jpeg(paths):
+    ds = jpeg_dataset(paths)
+    return lambda: iter(ds)
+
+
+def tfdata_jpeg_untuned(paths):
+    ds = untuned(jpeg_dataset(paths))
     return lambda: iter(ds)
 
 
@@ -169,8 +192,8 @@ def scaled_decode_bound(job_dir):
         resized = tf.image.resize(tf.io.decode_jpeg(data, channels=3, ratio=8), SIZE)
         return tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8)
 
-    ds = (tf.data.TFRecordDataset(files, num_parallel_reads=tf.data.AUTOTUNE)
-          .map(decode, num_parallel_calls=tf.data.AUTOTUNE).batch(BATCH).prefetch(tf.data.AUTOTUNE))
+    ds = untuned(tf.data.TFRecordDataset(files, num_parallel_reads=tf.data.AUTOTUNE)
+                 .map(decode, num_parallel_calls=tf.data.AUTOTUNE).batch(BATCH).prefetch(tf.data.AUTOTUNE))
     return lambda: iter(ds)
 
 
@@ -234,8 +257,9 @@ def resident_share(paths: list[str]) -> float:
 
 
 def cold_passes(paths: list[str], job_dir: str, repeats: int, evicted: bool) -> dict[str, list[tuple[float, float]]]:
-    """(images/s, CPU ms/image) of `repeats` cold first passes of (b), (c) and (h), rotating which runs first."""
-    variants = [("(b) tfdata-jpeg", tfdata_jpeg, paths, paths), ("(c) load-224", load_224, job_dir, job_files(job_dir)),
+    """(images/s, CPU ms/image) of `repeats` cold first passes of (b), (b'), (c) and (h), rotating which runs first."""
+    variants = [("(b) tfdata-jpeg", tfdata_jpeg, paths, paths), ("(b') tfdata-jpeg untuned", tfdata_jpeg_untuned, paths, paths),
+                ("(c) load-224", load_224, job_dir, job_files(job_dir)),
                 ("(h) 1/8-decode bound", scaled_decode_bound, job_dir, job_files(job_dir))]
     passes: dict[str, list[tuple[float, float]]] = {name: [] for name, *_ in variants}
     residue: dict[str, list[float]] = {name: [] for name, *_ in variants}
@@ -286,8 +310,8 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=2000, help="images in the corpus (default 2000)")
     parser.add_argument("--repeats", type=int, default=3, help="measured passes per variant (default 3)")
     parser.add_argument("--cold-repeats", type=int, default=5,
-                        help="cold first passes of (b) and (c) per page-cache setting (default 5)")
-    parser.add_argument("--cold-only", action="store_true", help="only the cold first passes of (b) and (c)")
+                        help="cold first passes of (b), (b'), (c) and (h) per page-cache setting (default 5)")
+    parser.add_argument("--cold-only", action="store_true", help="only the cold first passes")
     args = parser.parse_args()
     paths, job_dir = make_corpus(args.count)
     mean_kb = sum(os.path.getsize(p) for p in paths) / len(paths) / 1000
@@ -340,10 +364,11 @@ def main() -> int:
     else:
         print()
     for setting, passes in cold.items():
-        (rate_b, cpu_b), (rate_c, cpu_c), (rate_h, cpu_h) = (
+        (rate_b, cpu_b), (rate_u, cpu_u), (rate_c, cpu_c), (rate_h, cpu_h) = (
             (statistics.median(v[0] for v in values), statistics.median(v[1] for v in values)) for values in passes.values())
         print(f"(c) cold ≥ 1.2× (b) cold, {setting}: {rate_c / rate_b:.2f}× by images/s "
               f"({'met' if rate_c >= 1.2 * rate_b else 'not met'}), {cpu_b / cpu_c:.2f}× by images per CPU-second; "
+              f"(c) / (b') untuned: {rate_c / rate_u:.2f}× by images/s, {cpu_u / cpu_c:.2f}× by images per CPU-second; "
               f"bound (h): {rate_h / rate_b:.2f}× by images/s, {cpu_b / cpu_h:.2f}× by images per CPU-second")
     load = os.getloadavg()
     print(f"load average during the run (1/5/15 min): {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs")
