@@ -433,8 +433,12 @@ class SplitUnits:
         return unit
 
     def rest(self) -> list[list]:
-        """The units not yet full, in the order their keys first came (once the part is read)."""
+        """The units not yet full, once the part is read: in the order their keys first came, or as one
+        unit when they fit in one (a unit's pieces are one per split, so the pieces are the same, and a
+        small part is encoded in as few batches as before)."""
         rest, self._open = list(self._open.values()), {}
+        if len(rest) > 1 and sum(map(len, rest)) <= self.size:
+            return [[prepared for unit in rest for prepared in unit]]
         return rest
 
 

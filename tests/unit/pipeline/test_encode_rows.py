@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -238,3 +239,26 @@ def test_split_units_fill_by_key_and_leave_the_rest_in_first_seen_order():
     assert units.add("TRAIN", ("TRAIN", {"n": 4})) is None
     assert units.rest() == [[("TEST", {"n": 1})], [("VALIDATION", {"n": 2})], [("TRAIN", {"n": 4})]]
     assert units.rest() == []
+    assert units.add("TRAIN", ("TRAIN", {"n": 5})) is None and units.add("TEST", ("TEST", {"n": 6})) is None
+    assert units.rest() == [[("TRAIN", {"n": 5}), ("TEST", {"n": 6})]]  # they fit in one unit: one
+
+
+def test_a_small_parts_pieces_are_the_same_whether_its_splits_are_one_unit_or_one_each(tmp_path):
+    """The units left when the part ends are encoded as one when they fit in one: each split still gets
+    one piece of its rows, in order, byte for byte the pieces of one unit a split."""
+    splits = ["TRAIN", "VALIDATION", "TRAIN", "TEST", "TRAIN", "VALIDATION"]
+    prepared = [(split, {"split": split, "image_uri": "good.jpg", "label": f"r{i}"}) for i, split in enumerate(splits)]
+    one_each = [[row for row in prepared if row[0] == split] for split in ("TRAIN", "VALIDATION", "TEST")]
+    units = encode_rows.SplitUnits(8)
+    for split, row in prepared:
+        assert units.add(split, (split, row)) is None
+    together = units.rest()
+    assert together == [[row for unit in one_each for row in unit]]
+    contents = []
+    for name, rest in (("together", together), ("one each", one_each)):
+        step, found = _image_part_step(tmp_path / name, "header", unit_rows=8)
+        for unit in rest:
+            step._encode_unit(unit, {"label": [f"r{i}" for i in range(len(splits))]}, found)  # records differ
+        step.teardown()
+        contents.append(sorted((piece.split, Path(piece.path).read_bytes()) for piece in found.pieces))
+    assert contents[0] == contents[1] and [split for split, _data in contents[0]] == ["TEST", "TRAIN", "VALIDATION"]
