@@ -5,9 +5,9 @@ every image byte).
 
 A unit holds rows of one split (encode_rows.SplitUnits) and grows with the job, from MIN_UNIT_BATCHES to
 MAX_UNIT_BATCHES batches: 1,600 rows of 80 KB images make a ~130 MB piece of any split, a shard on its
-own under the default 150 MB cut. Forked encoding
-processes (header mode, beam_pipelines.launches.runners.encode_processes) take a unit per task, so a
-job keeps at least UNITS_PER_JOB units while it can, and the processes end together. A job that decodes
+own under the default 150 MB cut. Forked encoding processes (header mode,
+beam_pipelines.launches.runners.encode_processes) take a unit per task, so a job keeps at least
+UNITS_PER_JOB units while it can, and the processes end together. A job that decodes
 images encodes in one process (decoding on a thread per core): its units are the largest. The choice
 depends only on the job (its row estimate and options, both in its fingerprint), never on the machine,
 so a resumed job cuts the same pieces.
