@@ -493,7 +493,7 @@ def main() -> None:
     hundred_modes = [(f"{validate}{', TensorFlow imported' if preload else ''}", validate, preload)
                      for validate in ("header", "decode") for preload in (False, True)
                      if args.tensorflow == "both" or preload == (args.tensorflow == "imported")]
-    hundred: dict[str, list[float]] = {label: [] for label, _validate, _preload in hundred_modes}
+    hundred: dict[str, list[float]] = {label: [] for label, _validate, _preload in hundred_modes if args.small_runs}
     for i in range(args.small_runs):  # interleaved, as the timed variants
         for label, validate, preload in hundred_modes:
             hundred[label].append(in_fresh_process(hundred_csv, f"100-{len(hundred[label])}-{i}", validate,
@@ -548,8 +548,6 @@ def report(images: int, input_bytes: int, results: dict, large: dict, rss: dict,
         print(f"| header mode's own floor (hash-copy) against the copy floor: the most it can reach | {wall:.2f}× | "
               f"{cpu:.2f}× | — |")
     for mode, seconds in hundred.items():
-        if not seconds:
-            continue
         median = statistics.median(seconds)
         goal = HUNDRED_GOAL_SECONDS[mode.split(",")[0]]
         print(f"| 100-image conversion after import tfrecorder, validate={mode}: ≤ {goal} s | {median:.2f} s | | "
@@ -565,8 +563,6 @@ def report(images: int, input_bytes: int, results: dict, large: dict, rss: dict,
           f"{5 * rss['rows']} rows (ratio {peak['5n'] / peak['n']:.2f}; main process {at_n['rss_mb']:.0f} → "
           f"{at_5n['rss_mb']:.0f} MB)")
     for mode, seconds in hundred.items():
-        if not seconds:
-            continue
         print(f"100-image conversion after import tfrecorder, validate={mode}: median {statistics.median(seconds):.2f} s "
               f"({', '.join(f'{s:.2f}' for s in seconds)})")
 
