@@ -137,12 +137,12 @@ def jpeg_dataset(paths):
 
 
 def untuned(dataset):
-    """`dataset` with tf.data's autotuning off, as load() runs its pipelines (reading/pipeline_options)."""
+    """`dataset` with load()'s tf.data options (autotuning off), its elements in order as by default."""
     import tensorflow as tf
 
-    options = tf.data.Options()
-    options.autotune.enabled = False
-    return dataset.with_options(options)
+    from tfrecorder.reading.pipeline_options import pipeline_options
+
+    return dataset.with_options(pipeline_options(tf, deterministic=True))
 
 
 def tfdata_jpeg(paths):
