@@ -355,7 +355,7 @@ class EncodeImageParts(EncodeAndWritePieces):
                 found.reasoned.append(item[1])
             else:
                 found.malformed.append(item)
-        for unit in units.rest():
+        for unit in units.rest(merged=self.config.encode_processes == 1):
             ahead = self._encode_unit(unit, vocabularies, found, ahead)
         self._encode_started(ahead, vocabularies, found)
         if self._pool is not None:
@@ -432,12 +432,14 @@ class SplitUnits:
         del self._open[key]
         return unit
 
-    def rest(self) -> list[list]:
-        """The units not yet full, once the part is read: in the order their keys first came, or as one
-        unit when they fit in one (a unit's pieces are one per split, so the pieces are the same, and a
-        small part is encoded in as few batches as before)."""
+    def rest(self, merged: bool = True) -> list[list]:
+        """The units not yet full, once the part is read, in the order their keys first came. `merged`:
+        as one unit when they fit in one (a unit's pieces are one per split, so the pieces are the same
+        either way): a small part encoded in this process takes as few batches as before. Units dealt to
+        forked processes stay apart, so that a part's last units are encoded side by side (a job's last
+        part's rest, its validation and test rows, would otherwise run on one core while the others idle)."""
         rest, self._open = list(self._open.values()), {}
-        if len(rest) > 1 and sum(map(len, rest)) <= self.size:
+        if merged and len(rest) > 1 and sum(map(len, rest)) <= self.size:
             return [[prepared for unit in rest for prepared in unit]]
         return rest
 

@@ -241,6 +241,8 @@ def test_split_units_fill_by_key_and_leave_the_rest_in_first_seen_order():
     assert units.rest() == []
     assert units.add("TRAIN", ("TRAIN", {"n": 5})) is None and units.add("TEST", ("TEST", {"n": 6})) is None
     assert units.rest() == [[("TRAIN", {"n": 5}), ("TEST", {"n": 6})]]  # they fit in one unit: one
+    assert units.add("TRAIN", ("TRAIN", {"n": 7})) is None and units.add("TEST", ("TEST", {"n": 8})) is None
+    assert units.rest(merged=False) == [[("TRAIN", {"n": 7})], [("TEST", {"n": 8})]]  # for forked processes
 
 
 def test_a_small_parts_pieces_are_the_same_whether_its_splits_are_one_unit_or_one_each(tmp_path):
