@@ -148,6 +148,9 @@ class PortableLaunch:
         if not self.request.workers_share_files:
             dataflow_job.check_table_reachable(table, schema, workers=self.workers)
 
+    def preload_decoder(self, validate: str, schema: Schema) -> None:
+        """Nothing: the SDK workers, processes of their own, load their own."""
+
     def check_readable_dir(self, path: str) -> None:
         """A directory the workers read (upgrade's legacy directory): on Cloud Storage for workers of their own."""
         if not self.request.workers_share_files and not storage.is_remote(path):

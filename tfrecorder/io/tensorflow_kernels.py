@@ -226,6 +226,7 @@ def _native_names() -> Optional[tuple[str, ...]]:
 
 _loaded: Optional[Kernels] = None
 _lock = threading.Lock()
+_loader: Optional[threading.Thread] = None  # load_in_background's thread, once started
 
 
 def kernels() -> Kernels:
@@ -276,14 +277,21 @@ def _open_without_gil(path: str) -> None:
 
 def load_in_background() -> None:
     """Start loading the kernels on a thread (the libraries are opened without the GIL: ~0.3 s hidden behind the caller's
-    own start-up, e.g. building a Beam graph). A failure here is left for `kernels()` to raise again."""
+    own start-up, e.g. building a Beam graph), once per process: a later call finds them loading or loaded
+    (a thread started while they load would wait for the dynamic loader's lock, holding the GIL). A
+    failure here is left for `kernels()` to raise again."""
+    global _loader
+    if _loaded is not None or _loader is not None:
+        return
+
     def load() -> None:
         try:
             kernels()
         except Exception:  # noqa: BLE001 - the caller's own kernels() call reports it
             pass
 
-    threading.Thread(target=load, name="tfrecorder-load-kernels", daemon=True).start()
+    _loader = threading.Thread(target=load, name="tfrecorder-load-kernels", daemon=True)
+    _loader.start()
 
 
 def _first_line(message: str) -> str:

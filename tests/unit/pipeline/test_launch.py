@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -40,6 +42,38 @@ def test_a_local_image_free_job_keeps_the_in_process_encoder(tmp_path):
     launch = LocalLaunch(None)
     planned, options = launch.plan(config(str(tmp_path / "t"), Schema({"x": "IntegerInput"})), 10, False)
     assert planned.encode_processes == 1 and options == {}
+
+
+PRELOAD = """
+import sys, threading
+from beam_pipelines.launches.launch import DataflowLaunch, LocalLaunch
+from tfrecorder.core.schema import Schema
+from tfrecorder.io import tensorflow_kernels
+
+def loaders():
+    return sum(thread.name == "tfrecorder-load-kernels" for thread in threading.enumerate())
+
+images, numbers = Schema({"image_uri": "ImageUri"}), Schema({"x": "IntegerInput"})
+launch = LocalLaunch(None)
+launch.preload_decoder("header", images)
+launch.preload_decoder("decode", numbers)
+print("none needed:", loaders(), "fn_api_runner" in str(sys.modules.keys()))
+launch.preload_decoder("decode", images)
+runner_first = "apache_beam.runners.portability.fn_api_runner" in sys.modules
+launch.preload_decoder("decode", images)
+tensorflow_kernels.load_in_background()  # what run() asks again
+print("decoding:", loaders(), runner_first)
+tensorflow_kernels._loader.join()
+print("loaded:", tensorflow_kernels._loaded is not None)
+"""
+
+
+def test_a_local_decoding_job_loads_its_kernels_once_from_when_the_table_is_known():
+    """Only a table with images and validate="decode" starts loading TensorFlow's kernels early; Beam's
+    runner module is imported first (its compiled modules would wait for the loader's lock); the load
+    starts once, whoever asks again (a fresh process: loading is once per process)."""
+    done = subprocess.run([sys.executable, "-c", PRELOAD], capture_output=True, text=True, timeout=300)
+    assert done.stdout.splitlines() == ["none needed: 0 False", "decoding: 1 True", "loaded: True"], done.stderr
 
 
 def test_a_failed_job_leaves_nothing_and_raises_the_translated_error(tmp_path):
