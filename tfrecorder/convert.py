@@ -262,7 +262,7 @@ def convert(
     _check_in_driver(table, resolved_schema, options.split_ratios, require_train=_base is None,
                      content_splits=by_content)
     resume = check_resume(resume)
-    launch.preload_decoder(options.validate, resolved_schema)  # the table is valid: the job will decode
+    launch.preload_decoder(options.validate, resolved_schema)  # the table is valid: a decoding job starts loading
 
     resumable = getattr(launch, "resumable", False)
     counted = not (is_detection or is_dataset)  # (their graphs count no table stats)

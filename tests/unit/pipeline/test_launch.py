@@ -46,9 +46,11 @@ def test_a_local_image_free_job_keeps_the_in_process_encoder(tmp_path):
 
 PRELOAD = """
 import sys, threading
-from beam_pipelines.launches.launch import DataflowLaunch, LocalLaunch
+from beam_pipelines.launches.launch import LocalLaunch
 from tfrecorder.core.schema import Schema
 from tfrecorder.io import tensorflow_kernels
+
+RUNNER = "apache_beam.runners.portability.fn_api_runner"
 
 def loaders():
     return sum(thread.name == "tfrecorder-load-kernels" for thread in threading.enumerate())
@@ -57,9 +59,9 @@ images, numbers = Schema({"image_uri": "ImageUri"}), Schema({"x": "IntegerInput"
 launch = LocalLaunch(None)
 launch.preload_decoder("header", images)
 launch.preload_decoder("decode", numbers)
-print("none needed:", loaders(), "fn_api_runner" in str(sys.modules.keys()))
+print("none needed:", loaders(), RUNNER in sys.modules)
 launch.preload_decoder("decode", images)
-runner_first = "apache_beam.runners.portability.fn_api_runner" in sys.modules
+runner_first = RUNNER in sys.modules
 launch.preload_decoder("decode", images)
 tensorflow_kernels.load_in_background()  # what run() asks again
 print("decoding:", loaders(), runner_first)
