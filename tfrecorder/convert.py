@@ -262,6 +262,7 @@ def convert(
     _check_in_driver(table, resolved_schema, options.split_ratios, require_train=_base is None,
                      content_splits=by_content)
     resume = check_resume(resume)
+    shows_progress = launch.shows_progress(options.progress)  # asked first: loading the kernels redirects stderr
     launch.preload_decoder(options.validate, resolved_schema)  # the table is valid: a decoding job starts loading
 
     resumable = getattr(launch, "resumable", False)
@@ -283,7 +284,7 @@ def convert(
         raise
     final_dir, temp_dir = job.final_dir, job.temp_dir
     try:
-        with local_progress(launch.shows_progress(options.progress), table.rows_estimate) as progress_dir:
+        with local_progress(shows_progress, table.rows_estimate) as progress_dir:
             if progress_dir and job.rows_done:  # a continued job's bar starts at the rows carried over
                 ProgressReporter(progress_dir).add(job.rows_done)
             rows = table.row_source(resolved_schema, storage.join(temp_dir, file_names.WORK_DIR))  # stages a DataFrame

@@ -26,6 +26,7 @@ import either. tests/unit/io/test_tensorflow_kernels.py holds both to `tf.io.dec
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import errno
 import importlib.util
@@ -292,6 +293,13 @@ def load_in_background() -> None:
 
     _loader = threading.Thread(target=load, name="tfrecorder-load-kernels", daemon=True)
     _loader.start()
+    atexit.register(_loader.join, EXIT_WAIT_SECONDS)
+
+
+EXIT_WAIT_SECONDS = 60.0
+"""How long a process exiting while the kernels load waits for them: the loading thread holds file
+descriptor 2 (stderr_without_start_up_lines) and writes what it caught back when it ends, so a message
+printed meanwhile (a command line's one-line error before it exits) is not lost with the thread."""
 
 
 def _first_line(message: str) -> str:

@@ -193,3 +193,26 @@ def test_the_decoding_context_creates_cpu_devices_only(tf):
     assert isinstance(kernels, tensorflow_kernels.NativeKernels)
     devices = kernels.device_types()
     assert devices and set(devices) == {"CPU"}
+
+
+EXIT_WHILE_LOADING = """
+import os, sys, time
+from tfrecorder.io import tensorflow_kernels
+before = os.fstat(2)
+tensorflow_kernels.load_in_background()
+deadline = time.monotonic() + 30
+while os.path.samestat(os.fstat(2), before) and tensorflow_kernels._loaded is None and time.monotonic() < deadline:
+    time.sleep(0.001)  # until the loading thread holds stderr
+print("held:", not os.path.samestat(os.fstat(2), before))
+print("error: the one line before exiting", file=sys.stderr)
+sys.exit(2)
+"""
+
+
+def test_a_process_exiting_while_the_kernels_load_keeps_what_it_printed_to_stderr():
+    """The loading thread holds file descriptor 2 (to drop TensorFlow's start-up lines) and writes back what
+    it caught when it ends: a process that prints its error and exits meanwhile (the command line's one
+    line, exit 2) waits for it, so the line is not lost with the thread."""
+    done = subprocess.run([sys.executable, "-c", EXIT_WHILE_LOADING], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stdout.strip() == "held: True", (done.stdout, done.stderr)
+    assert "error: the one line before exiting" in done.stderr
