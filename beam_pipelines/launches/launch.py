@@ -63,8 +63,8 @@ class LocalLaunch:
         them (validate="decode", image columns): their ~0.25 s then overlaps the driver's staging,
         fingerprint and planning too, not only the graph's building (`run`). Beam's runner module is
         imported first: a module with compiled extensions imported while the libraries load waits for the
-        dynamic loader's lock, holding the GIL. A 100-row job: 9–35 ms less (0.549–0.561 → 0.525–0.540 s,
-        medians of three interleaved runs)."""
+        dynamic loader's lock, holding the GIL. A 100-row job: 9–41 ms less (0.549–0.581 → 0.525–0.540 s,
+        medians of four interleaved runs)."""
         if decodes_images(validate, schema):
             importlib.import_module("apache_beam.runners.portability.fn_api_runner")  # what local_pipeline imports
             tensorflow_kernels.load_in_background()
