@@ -155,10 +155,16 @@ def local_pipeline(options: Optional[Mapping[str, Any]] = None) -> beam.Pipeline
     output type from its function's bytecode (~80 inferences, 0.13 s of a 100-row job's ~0.45 s), which
     a fixed, tested graph does not need; the elements are then coded as values of any type. A Dataflow
     or portable job keeps the check (dataflow_pipeline, portable_pipeline)."""
+    return PlainPipeline(runner=in_process_runner()(),
+                         options=ReusedViews([], **{"pipeline_type_check": False, **dict(options or {})}))
+
+
+def in_process_runner() -> type:
+    """Beam's in-process runner class, imported on first use with its compiled modules (a decoding job
+    imports it before TensorFlow's libraries start loading: launch.LocalLaunch.preload_decoder)."""
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-    return PlainPipeline(runner=FnApiRunner(),
-                         options=ReusedViews([], **{"pipeline_type_check": False, **dict(options or {})}))
+    return FnApiRunner
 
 
 def dataflow_pipeline(options: Mapping[str, Any]) -> beam.Pipeline:
