@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from tfrecorder.io.image_channels import convert_channels
+from tfrecorder.io.image_channels import convert_channels, resize_uint8
 
 JPEG_RATIOS = (2, 4, 8)  # libjpeg can decode straight to 1/2, 1/4, 1/8 of the stored size
 
@@ -45,8 +45,7 @@ def decode_image(data: "tf.Tensor", image_format: "tf.Tensor", height: "tf.Tenso
         image = tf.switch_case(branch, branches)
     else:
         image = full()
-    resized = tf.image.resize(image, [target_h, target_w])
-    image = convert_channels(tf, tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8), wanted)
+    image = convert_channels(tf, resize_uint8(tf, image, [target_h, target_w]), wanted)
     image.set_shape([target_h, target_w, channels])
     return image
 

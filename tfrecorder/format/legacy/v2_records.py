@@ -18,7 +18,7 @@ import numpy as np
 from tfrecorder.core import types
 from tfrecorder.format.example_decoder import parse_example
 from tfrecorder.format.example_encoder import Feature, encode_example
-from tfrecorder.io.image_channels import convert_channels
+from tfrecorder.io.image_channels import convert_channels, resize_uint8
 from tfrecorder.errors import RowError
 from tfrecorder.core.schema import Schema
 
@@ -129,7 +129,6 @@ def decode_pixels(data, height, width, channels, image_size: Optional[tuple[int,
     if image_size is None:
         image.set_shape([None, None, want])
         return image
-    resized = tf.image.resize(image, list(image_size))
-    image = tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8)
+    image = resize_uint8(tf, image, list(image_size))
     image.set_shape([*image_size, want])
     return image
