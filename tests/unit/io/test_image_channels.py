@@ -30,7 +30,8 @@ def test_resizing_without_a_clip_gives_the_pixels_of_a_clipped_resize(tf):
     def clipped(image, size):
         return tf.cast(tf.clip_by_value(tf.round(tf.image.resize(image, size)), 0.0, 255.0), tf.uint8)
 
-    traced = tf.function(lambda image, size: resize_uint8(tf, image, size))
+    traced = tf.function(lambda image, size: resize_uint8(tf, image, size),  # shapes unknown, as in load()
+                         input_signature=[tf.TensorSpec([None, None, None], tf.uint8), tf.TensorSpec([2], tf.int32)])
     for trial in range(60):
         height, width = (int(n) for n in rng.integers(1, 120, 2))
         channels = int(rng.choice([1, 3, 4]))
