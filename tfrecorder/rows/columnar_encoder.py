@@ -46,10 +46,8 @@ _INT_ELEMENT = r"-?(?:0|[1-9][0-9]{0,17})"
 # Bytes of plain decimal numbers: text of only these that Arrow casts is a number Python parses to the
 # same value (hex such as "0x1F", which Arrow's integer cast takes and int() refuses, or "nan" and
 # "inf", have other bytes). A quick check on a whole column, before the pattern's value by value.
-_INTEGER_BYTES = np.zeros(256, dtype=bool)
-_INTEGER_BYTES[list(b"0123456789-")] = True
-_DECIMAL_BYTES = _INTEGER_BYTES.copy()
-_DECIMAL_BYTES[list(b"+.eE")] = True
+_INTEGER_BYTES = b"0123456789-"
+_DECIMAL_BYTES = _INTEGER_BYTES + b"+.eE"
 
 
 @dataclasses.dataclass
@@ -140,18 +138,19 @@ def _all_match(array: pa.Array, pattern: str) -> bool:
     return len(present) > 0 and bool(pc.all(pc.match_substring_regex(present, pattern)).as_py())
 
 
-def _only_bytes(array: pa.Array, allowed: np.ndarray) -> bool:
-    """Whether every byte of a text column's values is `allowed` (the bytes under null slots too: a
-    stricter answer, never a looser one)."""
+def _only_bytes(array: pa.Array, allowed: bytes) -> bool:
+    """Whether every byte of a text column's values is one of `allowed` (the bytes under null slots too: a
+    stricter answer, never a looser one). Deleting the allowed bytes from a copy of the values' bytes
+    leaves nothing exactly then: a C loop at ~0.3 ns a byte, where a NumPy table lookup took ~2 ns."""
     offsets_buffer, data = array.buffers()[1:3]
     width = np.int64 if pa.types.is_large_string(array.type) else np.int32
     offsets = np.frombuffer(offsets_buffer, dtype=width)[array.offset:array.offset + len(array) + 1]
     if data is None or not len(offsets) or offsets[-1] == offsets[0]:
         return True
-    return bool(allowed[np.frombuffer(data, dtype=np.uint8)[offsets[0]:offsets[-1]]].all())
+    return not memoryview(data)[int(offsets[0]):int(offsets[-1])].tobytes().translate(None, allowed)
 
 
-def _text_cast(array: pa.Array, target: pa.DataType, allowed: np.ndarray, pattern: str) -> Optional[pa.Array]:
+def _text_cast(array: pa.Array, target: pa.DataType, allowed: bytes, pattern: str) -> Optional[pa.Array]:
     """Text numbers (at least one present) cast by Arrow to `target` where Python's int() / float() gives
     the same values: when every byte is `allowed` (a whole-column check) or else every present value
     matches `pattern` (a regular expression per value), and Arrow's cast takes every value; None
