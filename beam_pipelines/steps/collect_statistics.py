@@ -49,13 +49,16 @@ class WrittenRows:
 
     def __init__(self, schema: Schema, near_duplicates: bool = False, near_by_part: bool = False,
                  statistics: Callable[[Schema], DatasetStatistics] = DatasetStatistics,
-                 near_shift: int = BUCKET_SHIFT) -> None:
+                 near_shift: int = BUCKET_SHIFT, buckets_per_block: int = 1) -> None:
         self.schema = schema
         self.near_duplicates = near_duplicates  # hash each row's first image perceptually (NEAR_KEYS)
         self.near_shift = near_shift  # the job's LSH bucket shift (JobConfig.near_bucket_shift)
         # a resumable job's batches: hashes leave as they are (NEAR_ENTRIES), banded once for the whole part
         # (merged_by_key) rather than into ~1,000 small per-bucket blocks per batch
         self.near_by_part = near_by_part
+        # image-free rows' digests: buckets per DigestBlock (a committed part's: its job's buckets_per_key,
+        # the buckets it sends under one grouping key; duplicate_groups.blocks_by_bucket)
+        self.buckets_per_block = buckets_per_block
         self._statistics_of = statistics  # the accumulator's class (detection jobs: DetectionStatistics)
         self.statistics = statistics(schema)
         self._rows: dict[str, list] = {}  # rows held for the statistics (added STATISTICS_ROWS at a time)
@@ -130,7 +133,7 @@ class WrittenRows:
         for (part, split, source), (digests, rows, places, pieces) in self._blocks.items():
             located = np.concatenate(places) if places else None
             for bucket, block in blocks_by_bucket(part, split, b"".join(digests), np.concatenate(rows), located,
-                                                  tuple(pieces), source).items():
+                                                  tuple(pieces), source, self.buckets_per_block).items():
                 found_by_bucket.setdefault(bucket, DigestBlocks()).append(block)  # pickled as one
         self._blocks, self._held = {}, 0
         for bucket, found in found_by_bucket.items():

@@ -39,7 +39,9 @@ class EncodePart(beam.DoFn):
         self.schema = self.config.schema
         self._encoder = None
         self._rows_done = RowsDone(self.config)
-        self._written = WrittenRows(self.schema) if self.config.statistics else None
+        # a resumable job's parts commit their digests, several buckets under one grouping key: one block each
+        self._written = WrittenRows(self.schema, buckets_per_block=self.config.buckets_per_key if self.config.resumable
+                                    else 1) if self.config.statistics else None
         self._drops = self._written is not None and self.config.duplicates == "drop"  # rows carry their places
         self._forked: Optional[BundleTasks] = None
         if self.config.resumable and self.config.encode_processes > 1:

@@ -29,7 +29,8 @@ from beam_pipelines.steps.part_commits import CommittedBuckets
 from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.rows.dataset_statistics import merge_all
-from tfrecorder.rows.duplicate_groups import CSV_COLUMNS, EXACT, DuplicateCounts, DuplicateGroup, groups_in
+from tfrecorder.rows.duplicate_groups import (CSV_COLUMNS, EXACT, DuplicateCounts, DuplicateGroup, group_bucket,
+                                              groups_in)
 from tfrecorder.rows.near_duplicates import NEAR, candidate_keys, groups_of_pairs, near_pairs
 
 LEAKS_NAMED = 5  # leaking groups carried to the end (for the error of duplicates="fail")
@@ -51,21 +52,25 @@ def bucket_path(config: JobConfig, bucket: int, kind: str = EXACT) -> str:
 
 
 def write_bucket(item: tuple[int, Iterable[list]], config: JobConfig) -> Iterable[Any]:
-    """Group one bucket's entries; write its groups (if any) and yield their descriptor."""
-    bucket, batches = item
-    yield from write_groups(bucket, groups_in(entry for batch in batches for entry in batch), config, EXACT)
+    """Group one bucket's entries (or several buckets' at once: see `write_buckets`); write each bucket's
+    groups (if any) and yield their descriptor."""
+    _bucket, batches = item
+    by_bucket: dict[int, list[DuplicateGroup]] = {}
+    for group in groups_in(entry for batch in batches for entry in batch):
+        by_bucket.setdefault(group_bucket(group), []).append(group)
+    for bucket in sorted(by_bucket):
+        yield from write_groups(bucket, by_bucket[bucket], config, EXACT)
 
 
 def write_buckets(values: Iterable[Union[bytes, CommittedBuckets]], config: JobConfig) -> Iterable[Any]:
     """The exact buckets of one grouping key (BUCKET_KEYS + a range of buckets): each value a committed
     part's pickled [(bucket, DigestBlocks)] (part_commits.part_quality), or where it lies in the part's
-    quality file (a local job: part_commits.quality_of), written bucket by bucket."""
-    by_bucket: dict[int, list] = {}
-    for value in values:
-        for bucket, blocks in value.load() if isinstance(value, CommittedBuckets) else pickle.loads(value):
-            by_bucket.setdefault(bucket, []).append(blocks)
-    for bucket in sorted(by_bucket):
-        yield from write_bucket((bucket, by_bucket[bucket]), config)
+    quality file (a local job: part_commits.quality_of). Grouped at once (equal digests share a bucket, so
+    the key's groups are its buckets' groups; its blocks may span its buckets: blocks_by_bucket), and
+    written bucket by bucket."""
+    blocks = [found for value in values
+              for _bucket, found in (value.load() if isinstance(value, CommittedBuckets) else pickle.loads(value))]
+    yield from write_bucket((None, blocks), config)
 
 
 DROPPED = "dropped"  # tagged output (duplicates="drop"): (piece file name, [(record, unknown, cells, reason)]);

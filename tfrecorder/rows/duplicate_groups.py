@@ -138,7 +138,8 @@ class DuplicateGroup:
 
 
 class DigestBlock:
-    """Image-free rows' entries column-wise (one batch's rows of one bucket): their 16-byte digests
+    """Image-free rows' entries column-wise (one batch's rows of one bucket, or of a span of buckets:
+    `blocks_by_bucket`): their 16-byte digests
     concatenated, their split, and their row numbers in the source part `part` — no python object per row;
     row ids ("<part> row <i>") are made only for rows found in a group.
 
@@ -284,12 +285,19 @@ def record_digests(records: Iterable) -> bytes:
 
 def blocks_by_bucket(part: str, split: str, digests: Union[bytes, Sequence[bytes]], rows: np.ndarray,
                      places: Optional[np.ndarray] = None, pieces: tuple[str, ...] = (),
-                     source: str = "") -> dict[int, DigestBlock]:
+                     source: str = "", span: int = 1) -> dict[int, DigestBlock]:
     """One batch's image-free rows as a DigestBlock per bucket (buckets as `bucket_of` gives them), with
     their places when given (duplicates="drop": see DigestBlock). `digests`: the rows' 16-byte digests,
-    as a list or already joined."""
+    as a list or already joined.
+
+    With `span` (a power of two dividing BUCKETS: the job's `buckets_per_key`), one block holds the rows of
+    `span` consecutive buckets, keyed by the first: a committed part sends those buckets under one grouping
+    key anyway (part_commits.part_quality), where the grouping finds a key's groups at once and files each
+    under its own bucket (find_duplicates.write_buckets). A million-row CSV's 12 parts made 36,864 blocks of
+    ~27 rows: each block costs microseconds to make, pickle, unpickle and search, a few per key much less.
+    Rows keep their order within a block (the sort is stable), so their numbers pack as steps."""
     joined = digests if isinstance(digests, bytes) else b"".join(digests)
-    keys = (np.frombuffer(joined, dtype=">u4").reshape(-1, 4)[:, 0] % BUCKETS).astype(np.uint16)
+    keys = (np.frombuffer(joined, dtype=">u4").reshape(-1, 4)[:, 0] % BUCKETS // span).astype(np.uint16)
     order = np.argsort(keys, kind="stable")  # 16-bit keys: numpy's stable sort is a radix sort
     cells = np.frombuffer(joined, dtype="V16")[order].tobytes()
     bounds = np.flatnonzero(np.diff(keys[order])) + 1
@@ -300,10 +308,15 @@ def blocks_by_bucket(part: str, split: str, digests: Union[bytes, Sequence[bytes
     out = {}
     for index, (start, end) in enumerate(zip(starts, ends)):
         if end > start:
-            out[int(keys[order[start]])] = DigestBlock(part, split, cells[16 * start:16 * end], packed_rows[index],
-                                                       None if packed_places is None else packed_places[index],
-                                                       pieces, source)
+            out[int(keys[order[start]]) * span] = DigestBlock(part, split, cells[16 * start:16 * end], packed_rows[index],
+                                                              None if packed_places is None else packed_places[index],
+                                                              pieces, source)
     return out
+
+
+def group_bucket(group: DuplicateGroup) -> int:
+    """The bucket of an exact group (`bucket_of` its digest, whose first 8 bytes its id spells in hex)."""
+    return int(group.group_id[:8], 16) % BUCKETS
 
 
 def _packed_runs(values: np.ndarray, starts: list[int], ends: list[int]) -> list[bytes]:

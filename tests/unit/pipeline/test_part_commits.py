@@ -150,3 +150,41 @@ def test_a_parts_digest_blocks_go_to_the_grouping_several_buckets_a_key_where_th
     direct = [d for bucket in buckets for d in write_bucket(
         (bucket, [DigestBlocks([found[bucket]]) for found in blocks.values() if bucket in found]), config)]
     assert grouped == direct and sum(d.counts.leaking_groups for d in grouped) == 14
+
+
+
+def test_a_parts_blocks_spanning_a_keys_buckets_give_each_bucket_the_groups_and_file_it_had(tmp_path):
+    """A committed part's digests as one block per grouping key (blocks_by_bucket(span=buckets_per_key)):
+    the grouping writes the bucket files and descriptors a block per bucket gives, also when parts
+    committed either way meet under one key (a job resumed across the change)."""
+    import collections
+
+    import numpy as np
+
+    from beam_pipelines.steps.collect_statistics import QUALITY
+    from beam_pipelines.steps.find_duplicates import quality_group
+    from tfrecorder.rows.duplicate_groups import DigestBlocks, blocks_by_bucket, content_digest
+
+    config = job_config(temp_dir=str(tmp_path / "job"), final_dir=str(tmp_path / "final"), resumable=True,
+                        buckets_per_key=4)
+    digests = [content_digest(f"row {i}".encode()) for i in range(400)]
+    parts = {"a": {"TRAIN": digests[:300], "TEST": digests[::7]}, "b": {"TRAIN": digests[250:]}}
+
+    def grouped(spans: dict) -> list:
+        """Each part committed with its span; the grouping of every key its parts sent."""
+        by_key = collections.defaultdict(list)
+        for name, span in spans.items():
+            pairs = [(bucket, DigestBlocks([block])) for split, found in parts[name].items()
+                     for bucket, block in blocks_by_bucket(name, split, found, np.arange(len(found)), span=span).items()]
+            manifest = part_commits.commit(config, (name, tuple(spans.items())), 400, [], None, quality=pairs)
+            for out in part_commits.emit(config, manifest):
+                if out.tag == QUALITY:
+                    by_key[out.value[0]].append(out.value[1])
+        descriptors = sorted((d for item in by_key.items() for d in quality_group(item, config)), key=lambda d: d.bucket)
+        return [(d, open(d.path, "rb").read()) for d in descriptors]
+
+    per_bucket = grouped({"a": 1, "b": 1})
+    assert grouped({"a": 4, "b": 4}) == per_bucket == grouped({"a": 1, "b": 4})
+    repeated = collections.Counter(d for found in parts.values() for rows in found.values() for d in rows)
+    assert sum(d.counts.groups for d, _ in per_bucket) == sum(count > 1 for count in repeated.values()) > 50
+    assert len({d.bucket for d, _ in per_bucket}) == len(per_bucket) > 16  # a file per bucket, keys hold several

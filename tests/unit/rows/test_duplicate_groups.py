@@ -62,6 +62,28 @@ def test_record_digests_are_two_keyed_siphash_halves_of_the_record_bytes():
     assert record_digests(pa.array([], pa.large_binary())) == b"" == record_digests([])
 
 
+def test_a_block_may_span_buckets_keeping_its_rows_in_order_and_each_group_knows_its_bucket():
+    """blocks_by_bucket(span=k): one block per k consecutive buckets, keyed by the first, holding exactly the
+    rows per-bucket blocks hold, in their order (so their numbers pack as steps); a group's bucket is its
+    digest's (group_bucket), whichever block it was found in."""
+    import numpy as np
+
+    from tfrecorder.rows.duplicate_groups import blocks_by_bucket, group_bucket
+
+    digests = [content_digest(f"row {i}".encode()) for i in range(3000)] * 2
+    rows = np.arange(len(digests)) * 3
+    single = blocks_by_bucket("p", "TRAIN", digests, rows)
+    spans = blocks_by_bucket("p", "TRAIN", digests, rows, span=16)
+    assert len(spans) == BUCKETS // 16 < len(single) and all(key % 16 == 0 for key in spans)
+    for key, block in spans.items():
+        held = sorted(bucket for bucket in single if key <= bucket < key + 16)
+        assert block.rows.tolist() == sorted(row for bucket in held for row in single[bucket].rows.tolist())
+        assert {bucket_of(block.digests[i:i + 16]) for i in range(0, len(block.digests), 16)} <= set(range(key, key + 16))
+    groups = groups_in(spans.values())
+    assert len(groups) == 3000 and groups == groups_in(single.values())
+    assert all(group_bucket(group) == bucket_of(bytes.fromhex(group.group_id)) for group in groups)
+
+
 def test_image_free_rows_travel_as_blocks_and_only_duplicates_get_row_ids():
     import numpy as np
 
