@@ -52,25 +52,29 @@ def bucket_path(config: JobConfig, bucket: int, kind: str = EXACT) -> str:
 
 
 def write_bucket(item: tuple[int, Iterable[list]], config: JobConfig) -> Iterable[Any]:
-    """Group one bucket's entries (or several buckets' at once: see `write_buckets`); write each bucket's
-    groups (if any) and yield their descriptor."""
+    """Group one bucket's entries; write its groups (if any) and yield their descriptor."""
     _bucket, batches = item
-    by_bucket: dict[int, list[DuplicateGroup]] = {}
-    for group in groups_in(entry for batch in batches for entry in batch):
-        by_bucket.setdefault(group_bucket(group), []).append(group)
-    for bucket in sorted(by_bucket):
-        yield from write_groups(bucket, by_bucket[bucket], config, EXACT)
+    yield from _write_exact_groups((entry for batch in batches for entry in batch), config)
 
 
 def write_buckets(values: Iterable[Union[bytes, CommittedBuckets]], config: JobConfig) -> Iterable[Any]:
     """The exact buckets of one grouping key (BUCKET_KEYS + a range of buckets): each value a committed
     part's pickled [(bucket, DigestBlocks)] (part_commits.part_quality), or where it lies in the part's
     quality file (a local job: part_commits.quality_of). Grouped at once (equal digests share a bucket, so
-    the key's groups are its buckets' groups; its blocks may span its buckets: blocks_by_bucket), and
-    written bucket by bucket."""
-    blocks = [found for value in values
-              for _bucket, found in (value.load() if isinstance(value, CommittedBuckets) else pickle.loads(value))]
-    yield from write_bucket((None, blocks), config)
+    the key's groups are its buckets' groups; a block may span the key's buckets: blocks_by_bucket)."""
+    yield from _write_exact_groups((block for value in values for _bucket, blocks in
+                                    (value.load() if isinstance(value, CommittedBuckets) else pickle.loads(value))
+                                    for block in blocks), config)
+
+
+def _write_exact_groups(entries: Iterable, config: JobConfig) -> Iterable[Any]:
+    """The exact groups among entries of one bucket or several; each bucket's written to its own file (the
+    bucket of its digest: the same file whichever entries it was found among), with its descriptor."""
+    by_bucket: dict[int, list[DuplicateGroup]] = {}
+    for group in groups_in(entries):
+        by_bucket.setdefault(group_bucket(group), []).append(group)
+    for bucket in sorted(by_bucket):
+        yield from write_groups(bucket, by_bucket[bucket], config, EXACT)
 
 
 DROPPED = "dropped"  # tagged output (duplicates="drop"): (piece file name, [(record, unknown, cells, reason)]);

@@ -139,9 +139,9 @@ class DuplicateGroup:
 
 class DigestBlock:
     """Image-free rows' entries column-wise (one batch's rows of one bucket, or of a span of buckets:
-    `blocks_by_bucket`): their 16-byte digests
-    concatenated, their split, and their row numbers in the source part `part` — no python object per row;
-    row ids ("<part> row <i>") are made only for rows found in a group.
+    `blocks_by_bucket`): their 16-byte digests concatenated, their split, and their row numbers in the
+    source part `part` — no python object per row; row ids ("<part> row <i>") are made only for rows found
+    in a group.
 
     `rows` (int64) and `places` (duplicates="drop": int64 (rows, 3) of piece index into `pieces`, record
     number, unknown labels) are given as arrays or in their packed form (`packed_ints` bytes; places as
