@@ -18,6 +18,7 @@ from beam_pipelines.steps.read_rows import RECORDS, SourceParts, read_batches, r
 from tfrecorder.core.progress_bar import report_total
 from tfrecorder.rows import columnar_encoder
 from tfrecorder.rows.table_stats import StatsCounter, TableStats
+from tfrecorder.sources.kept_tables import KEEP
 
 
 def count_table(parts: SourceParts, config: JobConfig) -> beam.PCollection:
@@ -62,7 +63,7 @@ class BatchPartStats(PartPass):
         split is a hash of the whole row): the part is then counted from every column."""
         stats, config = TableStats(), self.config
         stats.nullable.update(nullable)
-        for item in read_batches(config, part, columns):
+        for item in read_batches(config, part, columns, kept=KEEP):  # the encode pass takes its tables
             if isinstance(item, pa.RecordBatch):
                 if columns is not None and columnar_encoder.splits_whole_rows(item, config.schema,
                                                                                config.content_splits):

@@ -25,6 +25,7 @@ from beam_pipelines.steps.read_rows import MALFORMED, RECORDS, read_batches
 from tfrecorder.format import resume_files
 from tfrecorder.rows import columnar_encoder
 from tfrecorder.format.framing import frame_records
+from tfrecorder.sources.kept_tables import TAKE
 
 
 class EncodePart(beam.DoFn):
@@ -113,7 +114,7 @@ class EncodePart(beam.DoFn):
         self._rows = 0
         part_name, offset = part_label(part, self.config.work_dir), first_row_number(part)
         source = resume_files.part_key(part) if self._drops else ""
-        for item in read_batches(self.config, part):
+        for item in read_batches(self.config, part, kept=TAKE):  # the count pass's parse, where it kept one
             if not isinstance(item, pa.RecordBatch):
                 yield beam.pvalue.TaggedOutput(RECORDS if item[0] == RECORDS else MALFORMED,
                                                item[1] if item[0] == RECORDS else item)

@@ -16,11 +16,14 @@ import apache_beam as beam
 from apache_beam.pvalue import AsDict, AsList
 
 from beam_pipelines.steps.part_passes import PartPass
+from tfrecorder.io import storage
 from tfrecorder.options.job_config import JobConfig
 from tfrecorder.sources.csv_source import record_reason
+from tfrecorder.sources.kept_tables import KeptTables
 from tfrecorder.sources.source_protocol import REASONED, RECORDS
 
 BATCH_ROWS = 16_384  # rows per Arrow batch when a part is read column-wise
+KEPT_DIR = "kept-tables"  # under the job's work directory: parts' parsed tables between passes (kept_tables)
 MALFORMED = "malformed"
 
 
@@ -146,8 +149,22 @@ def reads_batches(config: JobConfig) -> bool:
     return config.source.reads_batches
 
 
-def read_batches(config: JobConfig, part: Any, columns: Optional[Sequence[str]] = None) -> Iterator[Any]:
+def read_batches(config: JobConfig, part: Any, columns: Optional[Sequence[str]] = None,
+                 kept: Optional[str] = None) -> Iterator[Any]:
     """Arrow batches of one part (every column, or only `columns`); for a CSV slice also (index, row,
-    record, fields) per malformed line and finally (RECORDS, (index, record count)), as read_part."""
+    record, fields) per malformed line and finally (RECORDS, (index, record count)), as read_part.
+    `kept` (kept_tables.KEEP or TAKE): a pass that keeps the tables it parses for the next pass, or takes
+    them (a local job whose source `keeps_tables`)."""
     chosen = config.columns if columns is None else columns
-    return config.source.read_batches(part, chosen, config.schema, BATCH_ROWS)
+    tables = kept_tables(config, kept)
+    if tables is None:
+        return config.source.read_batches(part, chosen, config.schema, BATCH_ROWS)
+    return config.source.read_batches(part, chosen, config.schema, BATCH_ROWS, kept=tables)
+
+
+def kept_tables(config: JobConfig, mode: Optional[str]) -> Optional[KeptTables]:
+    """The job's kept tables for a pass in `mode`, when its source keeps them and its work directory is
+    local (a remote job's passes run on other machines: a part is parsed where it is read)."""
+    if mode is None or not getattr(config.source, "keeps_tables", False) or storage.is_remote(config.work_dir):
+        return None
+    return KeptTables(storage.join(config.work_dir, KEPT_DIR), mode)

@@ -126,10 +126,12 @@ def csv_bytes_batches(data: bytes, header: list[str], batch_rows: int = BATCH_RO
     if table is None:
         text = io.TextIOWrapper(io.BytesIO(data), encoding=encoding, errors=csv_text.INVALID, newline="")
         return CsvBatches(text, header, batch_rows, encoding)
-    return _ParsedBatches(table, batch_rows)
+    return ParsedBatches(table, batch_rows)
 
 
-class _ParsedBatches(CsvBatches):
+class ParsedBatches(CsvBatches):
+    """A slice's batches from its Arrow table (every record well formed: nothing else to yield)."""
+
     def __init__(self, table: pa.Table, batch_rows: int) -> None:
         self.table, self.batch_rows, self.records = table, batch_rows, table.num_rows
 

@@ -24,7 +24,8 @@ import pandas as pd
 from tfrecorder.core.schema import Schema, check_column_names
 from tfrecorder.io import storage
 from tfrecorder.sources import csv_slicing, csv_text
-from tfrecorder.sources.csv_columns import CsvBatches, csv_bytes_batches
+from tfrecorder.sources.csv_columns import CsvBatches, ParsedBatches, csv_bytes_batches
+from tfrecorder.sources.kept_tables import KeptTables
 from tfrecorder.sources.source_protocol import RECORDS, REASONED, SAMPLE_ROWS, FileTable, parent_dir
 
 SAMPLE_BYTES = 32 * 1024 * 1024  # the most of a CSV the driver reads (header, sample, row estimate)
@@ -245,13 +246,23 @@ class CsvRows:
     def reads_batches(self) -> bool:
         return batches_pay(self.record_bytes)
 
+    keeps_tables = True  # a slice's Arrow table may serve the next pass (read_batches' `kept`)
+
     def read_batches(self, part: csv_slicing.Slice, columns: Sequence[str], schema: Schema,
-                     batch_rows: int) -> Iterator[Any]:
+                     batch_rows: int, kept: Optional[KeptTables] = None) -> Iterator[Any]:
+        """A slice's batches: from the table an earlier pass kept (`kept`), else parsed (and kept, when the
+        pass keeps tables and Arrow parsed the whole slice)."""
         if part.start == 0:  # the whole file, streamed
             text = open_text(_window(self.path, 0, part.end), self.encoding)
             return part_items(stream_records(text, columns, self.encoding, batch_rows), part.index)
+        table = kept.take(part, columns) if kept is not None else None
+        if table is not None:
+            return part_items(ParsedBatches(table, batch_rows), part.index)
         data = storage.read_range(self.path, part.start, part.end - part.start)  # a few MB (csv_slicing)
-        return part_items(csv_bytes_batches(data, list(columns), batch_rows, self.encoding), part.index)
+        batches = csv_bytes_batches(data, list(columns), batch_rows, self.encoding)
+        if kept is not None and isinstance(batches, ParsedBatches):
+            kept.keep(part, batches.table)
+        return part_items(batches, part.index)
 
 
 @dataclasses.dataclass

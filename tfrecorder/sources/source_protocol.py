@@ -69,7 +69,9 @@ class RowSource(Protocol):
         """Whether `read_batches` reads a part as Arrow record batches (the columnar graph's input)."""
 
     def read_batches(self, part: Any, columns: Sequence[str], schema: Schema, batch_rows: int) -> Iterator[Any]:
-        """Arrow batches of one part; for a CSV part also the malformed-line and RECORDS tuples of read_part."""
+        """Arrow batches of one part; for a CSV part also the malformed-line and RECORDS tuples of read_part.
+        A source whose parts cost a parse (`keeps_tables` True) also takes `kept`: the job's
+        tfrecorder.sources.kept_tables.KeptTables, so that one pass's parse serves the next."""
 
 
 @dataclasses.dataclass

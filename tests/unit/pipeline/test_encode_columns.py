@@ -197,10 +197,10 @@ def test_a_storage_failure_in_a_forked_encoder_fails_the_job_and_the_next_run_re
     source = _table(tmp_path, "dataframe")
     real_read = encode_columns.read_batches
 
-    def outage(config, part):
+    def outage(config, part, **options):
         if part.row_group == 3:
             raise StorageReadError(5, f"could not read {part.path}: outage")
-        return real_read(config, part)
+        return real_read(config, part, **options)
 
     with monkeypatch.context() as patched:
         patched.setattr(encode_columns, "read_batches", outage)

@@ -131,3 +131,19 @@ def test_staged_dataframe_is_read_by_row_groups(tmp_path, monkeypatch):
     with beam.Pipeline("DirectRunner") as pipeline:
         rows, _ = read_rows.SourceParts(pipeline, config).branch("Rows") | read_rows.ReadRows(config)
         assert_that(rows | beam.Map(repr), equal_to(expected))
+
+
+def test_a_local_csv_jobs_passes_keep_and_take_parsed_tables_a_remote_one_parses(tmp_path):
+    """read_rows.kept_tables: a source that keeps tables (CSV) and a local work directory; a pass that asks."""
+    import dataclasses
+
+    from tfrecorder.sources.kept_tables import KEEP, TAKE
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(TRICKY)
+    job = str(tmp_path / "job")
+    local = dataclasses.replace(csv_config(str(path)), temp_dir=job)
+    assert read_rows.kept_tables(local, KEEP).directory == os.path.join(job, "_work", read_rows.KEPT_DIR)
+    assert read_rows.kept_tables(local, TAKE).mode == TAKE and read_rows.kept_tables(local, None) is None
+    assert read_rows.kept_tables(dataclasses.replace(local, temp_dir="gs://bucket/job"), KEEP) is None
+    assert read_rows.kept_tables(dataclasses.replace(local, source=StagedRows(())), KEEP) is None

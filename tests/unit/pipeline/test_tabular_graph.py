@@ -152,6 +152,45 @@ def test_small_csv_slices_and_pieces_roll_over(tmp_path, monkeypatch):
     assert len(source) == metadata["splits"]["TRAIN"]["records"] and source[len(source) - 1]["id"] is not None
 
 
+def test_the_count_pass_parse_of_each_csv_slice_serves_the_encode_pass(tmp_path, monkeypatch):
+    """A local job keeps each slice's parsed table from the count pass for the encode pass (kept_tables):
+    no slice is parsed twice, and the job is the one that parses every slice in both passes, also when
+    bundles are replayed (a replayed encode finds its table taken and parses the slice)."""
+    from tfrecorder.sources import csv_source, kept_tables
+
+    frame = table(2000)
+    frame["vec"] = [json.dumps(v.tolist()) for v in frame["vec"]]
+    frame["tags"] = [json.dumps(v) for v in frame["tags"]]
+    path = tmp_path / "table.csv"
+    frame.to_csv(path, index=False)
+    monkeypatch.setattr("tfrecorder.sources.csv_slicing.RANGE_BYTES", 16 * 1024)
+    monkeypatch.setattr(kept_tables, "KEPT_MIN_BYTES", 1)
+    parses = tmp_path / "parses.log"
+    parse = csv_source.csv_bytes_batches
+
+    def logged(data, *args, **kwargs):  # the job's processes are forked: each appends its own lines
+        with open(parses, "a") as log:
+            log.write(f"{len(data)} {hash(bytes(data[:64]))}\n")
+        return parse(data, *args, **kwargs)
+
+    monkeypatch.setattr(csv_source, "csv_bytes_batches", logged)
+
+    def parsed(name: str, **options) -> tuple[dict, Counter]:
+        parses.write_text("")
+        job = convert(str(path), tmp_path / name, False, monkeypatch, **options)
+        return job_view(job), Counter(parses.read_text().split("\n")[:-1])
+
+    kept, once = parsed("kept")
+    monkeypatch.setattr(kept_tables, "KEPT_BYTES", 0)
+    reparsed, twice = parsed("reparsed")
+    assert kept == reparsed
+    assert set(once.values()) == {1} and set(once) == set(twice)  # (a count pass's wrong guess of a part: once)
+    assert sum(twice.values()) - sum(once.values()) == sum(count == 2 for count in twice.values()) > 8  # encoded
+    monkeypatch.setattr(kept_tables, "KEPT_BYTES", 1 << 30)
+    replayed, _ = parsed("replayed", dataflow_options=REPLAY)
+    assert replayed == kept
+
+
 def test_bundle_replay_changes_nothing(tmp_path, monkeypatch):
     frame = table()
     once = convert(frame, tmp_path / "once", False, monkeypatch)
