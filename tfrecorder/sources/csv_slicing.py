@@ -9,7 +9,8 @@ outside quotes; each one found is a "flip" that corrects the parity from there o
 
 The plan runs in three steps, all but the middle one in parallel:
 1. `read_scan` (per range): count the quotes and flips, and find the first record start under
-   both hypotheses (range starts outside / inside quotes). Numpy does the byte work.
+   both hypotheses (range starts outside / inside quotes). Numpy does the byte work; once both starts
+   are found, the range's later blocks are scanned for their quotes alone (a 16 MB range: 26 → 16 ms).
 2. `plan_slices` (tiny, O(ranges)): prefix sums pick each range's true starting state, giving every
    range the byte slice [first record start, next range's first record start).
 3. Each slice is parsed with the csv module (`tables.CsvRecords`); line numbers of malformed rows
@@ -75,22 +76,29 @@ def byte_ranges(data_start: int, file_size: int, range_bytes: Optional[int] = No
     return [ByteRange(i, s, min(s + size, file_size)) for i, s in enumerate(starts)]
 
 
-def _scan(previous: Optional[int], body: bytes, after: bytes, start: int, index: int) -> RangeScan:
-    return _scan_all(previous, body, after, start, index)[0]
+def _scan(previous: Optional[int], body: bytes, after: bytes, start: int, index: int,
+          records: bool = True) -> RangeScan:
+    """The range's scan; without `records` its quotes alone (its first record starts left None: what a
+    scan needs of a block after the blocks where both hypotheses found theirs, `read_scan`)."""
+    return _scan_all(previous, body, after, start, index, records)[0]
 
 
 def _scan_all(previous: Optional[int], body: bytes, after: bytes, start: int,
-              index: int) -> tuple[RangeScan, list[np.ndarray]]:
-    """The range's scan, and every record start (file offsets) under each hypothesis."""
+              index: int, records: bool = True) -> tuple[RangeScan, list[np.ndarray]]:
+    """The range's scan, and every record start (file offsets) under each hypothesis (none without
+    `records`: then only its quotes are looked at, not its newlines)."""
     arr = np.frombuffer(body, dtype=np.uint8)
     n = len(arr)
-    marks = np.flatnonzero((arr == QUOTE) | (arr <= CR))  # the few bytes that matter (and other control bytes)
-    marked = arr[marks]
-    wanted = (marked == QUOTE) | (marked == LF) | (marked == CR)
-    if not wanted.all():
-        marks, marked = marks[wanted], marked[wanted]
-    at_quote = marked == QUOTE
-    quote_positions = marks[at_quote]
+    if records:
+        marks = np.flatnonzero((arr == QUOTE) | (arr <= CR))  # the few bytes that matter (and other control bytes)
+        marked = arr[marks]
+        wanted = (marked == QUOTE) | (marked == LF) | (marked == CR)
+        if not wanted.all():
+            marks, marked = marks[wanted], marked[wanted]
+        at_quote = marked == QUOTE
+        quote_positions = marks[at_quote]
+    else:
+        quote_positions = np.flatnonzero(arr == QUOTE)
     quotes = len(quote_positions)
     lead_quote = previous == QUOTE
     # maximal runs of quotes that start inside this range, with their full length
@@ -119,6 +127,9 @@ def _scan_all(previous: Optional[int], body: bytes, after: bytes, start: int,
     candidate = (lengths % 2 == 1) & ~after_separator  # literal quotes, if outside quotes there
     candidate_positions = run_starts[candidate]
     candidate_parity = quotes_before_run[candidate] % 2
+    if not records:
+        flips = tuple(len(_literal_quotes(candidate_positions, candidate_parity, h)) % 2 for h in (0, 1))
+        return RangeScan(index, quotes, flips, (None, None)), []
     newlines = marks[~at_quote]
     # "\r\n" ends one record: a \r followed by \n is not a record end by itself
     next_bytes = np.where(newlines + 1 < n, arr[np.minimum(newlines + 1, n - 1)].astype(np.int16),
@@ -203,11 +214,14 @@ def read_scan(read_at: Callable[[int, int], bytes], byte_range: ByteRange, data_
            == len(block) - (byte_range.end - first) and first + len(block) < file_size):
         block += read_at(first + len(block), 64 * 1024)
     view = memoryview(block)
-    scans = []
+    scans: list[RangeScan] = []
+    records = True  # until both hypotheses found their first record start, newlines are looked at too
     for start in range(byte_range.start, byte_range.end, SCAN_BLOCK_BYTES):
         end = min(start + SCAN_BLOCK_BYTES, byte_range.end)
         previous = block[start - first - 1] if start > first else None
-        scans.append(_scan(previous, view[start - first : end - first], view[end - first :], start, byte_range.index))
+        scans.append(_scan(previous, view[start - first : end - first], view[end - first :], start, byte_range.index,
+                           records))
+        records = records and None in _compose(byte_range.index, scans).first_record
     return _compose(byte_range.index, scans)
 
 

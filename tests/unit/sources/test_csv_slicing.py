@@ -93,6 +93,24 @@ def test_fuzzed_csvs_parse_identically_in_slices(tmp_path, data, range_bytes, bl
     check(tmp_path, data, range_bytes, block_bytes)
 
 
+@settings(max_examples=300, deadline=None)
+@given(data=csv_bytes(), range_bytes=st.integers(1, 40), block_bytes=st.integers(1, 40))
+def test_a_range_scanned_in_blocks_is_the_range_scanned_at_once(data, range_bytes, block_bytes):
+    """Blocks after the ones where both hypotheses found their first record start are scanned for their
+    quotes alone (read_scan): the range's scan is still exactly the one-block scan."""
+    data_start, size = csv_slicing.header_end(data, complete=True), len(data)
+
+    def scans(block: int) -> list:
+        default, csv_slicing.SCAN_BLOCK_BYTES = csv_slicing.SCAN_BLOCK_BYTES, block
+        try:
+            return [csv_slicing.read_scan(lambda offset, length: data[offset:offset + length], r, data_start, size)
+                    for r in csv_slicing.byte_ranges(data_start, size, range_bytes)]
+        finally:
+            csv_slicing.SCAN_BLOCK_BYTES = default
+
+    assert scans(block_bytes) == scans(1 << 20)
+
+
 UNQUOTED_CELL = st.lists(st.sampled_from(['a', 'b', ' ', 'é', '12']), max_size=6).map("".join)
 
 
