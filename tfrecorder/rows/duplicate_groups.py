@@ -294,7 +294,7 @@ def blocks_by_bucket(part: str, split: str, digests: Union[bytes, Sequence[bytes
     `span` consecutive buckets, keyed by the first: a committed part sends those buckets under one grouping
     key anyway (part_commits.part_quality), where the grouping finds a key's groups at once and files each
     under its own bucket (find_duplicates.write_buckets). A million-row CSV's 12 parts made 36,864 blocks of
-    ~27 rows: each block costs microseconds to make, pickle, unpickle and search, a few per key much less.
+    ~27 rows, and each block costs microseconds to make, pickle, unpickle and search: 36 a key cost less.
     Rows keep their order within a block (the sort is stable), so their numbers pack as steps."""
     joined = digests if isinstance(digests, bytes) else b"".join(digests)
     keys = (np.frombuffer(joined, dtype=">u4").reshape(-1, 4)[:, 0] % BUCKETS // span).astype(np.uint16)
@@ -308,9 +308,9 @@ def blocks_by_bucket(part: str, split: str, digests: Union[bytes, Sequence[bytes
     out = {}
     for index, (start, end) in enumerate(zip(starts, ends)):
         if end > start:
-            out[int(keys[order[start]]) * span] = DigestBlock(part, split, cells[16 * start:16 * end], packed_rows[index],
-                                                              None if packed_places is None else packed_places[index],
-                                                              pieces, source)
+            out[int(keys[order[start]]) * span] = DigestBlock(
+                part, split, cells[16 * start:16 * end], packed_rows[index],
+                None if packed_places is None else packed_places[index], pieces, source)
     return out
 
 

@@ -174,13 +174,14 @@ def test_a_parts_blocks_spanning_a_keys_buckets_give_each_bucket_the_groups_and_
         """Each part committed with its span; the grouping of every key its parts sent."""
         by_key = collections.defaultdict(list)
         for name, span in spans.items():
-            pairs = [(bucket, DigestBlocks([block])) for split, found in parts[name].items()
-                     for bucket, block in blocks_by_bucket(name, split, found, np.arange(len(found)), span=span).items()]
+            pairs = [(bucket, DigestBlocks([block])) for split, found in parts[name].items() for bucket, block
+                     in blocks_by_bucket(name, split, found, np.arange(len(found)), span=span).items()]
             manifest = part_commits.commit(config, (name, tuple(spans.items())), 400, [], None, quality=pairs)
             for out in part_commits.emit(config, manifest):
                 if out.tag == QUALITY:
                     by_key[out.value[0]].append(out.value[1])
-        descriptors = sorted((d for item in by_key.items() for d in quality_group(item, config)), key=lambda d: d.bucket)
+        descriptors = sorted((d for item in by_key.items() for d in quality_group(item, config)),
+                             key=lambda d: d.bucket)
         return [(d, open(d.path, "rb").read()) for d in descriptors]
 
     per_bucket = grouped({"a": 1, "b": 1})

@@ -78,7 +78,8 @@ def test_a_block_may_span_buckets_keeping_its_rows_in_order_and_each_group_knows
     for key, block in spans.items():
         held = sorted(bucket for bucket in single if key <= bucket < key + 16)
         assert block.rows.tolist() == sorted(row for bucket in held for row in single[bucket].rows.tolist())
-        assert {bucket_of(block.digests[i:i + 16]) for i in range(0, len(block.digests), 16)} <= set(range(key, key + 16))
+        buckets = {bucket_of(block.digests[i:i + 16]) for i in range(0, len(block.digests), 16)}
+        assert buckets <= set(range(key, key + 16))
     groups = groups_in(spans.values())
     assert len(groups) == 3000 and groups == groups_in(single.values())
     assert all(group_bucket(group) == bucket_of(bytes.fromhex(group.group_id)) for group in groups)
