@@ -135,14 +135,20 @@ def test_invalid_text_anywhere_is_discarded_alike_by_both_graphs(tmp_path, monke
     assert expected["metadata"]["rows_in"] == 600
 
 
-def test_small_csv_slices_and_pieces_roll_over(tmp_path, monkeypatch):
-    """Many CSV slices (parsed in parallel parts) and pieces capped at a few KB: same job as the row graph."""
+def csv_in_small_slices(tmp_path: Path, monkeypatch) -> Path:
+    """`table(2000)` as a CSV (its lists as JSON text), read in slices of 16 KB."""
     frame = table(2000)
     frame["vec"] = [json.dumps(v.tolist()) for v in frame["vec"]]
     frame["tags"] = [json.dumps(v) for v in frame["tags"]]
     path = tmp_path / "table.csv"
     frame.to_csv(path, index=False)
     monkeypatch.setattr("tfrecorder.sources.csv_slicing.RANGE_BYTES", 16 * 1024)
+    return path
+
+
+def test_small_csv_slices_and_pieces_roll_over(tmp_path, monkeypatch):
+    """Many CSV slices (parsed in parallel parts) and pieces capped at a few KB: same job as the row graph."""
+    path = csv_in_small_slices(tmp_path, monkeypatch)
     columnar_job = convert(str(path), tmp_path / "columnar", False, monkeypatch, max_shard_bytes=20_000)
     row_job = convert(str(path), tmp_path / "rows", True, monkeypatch, max_shard_bytes=20_000)
     assert job_view(columnar_job) == job_view(row_job)
@@ -158,12 +164,7 @@ def test_the_count_pass_parse_of_each_csv_slice_serves_the_encode_pass(tmp_path,
     bundles are replayed (a replayed encode finds its table taken and parses the slice)."""
     from tfrecorder.sources import csv_source, kept_tables
 
-    frame = table(2000)
-    frame["vec"] = [json.dumps(v.tolist()) for v in frame["vec"]]
-    frame["tags"] = [json.dumps(v) for v in frame["tags"]]
-    path = tmp_path / "table.csv"
-    frame.to_csv(path, index=False)
-    monkeypatch.setattr("tfrecorder.sources.csv_slicing.RANGE_BYTES", 16 * 1024)
+    path = csv_in_small_slices(tmp_path, monkeypatch)
     monkeypatch.setattr(kept_tables, "KEPT_MIN_BYTES", 1)
     parses = tmp_path / "parses.log"
     parse = csv_source.csv_bytes_batches
