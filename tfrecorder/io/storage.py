@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import mmap
 import os
 import posixpath
 import shutil
@@ -204,6 +205,19 @@ def _kernel_file_system_devices() -> frozenset[int]:
         except OSError:
             continue
     return frozenset(devices)
+
+
+def map_local(path: str) -> mmap.mmap:
+    """A local regular file mapped read-only (its bytes read by the kernel as they are touched), checked as
+    `read_bytes` checks one: stat first, a non-blocking open and its fstat (NotRegularFile for a FIFO, a
+    device and the like, never blocked on); ValueError for an empty file (nothing to map)."""
+    _check_regular(os.stat(path), path)
+    descriptor = os.open(path, _OPEN_FLAGS)
+    try:
+        _check_regular(os.fstat(descriptor), path)
+        return mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ)  # the mapping outlives the descriptor
+    finally:
+        os.close(descriptor)
 
 
 def read_range(path: str, start: int, length: int) -> bytes:

@@ -24,6 +24,8 @@ from typing import Any, Optional, Sequence
 
 import pyarrow as pa
 
+from tfrecorder.io import storage
+
 KEPT_BYTES = 1 << 30  # parts ending within this many bytes of their file's start are kept
 KEPT_MIN_BYTES = 1 << 20  # smaller parts parse faster than a file is made and mapped
 KEEP, TAKE = "keep", "take"  # what a pass does with kept tables
@@ -48,10 +50,9 @@ class KeptTables:
         import pyarrow.ipc as ipc
 
         path = self.path(part)
-        try:
-            with pa.memory_map(path) as source:  # the table's buffers keep the mapping alive
-                table = ipc.open_file(source).read_all()
-        except (OSError, pa.ArrowInvalid):  # not kept (or unreadable): parsed again
+        try:  # the table's buffers hold the mapping (a regular file's only: storage.map_local)
+            table = ipc.open_file(pa.py_buffer(storage.map_local(path))).read_all()
+        except (OSError, ValueError, pa.ArrowInvalid):  # not kept (or unreadable, or not a file): parsed again
             return None
         finally:
             _remove(path)

@@ -67,6 +67,23 @@ def test_local_reads_refuse_kernel_files_and_fail_as_opens(tmp_path):
         storage.read_bytes(str(tmp_path))
 
 
+def test_a_local_regular_file_maps_and_nothing_else_is_opened(tmp_path):
+    path = tmp_path / "table.arrow"
+    path.write_bytes(b"0123456789" * 1000)
+    mapped = storage.map_local(str(path))
+    path.unlink()  # the mapping outlives the file's name and its descriptor
+    assert bytes(mapped[:10]) == b"0123456789" and len(mapped) == 10_000
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # opened, it would block until a writer came
+    with pytest.raises(storage.NotRegularFile, match="a FIFO"):
+        storage.map_local(str(fifo))
+    with pytest.raises(storage.NotRegularFile, match="a character device"):
+        storage.map_local("/dev/zero")
+    (tmp_path / "empty").write_bytes(b"")
+    with pytest.raises(ValueError):
+        storage.map_local(str(tmp_path / "empty"))
+
+
 @pytest.mark.parametrize("size", [0, 1, 80_000])
 def test_local_reads_stop_at_the_cap_and_give_everything_below_it(tmp_path, size):
     path = tmp_path / "f.bin"
