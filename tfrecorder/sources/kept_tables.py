@@ -7,7 +7,9 @@ So a local job's count pass keeps the table of each slice it parsed (`KEEP`), an
 it (`TAKE`: mapped, and its file removed at once) instead of parsing the slice again.
 
 - Bounded: only parts ending within the first KEPT_BYTES of their file are kept (a table is ~1.1 times
-  its CSV bytes), so a large file costs at most about a GiB more scratch while it is between passes;
+  its CSV bytes), so a large file costs at most about a GiB more scratch while it is between passes
+  (up to twice that where the count pass's guess of a part, counted while scanning, was wrong at every
+  range boundary: the guessed part's table is then never taken, and goes with the work directory);
   parts under KEPT_MIN_BYTES are parsed again (a small parse costs less than a file).
 - Never trusted blindly: a table is taken only for the same part (file name from its place in the file)
   and the same columns; anything else (missing, unreadable, other columns) means the part is parsed.
