@@ -422,7 +422,7 @@ def delete_files(paths: Iterable[str]) -> None:
 def _remove_local(path: str) -> None:
     try:
         os.remove(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # not there (a file where a directory of its path would be)
         pass
 
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import uuid
 from typing import Any, Optional, Sequence
 
 import pyarrow as pa
 
+from tfrecorder.format.file_names import temporary_file_name
 from tfrecorder.io import storage
 
 KEPT_BYTES = 1 << 30  # parts ending within this many bytes of their file's start are kept
@@ -57,7 +57,7 @@ class KeptTables:
         except (OSError, ValueError, pa.ArrowInvalid):  # not kept (or unreadable, or not a file): parsed again
             return None
         finally:
-            _remove(path)
+            storage.delete_files([path])
         return table if table.column_names == list(columns) else None
 
     def keep(self, part: Any, table: pa.Table) -> None:
@@ -67,19 +67,11 @@ class KeptTables:
         import pyarrow.ipc as ipc
 
         path = self.path(part)
-        staging = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
+        staging = os.path.join(self.directory, temporary_file_name(os.path.basename(path)))
         try:
             os.makedirs(self.directory, exist_ok=True)
             with pa.OSFile(staging, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
                 writer.write_table(table)
             os.replace(staging, path)
         except OSError:  # e.g. a full disk: the encode pass parses the part instead
-            _remove(staging)
-
-
-def _remove(path: str) -> None:
-    """Remove `path` if it is there."""
-    try:
-        os.remove(path)
-    except (FileNotFoundError, NotADirectoryError):
-        pass
+            storage.delete_files([staging])
