@@ -46,6 +46,8 @@ import signal
 import weakref
 from typing import Any, Callable, Iterator, Optional
 
+from tfrecorder.io import storage
+
 _POLL_SECONDS = 1.0  # how often a waiting parent checks that the child is alive
 _PR_SET_PDEATHSIG = 1  # prctl(2) option: the signal this process receives when its parent dies
 # Not SIGKILL: the kernel also sends it when the parent *thread* that forked the child exits (a runner's
@@ -74,6 +76,7 @@ def _serve(handle: Callable[[Any], Any], tasks, answers, parent: int) -> None:
     _exit_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, which stops the children
     gc.freeze()  # inherited objects (~440k with TensorFlow loaded): never traversed nor their pages copied
+    storage.maps_sources_here()  # a fault in a mapped source file ends this child, reported as ChildFailed
     while True:
         task = tasks.get()
         if task is None:
@@ -86,6 +89,19 @@ def _serve(handle: Callable[[Any], Any], tasks, answers, parent: int) -> None:
             except Exception:  # noqa: BLE001 - an exception that does not pickle
                 answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
         answers.send_bytes(answer)  # by this thread: blocks until the parent reads, or the parent dies
+
+
+def _ending(exit_code: Optional[int]) -> str:
+    """How a child ended, for ChildFailed: its exit code, or the signal that ended it (exit code -N)."""
+    if exit_code is None or exit_code >= 0:
+        return f"exit code {exit_code}"
+    try:
+        name = signal.Signals(-exit_code).name
+    except ValueError:
+        name = f"signal {-exit_code}"
+    if -exit_code == signal.SIGBUS:  # storage.open_source maps local source files in children
+        name += ": a file it had mapped, such as a local Parquet source, shrank while it was read"
+    return f"exit code {exit_code}, {name}"
 
 
 def _terminate(processes: list) -> None:
@@ -136,7 +152,7 @@ class _Child:
 
     def _failed(self) -> ChildFailed:
         self.process.join()
-        return ChildFailed(f"an encoding process stopped (exit code {self.process.exitcode})")
+        return ChildFailed(f"an encoding process stopped ({_ending(self.process.exitcode)})")
 
 
 class ForkPool:

@@ -1,7 +1,10 @@
 """tfrecorder.io.storage on local paths (gs:// through the emulator: tests/unit/io/test_gcs.py, behaviour/test_gcs_jobs.py and test_outages.py)."""
 from __future__ import annotations
 
+import mmap
 import os
+import pickle
+from pathlib import Path
 
 import pytest
 
@@ -82,6 +85,23 @@ def test_a_local_regular_file_maps_and_nothing_else_is_opened(tmp_path):
     (tmp_path / "empty").write_bytes(b"")
     with pytest.raises(ValueError):
         storage.map_local(str(tmp_path / "empty"))
+
+
+def test_refusals_cross_processes_as_they_were_raised():
+    """A worker's exception is pickled to its parent (beam_pipelines.workers.fork_pool)."""
+    for raised in (storage.NotRegularFile("/x/fifo", "a FIFO"), storage.FileTooLarge("/x/a.jpg", 10, 12),
+                   storage.FileTooLarge("gs://b/a.jpg", 10)):
+        copy = pickle.loads(pickle.dumps(raised))
+        assert type(copy) is type(raised) and str(copy) == str(raised)
+        assert (copy.errno, copy.strerror, copy.filename) == (raised.errno, raised.strerror, raised.filename)
+
+
+def test_a_source_is_read_not_mapped_in_the_callers_process(tmp_path):
+    path = tmp_path / "table.parquet"
+    path.write_bytes(b"PAR1" + os.urandom(10_000))
+    with storage.open_source(str(path)) as source:  # mapped only in tfrecorder's own workers: test_fork_pool.py
+        assert source.read(5) == path.read_bytes()[:5] and not isinstance(source, mmap.mmap)
+        assert str(path) not in Path("/proc/self/maps").read_text()
 
 
 @pytest.mark.parametrize("size", [0, 1, 80_000])

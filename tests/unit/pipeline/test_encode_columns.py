@@ -147,18 +147,22 @@ def test_a_forked_encoder_shows_its_rows_on_the_bar_and_answers_with_the_part_ma
 
 
 def _table(tmp_path, kind: str):
-    """300 rows, 9 of them discarded (an unknown split, an empty label), as a DataFrame or a CSV file."""
+    """300 rows, 9 of them discarded (an unknown split, an empty label), as a DataFrame, a CSV file or a
+    Parquet file (of 40-row row groups, which the children read mapped: storage.open_source)."""
     frame = pd.DataFrame({"split": (["TRAIN"] * 8 + ["VALIDATION", "TEST"]) * 30, "n": range(300),
                           "x": [n * 0.25 for n in range(300)], "label": ["cat", "dog", "owl"] * 100})
     frame.loc[[7, 150, 299], "split"] = "HOLDOUT"
     frame.loc[range(20, 280, 45), "label"] = ""
     if kind == "dataframe":
         return frame
+    if kind == "parquet":
+        frame.to_parquet(tmp_path / "table.parquet", index=False, row_group_size=40)
+        return str(tmp_path / "table.parquet")
     frame.to_csv(tmp_path / "table.csv", index=False)
     return str(tmp_path / "table.csv")
 
 
-@pytest.mark.parametrize("kind", ["dataframe", "csv"])
+@pytest.mark.parametrize("kind", ["dataframe", "csv", "parquet"])
 def test_parts_encoded_by_two_forked_processes_make_the_job_the_in_process_encoder_makes(kind, tmp_path, two_encoders):
     """Pieces depend only on their part, so the same shards, records, statistics and discards."""
     source = _table(tmp_path, kind)

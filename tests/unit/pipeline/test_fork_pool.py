@@ -19,6 +19,7 @@ from support.readers import read_job
 from support.piece_writers import log_piece_writers, piece_writers
 from support.replay import REPLAY, snapshot
 from beam_pipelines.launches import runners
+from tfrecorder.io.storage import NotRegularFile
 from tfrecorder.options import piece_units
 
 pytestmark = pytest.mark.skipif(not runners.can_fork(), reason="forked encoding processes are Linux-only")
@@ -121,7 +122,51 @@ def test_a_failing_task_raises_its_exception_in_the_parent_and_closes_the_pool()
 def test_a_child_that_dies_is_reported():
     pool = ForkPool(1, _pid_and)
     pool.submit("die")
-    with pytest.raises(ChildFailed, match="exit code -9"):
+    with pytest.raises(ChildFailed, match="exit code -9, SIGKILL"):
+        pool.drain()
+    assert multiprocessing.active_children() == []
+
+
+def _source_kind(path):
+    from tfrecorder.io import storage
+
+    with storage.open_source(path) as source:
+        mapped = os.path.realpath(path) in Path("/proc/self/maps").read_text()
+        return type(source).__name__, mapped, bytes(source.read(5))
+
+
+def test_sources_are_mapped_only_in_tfrecorders_own_workers(tmp_path):
+    path = tmp_path / "table.parquet"
+    path.write_bytes(b"PAR1" + os.urandom(10_000))
+    assert _source_kind(str(path)) == ("BufferedReader", False, path.read_bytes()[:5])
+    pool = ForkPool(1, _source_kind)
+    try:
+        (in_worker,) = pool.submit(str(path)) + pool.drain()
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)  # opened, it would block the worker until a writer came
+        pool.submit(str(fifo))
+        with pytest.raises(NotRegularFile, match="a FIFO"):
+            pool.drain()
+    finally:
+        pool.close()
+    assert in_worker == ("mmap", True, path.read_bytes()[:5])
+    assert _source_kind(str(path))[:2] == ("BufferedReader", False)  # the caller's process: untouched
+
+
+def _read_past_a_truncation(path):
+    from tfrecorder.io import storage
+
+    with storage.open_source(path) as source:
+        os.truncate(path, 0)  # another process rewriting the file in place, as the child reads it
+        return source[-1]
+
+
+def test_a_source_file_truncated_while_a_child_reads_it_ends_only_that_child(tmp_path):
+    path = tmp_path / "table.parquet"
+    path.write_bytes(os.urandom(64 * 1024))
+    pool = ForkPool(1, _read_past_a_truncation)
+    pool.submit(str(path))
+    with pytest.raises(ChildFailed, match="SIGBUS: a file it had mapped, such as a local Parquet source, shrank"):
         pool.drain()
     assert multiprocessing.active_children() == []
 
