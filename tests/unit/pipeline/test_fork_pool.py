@@ -154,8 +154,11 @@ def test_sources_are_mapped_only_in_tfrecorders_own_workers(tmp_path):
 
 
 def _read_past_a_truncation(path):
+    import faulthandler
+
     from tfrecorder.io import storage
 
+    faulthandler.disable()  # this child only: pytest's handler would print its stack to the test log
     with storage.open_source(path) as source:
         os.truncate(path, 0)  # another process rewriting the file in place, as the child reads it
         return source[-1]
