@@ -247,10 +247,20 @@ def open_source(path: str) -> Iterator[Union[mmap.mmap, BinaryIO]]:
     file: 16k page faults, 0.16–0.23 s; mapped: 1.1k, 0.11–0.13 s). Why only in a worker: a file that
     another process truncates while it is mapped faults (SIGBUS) on the next read past its new end, which
     ends the process reading it. A worker's end fails its bundle (fork_pool.ChildFailed); the caller's
-    process (a notebook's kernel) is never put at that risk, and reads. A mapping is not closed here: the
-    reader's buffers may hold it, and it goes with the last of them."""
+    process (a notebook's kernel) is never put at that risk, and reads. A file a worker cannot map (an
+    empty one, a file system that does not map files, such as FUSE with direct I/O) is read there too;
+    anything but a regular file is refused either way. A mapping is not closed here: the reader's
+    buffers may hold it, and it goes with the last of them."""
+    mapped = None
     if _maps_sources and not is_remote(path):
-        yield map_local(path)
+        try:
+            mapped = map_local(path)
+        except NotRegularFile:
+            raise
+        except (OSError, ValueError):  # read below, which says what is wrong if anything is
+            mapped = None
+    if mapped is not None:
+        yield mapped
         return
     with open_read(path) as stream:
         yield stream

@@ -153,6 +153,17 @@ def test_sources_are_mapped_only_in_tfrecorders_own_workers(tmp_path):
     assert _source_kind(str(path))[:2] == ("BufferedReader", False)  # the caller's process: untouched
 
 
+def test_a_source_a_worker_cannot_map_is_read_there(tmp_path):
+    empty = tmp_path / "empty.parquet"
+    empty.write_bytes(b"")  # mmap refuses an empty file: the reader then says what is wrong with it
+    pool = ForkPool(1, _source_kind)
+    try:
+        (in_worker,) = pool.submit(str(empty)) + pool.drain()
+    finally:
+        pool.close()
+    assert in_worker == ("BufferedReader", False, b"")
+
+
 def _read_past_a_truncation(path):
     import faulthandler
 
