@@ -234,10 +234,11 @@ def read_sample(source: ParquetFiles, rows: int) -> pd.DataFrame:
 
 
 def _read_rows(source: ParquetFiles, columns: list[str], rows: int) -> pa.Table:
-    """The first `rows` rows of `columns` as one Arrow table."""
+    """The first `rows` rows of `columns` as one Arrow table, read page by page: only the row groups'
+    first pages, however large the row groups are."""
     tables, count = [], 0
     for part in source.parts:
-        for batch in read_row_group_batches(part, columns=columns, batch_size=rows):
+        for batch in read_row_group_batches(part, columns=columns, batch_size=rows, streamed=True):
             tables.append(pa.Table.from_batches([batch.slice(0, rows - count)]))
             count += tables[-1].num_rows
             if count >= rows:

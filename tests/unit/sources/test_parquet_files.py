@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -92,6 +93,26 @@ def test_sample_reads_only_the_first_rows(spark_export, monkeypatch):
     monkeypatch.setattr(parquet_source, "SAMPLE_ROWS", 4)
     table = source_registry.open_table(str(spark_export))
     assert list(table.sample["id"]) == [12, 0, 1, 2]
+
+
+def _bytes_read() -> int:
+    """Bytes this process has read through read(2) and the like (Linux: /proc/self/io's rchar)."""
+    with open("/proc/self/io") as io_counts:
+        return next(int(line.split()[1]) for line in io_counts if line.startswith("rchar:"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="reads are counted by Linux's /proc/self/io")
+def test_the_sample_reads_the_first_pages_of_a_large_row_group_not_all_of_it(tmp_path):
+    rows = 2_000_000  # one row group of two columns of incompressible numbers, ≈32 MB (1 MB pages)
+    numbers = pa.array(np.random.default_rng(0).random(rows))
+    pq.write_table(pa.table({"x": numbers, "y": numbers}), tmp_path / "one-group.parquet", row_group_size=rows)
+    source = parquet_files.open_parquet_files(str(tmp_path / "one-group.parquet"))
+    size = os.path.getsize(tmp_path / "one-group.parquet")
+    before = _bytes_read()
+    sample = parquet_files.read_sample(source, 100)
+    read = _bytes_read() - before
+    assert list(sample["x"]) == numbers.to_pylist()[:100]
+    assert read < size / 4, f"{read:,} bytes read of a {size:,}-byte file for a 100-row sample"
 
 
 def test_files_that_disagree_on_a_type_are_one_clear_error(tmp_path):
