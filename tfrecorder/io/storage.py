@@ -251,17 +251,16 @@ def open_source(path: str) -> Iterator[Union[mmap.mmap, BinaryIO]]:
     empty one, a file system that does not map files, such as FUSE with direct I/O) is read there too;
     anything but a regular file is refused either way. A mapping is not closed here: the reader's
     buffers may hold it, and it goes with the last of them."""
-    mapped = None
     if _maps_sources and not is_remote(path):
         try:
             mapped = map_local(path)
         except NotRegularFile:
             raise
         except (OSError, ValueError):  # read below, which says what is wrong if anything is
-            mapped = None
-    if mapped is not None:
-        yield mapped
-        return
+            pass
+        else:
+            yield mapped
+            return
     with open_read(path) as stream:
         yield stream
 
